@@ -1,0 +1,82 @@
+"""Constants of the GGUF container: magic, versions, value types and the metadata keys llamay reads."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+GGUF_MAGIC = b"GGUF"
+GGUF_VERSIONS_READ = (2, 3)  # version 1 used 32-bit counts and is long gone
+GGUF_VERSION_WRITTEN = 3
+GGUF_DEFAULT_ALIGNMENT = 32
+GGML_MAX_DIMS = 4
+
+
+class GGUFValueType(IntEnum):
+    UINT8 = 0
+    INT8 = 1
+    UINT16 = 2
+    INT16 = 3
+    UINT32 = 4
+    INT32 = 5
+    FLOAT32 = 6
+    BOOL = 7
+    STRING = 8
+    ARRAY = 9
+    UINT64 = 10
+    INT64 = 11
+    FLOAT64 = 12
+
+
+# struct format (little-endian) of each fixed-size value type; also its array.array typecode
+SCALAR_FORMAT: dict[GGUFValueType, str] = {
+    GGUFValueType.UINT8: "B",
+    GGUFValueType.INT8: "b",
+    GGUFValueType.UINT16: "H",
+    GGUFValueType.INT16: "h",
+    GGUFValueType.UINT32: "I",
+    GGUFValueType.INT32: "i",
+    GGUFValueType.FLOAT32: "f",
+    GGUFValueType.BOOL: "?",
+    GGUFValueType.UINT64: "Q",
+    GGUFValueType.INT64: "q",
+    GGUFValueType.FLOAT64: "d",
+}
+
+
+class Keys:
+    """Metadata keys, spelt as in gguf-py's `constants.py`; `{arch}` is `general.architecture`."""
+
+    ARCHITECTURE = "general.architecture"
+    ALIGNMENT = "general.alignment"
+    NAME = "general.name"
+    FILE_TYPE = "general.file_type"
+    QUANTIZATION_VERSION = "general.quantization_version"
+
+    CONTEXT_LENGTH = "{arch}.context_length"
+    EMBEDDING_LENGTH = "{arch}.embedding_length"
+    BLOCK_COUNT = "{arch}.block_count"
+    FEED_FORWARD_LENGTH = "{arch}.feed_forward_length"
+    VOCAB_SIZE = "{arch}.vocab_size"
+    HEAD_COUNT = "{arch}.attention.head_count"
+    HEAD_COUNT_KV = "{arch}.attention.head_count_kv"
+    KEY_LENGTH = "{arch}.attention.key_length"
+    VALUE_LENGTH = "{arch}.attention.value_length"
+    LAYERNORM_EPS = "{arch}.attention.layer_norm_epsilon"
+    LAYERNORM_RMS_EPS = "{arch}.attention.layer_norm_rms_epsilon"
+    SLIDING_WINDOW = "{arch}.attention.sliding_window"
+    CAUSAL = "{arch}.attention.causal"
+    ROPE_DIMENSION_COUNT = "{arch}.rope.dimension_count"
+    ROPE_FREQ_BASE = "{arch}.rope.freq_base"
+    ROPE_SCALING_TYPE = "{arch}.rope.scaling.type"
+    ROPE_SCALING_FACTOR = "{arch}.rope.scaling.factor"
+    POOLING_TYPE = "{arch}.pooling_type"
+
+    TOKENIZER_MODEL = "tokenizer.ggml.model"
+    TOKENIZER_PRE = "tokenizer.ggml.pre"
+    TOKENS = "tokenizer.ggml.tokens"
+    SCORES = "tokenizer.ggml.scores"
+    TOKEN_TYPE = "tokenizer.ggml.token_type"
+    MERGES = "tokenizer.ggml.merges"
+    BOS_ID = "tokenizer.ggml.bos_token_id"
+    EOS_ID = "tokenizer.ggml.eos_token_id"
+    CHAT_TEMPLATE = "tokenizer.chat_template"

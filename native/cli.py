@@ -1,0 +1,44 @@
+"""`llamay` command line: one subcommand per module in `llamay.native.commands`.
+
+Each command module exposes `register(subparsers)`, which adds its parser and sets `func`. Modules import
+their heavy dependencies (numba, the model) inside `func`, so `llamay --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from llamay import __version__
+from llamay.errors import LlamayError
+
+COMMANDS = ("info", "tensor")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="llamay", description="A GGUF language-model engine.")
+    parser.add_argument("--version", action="version", version=f"llamay {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"llamay.native.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except LlamayError as e:
+        print(f"llamay {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # `llamay info ... | head`: the reader went away, which is not an error of ours
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the `llamay` CLI, one module each (see `llamay.native.cli`)."""
