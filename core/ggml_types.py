@@ -105,9 +105,7 @@ def ggml_type(type_id: int, where: str = "") -> GGMLType:
     except ValueError:
         known = ", ".join(f"{t.name}={t.value}" for t in GGMLType)
         place = f"{where}: " if where else ""
-        raise UnsupportedTypeError(
-            f"{place}unknown ggml tensor type id {type_id}; known types: {known}"
-        ) from None
+        raise UnsupportedTypeError(f"{place}unknown ggml tensor type id {type_id}; known types: {known}") from None
 
 
 def block_size(t: GGMLType) -> int:

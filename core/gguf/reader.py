@@ -8,6 +8,8 @@ byte offset and the key or tensor, and nothing half-loaded escapes.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import mmap
 import os
 import struct
@@ -128,8 +130,10 @@ class _Cursor:
         at = self.pos
         count = self.scalar("Q", f"item count of {what}")
         # every item takes at least this many bytes: refuse a count the file cannot hold before allocating
-        min_item = 8 if item_type in (GGUFValueType.STRING, GGUFValueType.ARRAY) else struct.calcsize(
-            "<" + SCALAR_FORMAT[item_type]
+        min_item = (
+            8
+            if item_type in (GGUFValueType.STRING, GGUFValueType.ARRAY)
+            else struct.calcsize("<" + SCALAR_FORMAT[item_type])
         )
         if count * min_item > self.size - self.pos:
             raise self.fail(f"{what}: array count {count} runs past the end of the file", at)
@@ -201,11 +205,9 @@ class GGUFFile:
             view.release()
         owner, self._owner = self._owner, None
         if owner is not None:
-            try:
+            # a caller still holding a tensor view keeps the map open until the last view is gone
+            with contextlib.suppress(BufferError):
                 owner.close()
-            except BufferError:
-                # a caller still holds a tensor view: the map closes when the last view is gone
-                pass
 
     def __enter__(self) -> GGUFFile:
         return self
@@ -314,7 +316,7 @@ class GGUFFile:
             self.tensors[name] = TensorInfo(name, t, shape, offset, self.data_offset + offset, nbytes, index)
             spans.append((offset, offset + nbytes, name))
         spans.sort()
-        for (_s0, e0, n0), (s1, _e1, n1) in zip(spans, spans[1:], strict=False):
+        for (_s0, e0, n0), (s1, _e1, n1) in itertools.pairwise(spans):
             if s1 < e0:
                 raise GGUFError(f"{self.name}: tensors {n0!r} and {n1!r} overlap in the data section")
 
