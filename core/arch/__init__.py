@@ -1,0 +1,69 @@
+"""Architectures, keyed by `general.architecture` (with aliases): each supplies its config and weight binding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import UnsupportedArchitectureError
+from ..gguf import GGUFFile, Keys
+from . import bert, gemma3, llama, qwen2, qwen3
+from .binder import Binder
+from .blocks import ModelWeights
+from .config import ModelConfig
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str
+    summary: str
+    config: Callable[[GGUFFile, str], ModelConfig]
+    bind: Callable[[Binder, ModelConfig], ModelWeights]
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    a.name: a
+    for a in (
+        Architecture("llama", "Llama, Mistral, TinyLlama, SmolLM, llama2.c stories", llama.config, llama.bind),
+        Architecture("qwen2", "Qwen2 / Qwen2.5 (QKV biases)", qwen2.config, qwen2.bind),
+        Architecture("qwen3", "Qwen3 dense (QK-norm)", qwen3.config, qwen3.bind),
+        Architecture("gemma3", "Gemma 3 text (QK-norm, sliding window, GeGLU)", gemma3.config, gemma3.bind),
+        Architecture("bert", "BERT encoders for embeddings (all-MiniLM, bge)", bert.config, bert.bind),
+    )
+}
+
+# Other spellings of the same block shape seen in GGUF files.
+ALIASES: dict[str, str] = {
+    "mistral": "llama",
+    "llama2": "llama",
+    "gemma3_text": "gemma3",
+}
+
+
+def supported() -> list[str]:
+    return sorted(ARCHITECTURES) + sorted(f"{a} (= {t})" for a, t in ALIASES.items())
+
+
+def get_architecture(name: str | None, where: str = "") -> Architecture:
+    """The architecture for a `general.architecture` value, or a refusal listing what works."""
+    place = f"{where}: " if where else ""
+    if name is None:
+        raise UnsupportedArchitectureError(f"{place}metadata key {Keys.ARCHITECTURE!r} is missing")
+    arch = ARCHITECTURES.get(ALIASES.get(name, name))
+    if arch is None:
+        raise UnsupportedArchitectureError(
+            f"{place}architecture {name!r} is not supported; supported: {', '.join(supported())}"
+        )
+    return arch
+
+
+def load_config(f: GGUFFile) -> tuple[Architecture, ModelConfig]:
+    arch = get_architecture(f.architecture, f.name)
+    return arch, arch.config(f, f.architecture)
+
+
+def bind_weights(f: GGUFFile, runnable_types: frozenset | None = None) -> tuple[ModelConfig, ModelWeights, Binder]:
+    """Config and bound weights of a supported model; the binder's `unread()` is the tensor audit."""
+    arch, cfg = load_config(f)
+    binder = Binder(f, runnable_types)
+    return cfg, arch.bind(binder, cfg), binder

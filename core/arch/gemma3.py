@@ -1,0 +1,50 @@
+"""`gemma3`: QK-norm, pre- and post-norms around attention and FFN, GeGLU (tanh GELU), embeddings scaled by
+√n_embd, and interleaved sliding-window layers with their own RoPE base (every sixth layer is global)."""
+
+from __future__ import annotations
+
+import math
+
+from ..gguf import GGUFFile, Keys
+from .binder import Binder
+from .blocks import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
+from .config import Activation, Meta, ModelConfig, Norm, Rope
+from .names import T
+
+SWA_PERIOD = 6  # llama.cpp's gemma3 pattern: layers i with i % 6 < 5 use the sliding window
+ROPE_BASE_SWA = 10000.0  # local layers' RoPE base; not stored in the GGUF, fixed by the model family
+
+
+def config(f: GGUFFile, arch: str = "gemma3") -> ModelConfig:
+    m = Meta(f, arch)
+    common = m.common()
+    n_layer = common["n_layer"]
+    return ModelConfig(
+        **common,
+        norm=Norm.RMS,
+        norm_eps=m.float(Keys.LAYERNORM_RMS_EPS),
+        rope=m.rope(Rope.NEOX, common["head_dim"], base_swa=ROPE_BASE_SWA),
+        act=Activation.GELU,
+        qk_norm=True,
+        post_norms=True,
+        embed_scale=math.sqrt(common["n_embd"]),
+        tied_output=True,
+        sliding_window=m.int(Keys.SLIDING_WINDOW, 0),
+        swa_layers=tuple(i % SWA_PERIOD < SWA_PERIOD - 1 for i in range(n_layer)),
+    )
+
+
+def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
+    token_embd, output_norm, output = bind_output(b, cfg)
+    layers = tuple(
+        LayerWeights(
+            attn_norm=bind_norm(b, T.ATTN_NORM, cfg.n_embd, i),
+            attn=bind_attention(b, cfg, i, qk_norm=True),
+            attn_post_norm=bind_norm(b, T.ATTN_POST_NORM, cfg.n_embd, i),
+            ffn_norm=bind_norm(b, T.FFN_NORM, cfg.n_embd, i),
+            ffn=bind_ffn(b, cfg, i),
+            ffn_post_norm=bind_norm(b, T.FFN_POST_NORM, cfg.n_embd, i),
+        )
+        for i in range(cfg.n_layer)
+    )
+    return ModelWeights(token_embd, layers, output_norm, output)

@@ -1,0 +1,36 @@
+"""`llama`: pre-RMSNorm, rotary (adjacent pairs), GQA, SwiGLU. Also Mistral, TinyLlama, SmolLM, stories."""
+
+from __future__ import annotations
+
+from ..gguf import GGUFFile, Keys
+from .binder import Binder
+from .blocks import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
+from .config import Meta, ModelConfig, Norm, Rope
+from .names import T, weight
+
+
+def config(f: GGUFFile, arch: str = "llama") -> ModelConfig:
+    m = Meta(f, arch)
+    common = m.common()
+    return ModelConfig(
+        **common,
+        norm=Norm.RMS,
+        norm_eps=m.float(Keys.LAYERNORM_RMS_EPS),
+        rope=m.rope(Rope.NORMAL, common["head_dim"]),
+        tied_output=weight(T.OUTPUT) not in f.tensors,
+    )
+
+
+def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
+    token_embd, output_norm, output = bind_output(b, cfg)
+    layers = tuple(
+        LayerWeights(
+            attn_norm=bind_norm(b, T.ATTN_NORM, cfg.n_embd, i),
+            attn=bind_attention(b, cfg, i),
+            ffn_norm=bind_norm(b, T.FFN_NORM, cfg.n_embd, i),
+            ffn=bind_ffn(b, cfg, i),
+        )
+        for i in range(cfg.n_layer)
+    )
+    rope_freqs = b.optional(weight(T.ROPE_FREQS), (cfg.rope.n_dims // 2,))
+    return ModelWeights(token_embd, layers, output_norm, output, rope_freqs=rope_freqs)

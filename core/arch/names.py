@@ -1,0 +1,40 @@
+"""Tensor names as llama.cpp's GGUF files spell them (gguf-py `MODEL_TENSOR` names); `{bid}` is the block index.
+
+A tensor is stored as `NAME.weight` or `NAME.bias`.
+"""
+
+from __future__ import annotations
+
+
+class T:
+    TOKEN_EMBD = "token_embd"
+    TOKEN_TYPES = "token_types"
+    POS_EMBD = "position_embd"
+    TOKEN_EMBD_NORM = "token_embd_norm"
+    OUTPUT_NORM = "output_norm"
+    OUTPUT = "output"
+    ROPE_FREQS = "rope_freqs"
+
+    ATTN_NORM = "blk.{bid}.attn_norm"
+    ATTN_Q = "blk.{bid}.attn_q"
+    ATTN_K = "blk.{bid}.attn_k"
+    ATTN_V = "blk.{bid}.attn_v"
+    ATTN_OUT = "blk.{bid}.attn_output"
+    ATTN_Q_NORM = "blk.{bid}.attn_q_norm"
+    ATTN_K_NORM = "blk.{bid}.attn_k_norm"
+    ATTN_OUT_NORM = "blk.{bid}.attn_output_norm"  # BERT: LayerNorm after the attention residual
+    ATTN_POST_NORM = "blk.{bid}.post_attention_norm"  # Gemma: RMSNorm on the attention output
+    FFN_NORM = "blk.{bid}.ffn_norm"
+    FFN_GATE = "blk.{bid}.ffn_gate"
+    FFN_UP = "blk.{bid}.ffn_up"
+    FFN_DOWN = "blk.{bid}.ffn_down"
+    FFN_POST_NORM = "blk.{bid}.post_ffw_norm"  # Gemma: RMSNorm on the FFN output
+    LAYER_OUT_NORM = "blk.{bid}.layer_output_norm"  # BERT: LayerNorm after the FFN residual
+
+
+def weight(name: str, bid: int | None = None) -> str:
+    return (name.format(bid=bid) if bid is not None else name) + ".weight"
+
+
+def bias(name: str, bid: int | None = None) -> str:
+    return (name.format(bid=bid) if bid is not None else name) + ".bias"

@@ -1,0 +1,104 @@
+"""What `llamay info` reports about a GGUF file, as plain data (the CLI formats it as text or JSON)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from enum import Enum
+from typing import Any
+
+from .arch import bind_weights, get_architecture
+from .errors import LlamayError
+from .gguf import GGUFFile, Keys
+from .gguf.reader import GGUFArray
+
+TOKENIZER_KINDS = {
+    "gpt2": "byte-level BPE (GPT-2 style)",
+    "llama": "SentencePiece BPE with byte fallback",
+    "bert": "WordPiece (BERT)",
+    "t5": "SentencePiece unigram",
+    "rwkv": "RWKV trie",
+    "plamo2": "PLaMo-2 (Aho-Corasick)",
+    "none": "none",
+}
+ARRAY_PREVIEW = 4  # items shown of a long metadata array
+
+
+def summarise_value(value: Any, max_str: int = 120) -> Any:
+    """A metadata value made short enough to print: long arrays keep their type, count and a few items."""
+    if isinstance(value, GGUFArray):
+        if len(value) <= ARRAY_PREVIEW * 2:
+            return [summarise_value(v, max_str) for v in value]
+        head = [summarise_value(v, 40) for v in value[:ARRAY_PREVIEW]]
+        return {"type": value.item_type.name, "count": len(value), "first": head}
+    if isinstance(value, str) and len(value) > max_str:
+        return value[:max_str] + f"... ({len(value)} chars)"
+    return value
+
+
+def tensor_audit(f: GGUFFile) -> dict[str, Any]:
+    """Bind the file's weights as its architecture would and list every tensor left unread."""
+    if not f.tensors:
+        return {"status": "vocab-only", "message": "no tensors: a vocabulary-only file", "unread": []}
+    try:
+        cfg, _weights, binder = bind_weights(f)
+    except LlamayError as e:
+        return {"status": "refused", "message": str(e), "unread": []}
+    unread = [t.name for t in binder.unread()]
+    status = "clean" if not unread else "unread-tensors"
+    message = (
+        f"all {len(binder.read)} tensors are bound by {cfg.arch!r}"
+        if not unread
+        else f"{len(unread)} of {len(f.tensors)} tensors would go unread by {cfg.arch!r}"
+    )
+    return {"status": status, "message": message, "bound": len(binder.read), "unread": unread}
+
+
+def describe(f: GGUFFile) -> dict[str, Any]:
+    arch_name = f.architecture
+    try:
+        arch = get_architecture(arch_name)
+        arch_info: dict[str, Any] = {"name": arch_name, "supported": True, "summary": arch.summary}
+        try:
+            cfg = arch.config(f, arch_name)
+            arch_info["hyperparameters"] = _jsonable(dataclasses.asdict(cfg))
+        except LlamayError as e:
+            arch_info["error"] = str(e)
+    except LlamayError as e:
+        arch_info = {"name": arch_name, "supported": False, "error": str(e)}
+    tok_model = f.get(Keys.TOKENIZER_MODEL)
+    tokens = f.get(Keys.TOKENS)
+    by_type = Counter(t.type.name for t in f.tensors.values())
+    return {
+        "file": f.name,
+        "size": f.size,
+        "gguf_version": f.version,
+        "alignment": f.alignment,
+        "data_offset": f.data_offset,
+        "architecture": arch_info,
+        "tokenizer": {
+            "model": tok_model,
+            "kind": TOKENIZER_KINDS.get(tok_model, "unknown") if tok_model else None,
+            "pre": f.get(Keys.TOKENIZER_PRE),
+            "tokens": len(tokens) if tokens is not None else 0,
+            "chat_template": f.get(Keys.CHAT_TEMPLATE) is not None,
+        },
+        "metadata": {k: {"type": fld.type.name, "value": summarise_value(fld.value)} for k, fld in f.fields.items()},
+        "tensors": [
+            {"name": t.name, "type": t.type.name, "shape": list(t.shape), "bytes": t.nbytes, "offset": t.data_start}
+            for t in sorted(f.tensors.values(), key=lambda t: t.index)
+        ],
+        "tensor_types": dict(sorted(by_type.items())),
+        "tensor_bytes": sum(t.nbytes for t in f.tensors.values()),
+        "audit": tensor_audit(f),
+    }
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, Enum):
+        return v.value
+    return v

@@ -1,0 +1,64 @@
+"""`llamay info` and `llamay tensor` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from llamay.native.cli import main
+from tests import paths
+from tests.gguf.test_reader import FIXTURE_FILES
+
+pytestmark = pytest.mark.native_only
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
+def test_info_prints_a_clean_audit_on_every_fixture(path, capsys):
+    assert main(["info", "-m", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "architecture" in out
+    assert ("audit         clean:" in out) or ("audit         vocab-only:" in out)
+
+
+def test_info_json(capsys):
+    assert main(["info", "-m", str(paths.stories("q4_0")), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["architecture"]["name"] == "llama" and d["architecture"]["hyperparameters"]["n_layer"] == 5
+    assert d["tensor_types"] == {"F32": 16, "Q4_0": 31}
+    assert d["metadata"]["tokenizer.ggml.tokens"]["value"]["count"] == 512
+    assert {k: v for k, v in d["tensors"][1].items() if k != "offset"} == {
+        "name": "output_norm.weight",
+        "type": "F32",
+        "shape": [64],
+        "bytes": 256,
+    }
+    assert d["audit"]["status"] == "clean"
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "llamay.native.cli", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"not a gguf at all", "bad magic"),
+        (b"GGUF\x03\x00\x00\x00" + b"\x00" * 4, "tensor count needs 8 bytes"),
+    ],
+)
+def test_bad_file_gives_one_line_error(tmp_path, content, message):
+    p = tmp_path / "bad.gguf"
+    p.write_bytes(content)
+    r = _run_cli("info", "-m", str(p))
+    assert r.returncode == 1
+    assert r.stderr.startswith("llamay info: error: ") and message in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_missing_tensor_name(tmp_path):
+    r = _run_cli("tensor", str(paths.stories("f32")), "blk.0.nope.weight", "-o", str(tmp_path / "x"))
+    assert r.returncode == 1 and "no tensor named 'blk.0.nope.weight'" in r.stderr
+    assert not (tmp_path / "x").exists()
