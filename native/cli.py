@@ -13,7 +13,7 @@ import sys
 from llamay import __version__
 from llamay.errors import LlamayError
 
-COMMANDS = ("info", "tensor")
+COMMANDS = ("info", "tensor", "pull")
 
 
 def build_parser() -> argparse.ArgumentParser:

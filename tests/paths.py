@@ -1,4 +1,4 @@
-"""Where the tests find their data: ../shared/fixtures and the registry-model cache (scripts/fetch_models.py)."""
+"""Where the tests find their data: ../shared/fixtures and the registry-model store (`llamay pull --all`)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def registry_model(name: str) -> Path:
     """A registry model from the cache; skipped locally when absent, an error under CI (it must be fetched)."""
     path = REGISTRY_CACHE / name
     if not path.exists():
-        msg = f"{path} is missing: run `python scripts/fetch_models.py`"
+        msg = f"{path} is missing: run `llamay pull --all`"
         if IN_CI:
             pytest.fail(msg)
         pytest.skip(msg)

@@ -13,14 +13,16 @@ from llamay.model_card import describe
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="describe a GGUF file and audit its tensors")
-    p.add_argument("-m", "--model", required=True, help="GGUF file")
+    p.add_argument("-m", "--model", required=True, help="GGUF file, or a catalogue name (see `llamay models`)")
     p.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     p.add_argument("--all-metadata", action="store_true", help="do not summarise long arrays and strings")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_gguf(args.model) as f:
+    from llamay.native.store import resolve_model
+
+    with open_gguf(resolve_model(args.model)) as f:
         d = describe(f)
         if args.all_metadata:
             d["metadata"] = {k: {"type": fl.type.name, "value": fl.value} for k, fl in f.fields.items()}
