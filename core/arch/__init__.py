@@ -9,26 +9,44 @@ from ..errors import UnsupportedArchitectureError
 from ..gguf import GGUFFile, Keys
 from . import bert, gemma3, llama, qwen2, qwen3
 from .binder import Binder
-from .blocks import ModelWeights
 from .config import ModelConfig
+from .layers import embed_tokens, lm_head
+from .weights import ModelWeights
 
 
 @dataclass(frozen=True)
 class Architecture:
+    """An architecture: its config reader, weight binding and block wiring (embed → blocks → output)."""
+
     name: str
     summary: str
     config: Callable[[GGUFFile, str], ModelConfig]
     bind: Callable[[Binder, ModelConfig], ModelWeights]
+    block: Callable  # (Pass, LayerWeights, layer index) -> None
+    embed: Callable = embed_tokens  # (Pass) -> None: fills x
+    output: Callable = lm_head  # (Pass) -> None: logits (decoders) or the pooled embedding (encoders)
 
 
 ARCHITECTURES: dict[str, Architecture] = {
     a.name: a
     for a in (
-        Architecture("llama", "Llama, Mistral, TinyLlama, SmolLM, llama2.c stories", llama.config, llama.bind),
-        Architecture("qwen2", "Qwen2 / Qwen2.5 (QKV biases)", qwen2.config, qwen2.bind),
-        Architecture("qwen3", "Qwen3 dense (QK-norm)", qwen3.config, qwen3.bind),
-        Architecture("gemma3", "Gemma 3 text (QK-norm, sliding window, GeGLU)", gemma3.config, gemma3.bind),
-        Architecture("bert", "BERT encoders for embeddings (all-MiniLM, bge)", bert.config, bert.bind),
+        Architecture(
+            "llama", "Llama, Mistral, TinyLlama, SmolLM, llama2.c stories", llama.config, llama.bind, llama.block
+        ),
+        Architecture("qwen2", "Qwen2 / Qwen2.5 (QKV biases)", qwen2.config, qwen2.bind, llama.block),
+        Architecture("qwen3", "Qwen3 dense (QK-norm)", qwen3.config, qwen3.bind, llama.block),
+        Architecture(
+            "gemma3", "Gemma 3 text (QK-norm, sliding window, GeGLU)", gemma3.config, gemma3.bind, gemma3.block
+        ),
+        Architecture(
+            "bert",
+            "BERT encoders for embeddings (all-MiniLM, bge)",
+            bert.config,
+            bert.bind,
+            bert.block,
+            embed=bert.embed,
+            output=bert.output,
+        ),
     )
 }
 

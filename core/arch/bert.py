@@ -6,9 +6,10 @@ from __future__ import annotations
 from ..errors import ModelError
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
-from .blocks import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm
-from .config import POOLING_TYPES, Activation, Meta, ModelConfig, Norm, Rope, RopeConfig
+from .config import POOLING_TYPES, Activation, Meta, ModelConfig, Norm, Pooling, Rope, RopeConfig
+from .layers import Pass, attention, ffn, norm
 from .names import T, weight
+from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm
 
 TOKEN_TYPE_COUNT = "tokenizer.ggml.token_type_count"
 
@@ -49,3 +50,39 @@ def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
         pos_embd=b.get(weight(T.POS_EMBD), (cfg.n_embd, cfg.n_ctx_train)),
         embd_norm=bind_norm(b, T.TOKEN_EMBD_NORM, cfg.n_embd, with_bias=True),
     )
+
+
+def embed(p: Pass) -> None:
+    """x (n, n_embd) = LayerNorm(token + position + token-type-0 embeddings)."""
+    be, st, count = p.be, p.st, p.n * p.cfg.n_embd
+    be.get_rows(st.x, p.w.token_embd, st.ids, p.n)
+    be.get_rows(st.tmp_e, p.w.pos_embd, st.pos, p.n)
+    be.add(st.x, st.x, st.tmp_e, count)
+    be.get_rows(st.tmp_e, p.w.token_types, st.zero_ids, p.n)  # every token has type 0
+    be.add(st.x, st.x, st.tmp_e, count)
+    norm(p, st.x, st.x, p.w.embd_norm)
+
+
+def block(p: Pass, layer: LayerWeights, il: int) -> None:
+    """Post-norm block: x = norm(x + attn(x)); x = norm(x + ffn(x))."""
+    st, count = p.st, p.n * p.cfg.n_embd
+    attention(p, layer.attn, il, st.x, st.xb2)
+    p.be.add(st.xb2, st.xb2, st.x, count)
+    norm(p, st.x, st.xb2, layer.attn_out_norm)
+    ffn(p, layer.ffn, st.x, st.xb2)
+    p.be.add(st.xb2, st.xb2, st.x, count)
+    norm(p, st.x, st.xb2, layer.layer_out_norm)
+
+
+def output(p: Pass) -> None:
+    """pooled (n_embd) = the sequence's token states pooled (mean, first or last token), L2-normalised."""
+    be, st, e = p.be, p.st, p.cfg.n_embd
+    if p.cfg.pooling == Pooling.MEAN:
+        be.mean_pool(st.pooled, st.x, p.n, e)
+    elif p.cfg.pooling == Pooling.CLS:
+        be.copy(st.pooled, 0, st.x, 0, e)
+    elif p.cfg.pooling == Pooling.LAST:
+        be.copy(st.pooled, 0, st.x, (p.n - 1) * e, e)
+    else:
+        raise ModelError(f"{p.cfg.arch}: pooling {p.cfg.pooling.value!r} gives no sentence embedding")
+    be.l2_normalize(st.pooled, e)

@@ -7,9 +7,10 @@ import math
 
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
-from .blocks import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 from .config import Activation, Meta, ModelConfig, Norm, Rope
+from .layers import Pass, attention, ffn, norm
 from .names import T
+from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 
 SWA_PERIOD = 6  # llama.cpp's gemma3 pattern: layers i with i % 6 < 5 use the sliding window
 ROPE_BASE_SWA = 10000.0  # local layers' RoPE base; not stored in the GGUF, fixed by the model family
@@ -48,3 +49,16 @@ def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
         for i in range(cfg.n_layer)
     )
     return ModelWeights(token_embd, layers, output_norm, output)
+
+
+def block(p: Pass, layer: LayerWeights, il: int) -> None:
+    """Sandwich norms: x += norm(attn(norm(x))); x += norm(ffn(norm(x)))."""
+    st, count = p.st, p.n * p.cfg.n_embd
+    norm(p, st.xb, st.x, layer.attn_norm)
+    attention(p, layer.attn, il, st.xb, st.xb2)
+    norm(p, st.xb2, st.xb2, layer.attn_post_norm)
+    p.be.add(st.x, st.x, st.xb2, count)
+    norm(p, st.xb, st.x, layer.ffn_norm)
+    ffn(p, layer.ffn, st.xb, st.xb2)
+    norm(p, st.xb2, st.xb2, layer.ffn_post_norm)
+    p.be.add(st.x, st.x, st.xb2, count)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
-from .blocks import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 from .config import Meta, ModelConfig, Norm, Rope
+from .layers import Pass, attention, ffn, norm
 from .names import T, weight
+from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 
 
 def config(f: GGUFFile, arch: str = "llama") -> ModelConfig:
@@ -34,3 +35,14 @@ def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
     )
     rope_freqs = b.optional(weight(T.ROPE_FREQS), (cfg.rope.n_dims // 2,))
     return ModelWeights(token_embd, layers, output_norm, output, rope_freqs=rope_freqs)
+
+
+def block(p: Pass, layer: LayerWeights, il: int) -> None:
+    """Pre-norm residual block: x += attn(norm(x)); x += ffn(norm(x))."""
+    st, count = p.st, p.n * p.cfg.n_embd
+    norm(p, st.xb, st.x, layer.attn_norm)
+    attention(p, layer.attn, il, st.xb, st.xb2)
+    p.be.add(st.x, st.x, st.xb2, count)
+    norm(p, st.xb, st.x, layer.ffn_norm)
+    ffn(p, layer.ffn, st.xb, st.xb2)
+    p.be.add(st.x, st.x, st.xb2, count)

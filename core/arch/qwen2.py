@@ -6,10 +6,10 @@ import dataclasses
 
 from ..gguf import GGUFFile
 from .binder import Binder
-from .blocks import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 from .config import ModelConfig, Rope
 from .llama import config as llama_config
 from .names import T
+from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 
 
 def config(f: GGUFFile, arch: str = "qwen2") -> ModelConfig:

@@ -1,0 +1,107 @@
+"""The shared pieces every architecture's block is wired from: norms, attention, feed-forward, embeddings,
+the LM head. Each is a straight line of kernel calls over the State's buffers; shapes in comments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..kernels import Backend, BatchView
+from .config import Activation, ModelConfig, Norm, Rope
+from .weights import AttentionWeights, FFNWeights, NormWeights
+
+if TYPE_CHECKING:
+    from ..model.state import State
+
+
+@dataclass
+class Pass:
+    """One forward pass over a batch of n tokens."""
+
+    be: Backend
+    cfg: ModelConfig
+    st: State
+    w: Any  # ModelWeights bound to the backend (fields are kernel Weights)
+    n: int
+    batch: BatchView
+    n_out: int = 0  # rows to take logits for (their batch indices are in out_rows)
+    out_rows: tuple[int, ...] = ()
+
+
+def norm(p: Pass, out: Any, x: Any, nw: NormWeights, n: int | None = None) -> None:
+    """out (n, n_embd) = norm(x) with the model's norm kind."""
+    n = p.n if n is None else n
+    if p.cfg.norm == Norm.RMS:
+        p.be.rms_norm(out, x, nw.weight, n, p.cfg.n_embd, p.cfg.norm_eps)
+    else:
+        p.be.layer_norm(out, x, nw.weight, nw.bias, n, p.cfg.n_embd, p.cfg.norm_eps)
+
+
+def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None:
+    """out (n, n_embd) = self-attention of inp (n, n_embd) at layer il, through the KV cache."""
+    be, cfg, st, n = p.be, p.cfg, p.st, p.n
+    be.matmul(st.q, a.q, inp, n)  # (n, n_head·head_dim)
+    be.matmul(st.k, a.k, inp, n)  # (n, n_head_kv·head_dim)
+    be.matmul(st.v, a.v, inp, n)  # (n, n_head_kv·head_dim_v)
+    if a.q_bias is not None:
+        be.add_bias(st.q, a.q_bias, n)
+        be.add_bias(st.k, a.k_bias, n)
+        be.add_bias(st.v, a.v_bias, n)
+    if a.q_norm is not None:  # QK-norm: RMSNorm of every head before the rotation
+        be.head_rms_norm(st.q, a.q_norm.weight, n, cfg.n_head, cfg.head_dim, cfg.norm_eps)
+        be.head_rms_norm(st.k, a.k_norm.weight, n, cfg.n_head_kv, cfg.head_dim, cfg.norm_eps)
+    swa = bool(cfg.swa_layers) and cfg.swa_layers[il]
+    rope = cfg.rope
+    if rope.kind != Rope.NONE:
+        base = rope.base_swa if swa and rope.base_swa else rope.base
+        neox = rope.kind == Rope.NEOX
+        ff = p.w.rope_freqs
+        be.rope(st.q, st.pos, n, cfg.n_head, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
+        be.rope(st.k, st.pos, n, cfg.n_head_kv, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
+    be.kv_store(st.k_cache, il, st.n_slots, st.slots, st.k, n, cfg.n_embd_k_gqa)
+    be.kv_store(st.v_cache, il, st.n_slots, st.slots, st.v, n, cfg.n_embd_v_gqa)
+    window = cfg.sliding_window if swa else 0
+    be.attention(
+        st.att, st.q, st.k_cache, st.v_cache, il, st.n_slots, p.batch,
+        cfg.n_head, cfg.n_head_kv, cfg.head_dim, cfg.head_dim_v, cfg.kq_scale, cfg.causal, window,
+    )  # fmt: skip
+    be.matmul(out, a.o, st.att, n)  # (n, n_embd)
+    if a.o_bias is not None:
+        be.add_bias(out, a.o_bias, n)
+
+
+def ffn(p: Pass, f: FFNWeights, inp: Any, out: Any) -> None:
+    """out (n, n_embd) = feed-forward of inp (n, n_embd): gated (SwiGLU / GeGLU) or up-activation-down."""
+    be, cfg, st, n = p.be, p.cfg, p.st, p.n
+    count = n * cfg.n_ff
+    if f.gate is not None:
+        be.matmul(st.ff_a, f.gate, inp, n)  # (n, n_ff)
+        be.matmul(st.ff_b, f.up, inp, n)  # (n, n_ff)
+        if cfg.act == Activation.SILU:
+            be.swiglu(st.ff_a, st.ff_a, st.ff_b, count)
+        else:
+            be.geglu(st.ff_a, st.ff_a, st.ff_b, count)
+    else:
+        be.matmul(st.ff_a, f.up, inp, n)
+        if f.up_bias is not None:
+            be.add_bias(st.ff_a, f.up_bias, n)
+        be.gelu(st.ff_a, count)
+    be.matmul(out, f.down, st.ff_a, n)  # (n, n_embd)
+    if f.down_bias is not None:
+        be.add_bias(out, f.down_bias, n)
+
+
+def embed_tokens(p: Pass) -> None:
+    """x (n, n_embd) = token embeddings of the batch, times the model's embedding scale."""
+    p.be.get_rows(p.st.x, p.w.token_embd, p.st.ids, p.n)
+    if p.cfg.embed_scale != 1.0:
+        p.be.scale(p.st.x, p.cfg.embed_scale, p.n * p.cfg.n_embd)
+
+
+def lm_head(p: Pass) -> None:
+    """logits (n_out, n_vocab) for the output rows: final norm, then the LM head."""
+    be, st, e = p.be, p.st, p.cfg.n_embd
+    for j, row in enumerate(p.out_rows):
+        be.copy(st.out_x, j * e, st.x, row * e, e)
+    norm(p, st.out_x, st.out_x, p.w.output_norm, p.n_out)
+    be.matmul(st.logits, p.w.lm_head, st.out_x, p.n_out)

@@ -1,0 +1,158 @@
+"""The kernel interface: what a backend implements so the model code can run on it.
+
+The model is a straight line of these calls over buffers allocated once per State. Buffers are flat float32
+(or int32) arrays owned by the backend (`array('f')` for portable, numpy for numba, pointers into linear memory
+for wasm); the model never indexes them, it only passes them with their dimensions. Every 2-D buffer is
+row-major `(rows, dim)`: row i of an activation buffer is token i of the batch.
+
+Numerics follow llama.cpp's CPU backend, so greedy text can match it: a matmul first rounds each activation
+row to the weight type's `vec_dot_type` (Q8_0, Q8_1, Q8_K, F16, BF16 or F32; see `activations.py`), then takes
+dot products with the weight rows. `portable` is the definition; every other backend is tested against it.
+
+The KV cache is paged. A cache holds `(n_layer, n_slots, kv_dim)` float32; the slot of position p of sequence s
+is `pages[page_off[s] + p // page_size] * page_size + p % page_size`. A batch is a set of tokens, each with a
+position and a sequence; attention of token i reads the keys of its own sequence only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..ggml_types import GGMLType
+
+Buf = Any  # a float32 buffer of the backend
+IBuf = Any  # an int32 buffer of the backend
+
+
+@dataclass
+class Weight:
+    """A tensor bound to a backend: a matrix `(n_out rows of n_in)` or a vector `(n_in,)` (n_out = 1).
+
+    `handle` is the backend's own view of the bytes (zero-copy where the platform allows).
+    """
+
+    name: str
+    type: GGMLType
+    n_in: int
+    n_out: int
+    handle: Any
+
+
+@dataclass
+class BatchView:
+    """Where each token of a batch sits, as backend int32 buffers (filled by `core/model/batch.py`).
+
+    pos[i], seq[i] for token i < n; for sequence s: page_off[s] (into pages), seq_len[s] (keys a non-causal
+    sequence attends to). slots[i] is the KV slot token i writes.
+    """
+
+    n: int
+    pos: IBuf
+    seq: IBuf
+    slots: IBuf
+    pages: IBuf
+    page_off: IBuf
+    seq_len: IBuf
+    page_size: int
+
+
+class Backend(Protocol):
+    name: str
+    runnable_types: frozenset[GGMLType]
+
+    # -- memory ---------------------------------------------------------------------------------------------
+    def alloc_f32(self, n: int) -> Buf: ...
+    def alloc_i32(self, n: int) -> IBuf: ...
+    def write_f32(self, buf: Buf, values: Any, offset: int = 0) -> None: ...
+    def write_i32(self, buf: IBuf, values: Any, offset: int = 0) -> None: ...
+    def read_f32(self, buf: Buf, offset: int, n: int) -> list[float]: ...
+    def copy(self, dst: Buf, dst_off: int, src: Buf, src_off: int, n: int) -> None: ...
+
+    # -- weights --------------------------------------------------------------------------------------------
+    def bind(self, name: str, t: GGMLType, shape: tuple[int, ...], data: memoryview) -> Weight: ...
+
+    # -- kernels (shapes in comments; n = rows of the batch) ------------------------------------------------
+    def get_rows(self, out: Buf, w: Weight, ids: IBuf, n: int) -> None:
+        """out (n, w.n_in) = rows ids[0..n) of w, dequantised."""
+
+    def matmul(self, out: Buf, w: Weight, x: Buf, n: int) -> None:
+        """out (n, w.n_out) = x (n, w.n_in) · wᵀ, with x rounded to w's vec_dot_type first."""
+
+    def add_bias(self, x: Buf, b: Weight, n: int) -> None:
+        """x (n, b.n_in) += b, broadcast over rows."""
+
+    def rms_norm(self, out: Buf, x: Buf, w: Weight | None, n: int, dim: int, eps: float) -> None:
+        """out (n, dim) = x / sqrt(mean(x²) + eps) · w."""
+
+    def layer_norm(self, out: Buf, x: Buf, w: Weight, b: Weight | None, n: int, dim: int, eps: float) -> None:
+        """out (n, dim) = (x - mean) / sqrt(var + eps) · w + b."""
+
+    def head_rms_norm(self, x: Buf, w: Weight, n: int, n_heads: int, head_dim: int, eps: float) -> None:
+        """In place, each head of x (n, n_heads·head_dim) RMS-normalised and scaled by w (head_dim)."""
+
+    def rope(
+        self,
+        x: Buf,
+        pos: IBuf,
+        n: int,
+        n_heads: int,
+        head_dim: int,
+        n_rot: int,
+        base: float,
+        scale: float,
+        neox: bool,
+        freq_factors: Weight | None,
+    ) -> None:
+        """In place rotary embedding of x (n, n_heads·head_dim) at positions pos[0..n)."""
+
+    def scale(self, x: Buf, s: float, count: int) -> None:
+        """x[0..count) *= s."""
+
+    def add(self, out: Buf, a: Buf, b: Buf, count: int) -> None:
+        """out = a + b elementwise (out may be a)."""
+
+    def swiglu(self, out: Buf, gate: Buf, up: Buf, count: int) -> None:
+        """out = silu(gate) · up."""
+
+    def geglu(self, out: Buf, gate: Buf, up: Buf, count: int) -> None:
+        """out = gelu(gate) · up (tanh GELU)."""
+
+    def gelu(self, x: Buf, count: int) -> None:
+        """In place tanh GELU."""
+
+    def kv_store(self, cache: Buf, layer: int, n_slots: int, slots: IBuf, src: Buf, n: int, dim: int) -> None:
+        """cache[layer, slots[i], :] = src[i, :] for i < n; cache is (n_layer, n_slots, dim)."""
+
+    def attention(
+        self,
+        out: Buf,
+        q: Buf,
+        k_cache: Buf,
+        v_cache: Buf,
+        layer: int,
+        n_slots: int,
+        batch: BatchView,
+        n_head: int,
+        n_head_kv: int,
+        head_dim: int,
+        head_dim_v: int,
+        kq_scale: float,
+        causal: bool,
+        window: int,
+    ) -> None:
+        """out (n, n_head·head_dim_v): softmax(q·kᵀ·kq_scale) · v over the keys of each token's sequence.
+
+        Causal: token at position p sees positions max(0, p - window + 1) .. p (window 0: all of 0 .. p).
+        Non-causal: it sees positions 0 .. seq_len[seq] - 1. Query head h reads KV head h // (n_head / n_head_kv).
+        """
+
+    def argmax(self, x: Buf, offset: int, n: int) -> int: ...
+
+    def top_k(self, x: Buf, offset: int, n: int, k: int) -> list[tuple[int, float]]:
+        """The k largest values of x[offset .. offset+n) as (index, value), largest first, ties by index."""
+
+    def mean_pool(self, out: Buf, x: Buf, n: int, dim: int) -> None:
+        """out (dim) = mean of the n rows of x (n, dim)."""
+
+    def l2_normalize(self, x: Buf, dim: int) -> None: ...

@@ -1,0 +1,83 @@
+"""One forward pass: place the batch in the KV cache, embed, run every block, produce logits (or a pooled
+embedding for encoders). Prefill (many tokens) and decode (one token per sequence) are the same call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence as Seq
+
+from ..arch.layers import Pass
+from ..errors import LlamayError
+from .state import State
+
+
+def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> list[int]:
+    """Give each token a position after its sequence's cached ones and a KV slot; fill the batch buffers.
+
+    Returns the positions. Pages are allocated here, before any kernel runs.
+    """
+    n = len(tokens)
+    if n > st.n_batch:
+        raise LlamayError(f"a batch of {n} tokens exceeds n_batch {st.n_batch}")
+    counts: dict[int, int] = {}
+    for s in seqs:
+        counts[s] = counts.get(s, 0) + 1
+    for s, c in counts.items():
+        seq = st.sequences[s]
+        if seq.n_past + c > st.n_ctx:
+            raise LlamayError(f"sequence {s}: {seq.n_past + c} positions exceed the context of {st.n_ctx}")
+        st.pages.grow(seq.table, seq.n_past + c)
+    nxt = {s: st.sequences[s].n_past for s in counts}
+    positions, slots = [], []
+    for s in seqs:
+        p = nxt[s]
+        nxt[s] = p + 1
+        positions.append(p)
+        slots.append(st.pages.slot(st.sequences[s].table, p))
+    be = st.backend
+    be.write_i32(st.ids, tokens)
+    be.write_i32(st.pos, positions)
+    be.write_i32(st.seq, seqs)
+    be.write_i32(st.slots, slots)
+    off = 0
+    for s in counts:
+        table = st.sequences[s].table
+        be.write_i32(st.page_list, table, off)
+        be.write_i32(st.page_off, (off,), s)
+        be.write_i32(st.seq_len, (nxt[s],), s)
+        off += len(table)
+    st.batch.n = n
+    return positions
+
+
+def forward(
+    model,  # llamay.model.Model
+    st: State,
+    tokens: Seq[int],
+    seqs: Seq[int] | None = None,
+    outputs: Seq[int] | None = None,
+) -> int:
+    """Run tokens (of sequences `seqs`, default all 0) through the model; returns the number of logit rows.
+
+    outputs: batch indices that need logits (default: the last token of each sequence). Row j of
+    `st.logits` then holds the logits of token outputs[j].
+    """
+    n = len(tokens)
+    if n == 0:
+        return 0
+    seqs = [0] * n if seqs is None else list(seqs)
+    if outputs is None:
+        last = {s: i for i, s in enumerate(seqs)}
+        outputs = sorted(last.values())
+    st.reserve_outputs(len(outputs))
+    place_batch(st, tokens, seqs)
+    p = Pass(model.backend, model.cfg, st, model.weights, n, st.batch, len(outputs), tuple(outputs))
+    arch = model.arch
+    arch.embed(p)
+    for il, layer in enumerate(model.weights.layers):
+        arch.block(p, layer, il)
+    arch.output(p)
+    for i, s in enumerate(seqs):
+        seq = st.sequences[s]
+        seq.n_past += 1
+        seq.tokens.append(tokens[i])
+    return len(outputs)

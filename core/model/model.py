@@ -1,0 +1,89 @@
+"""A loaded model: config, weights bound to a kernel backend, tokenizer; `new_state()` makes a State to run it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from ..arch import load_config
+from ..arch.binder import Binder, Tensor
+from ..arch.weights import ModelWeights
+from ..gguf import GGUFFile, open_gguf
+from ..kernels import Backend, get_backend
+from .state import DEFAULT_PAGE_SIZE, State
+
+DEFAULT_N_CTX = 4096
+
+
+def _to_backend(node: Any, be: Backend) -> Any:
+    """The weight tree with every Tensor replaced by the backend's bound Weight (same dataclasses)."""
+    if isinstance(node, Tensor):
+        return be.bind(node.name, node.type, node.shape, node.data())
+    if isinstance(node, tuple):
+        return tuple(_to_backend(x, be) for x in node)
+    if dataclasses.is_dataclass(node):
+        return dataclasses.replace(
+            node, **{f.name: _to_backend(getattr(node, f.name), be) for f in dataclasses.fields(node)}
+        )
+    return node
+
+
+class Model:
+    def __init__(self, f: GGUFFile, backend: Backend | str | None = None) -> None:
+        self.file = f
+        self.backend = backend if backend is not None and not isinstance(backend, str) else get_backend(backend)
+        self.arch, self.cfg = load_config(f)
+        binder = Binder(f, self.backend.runnable_types)  # refuses an unrunnable tensor type before any work
+        self.tensors: ModelWeights = self.arch.bind(binder, self.cfg)
+        self.unread = binder.unread()
+        self.weights = _to_backend(self.tensors, self.backend)
+        self._tokenizer = None
+
+    @property
+    def tokenizer(self):  # llamay.tokenizer.Tokenizer
+        if self._tokenizer is None:
+            from ..tokenizer import load_tokenizer
+
+            self._tokenizer = load_tokenizer(self.file)
+        return self._tokenizer
+
+    @property
+    def name(self) -> str:
+        return self.file.get("general.name") or os.path.basename(self.file.name)
+
+    def new_state(
+        self,
+        n_ctx: int | None = None,
+        n_batch: int = 512,
+        n_seq: int = 1,
+        n_outputs: int = 1,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        n_pages: int | None = None,
+    ) -> State:
+        n_ctx = n_ctx or min(self.cfg.n_ctx_train, DEFAULT_N_CTX)
+        if not self.cfg.causal:  # an encoder sees its whole input at once
+            n_batch = max(n_batch, n_ctx)
+        return State(
+            self.cfg, self.backend, n_ctx=n_ctx, n_batch=min(n_batch, n_ctx) if self.cfg.causal else n_batch,
+            n_seq=n_seq, n_outputs=n_outputs, page_size=page_size, n_pages=n_pages,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def load_model(path: str | os.PathLike[str], backend: Backend | str | None = None) -> Model:
+    """Open a GGUF file and bind its weights; refuses unknown architectures and tensor types by name."""
+    f = open_gguf(path)
+    try:
+        return Model(f, backend)
+    except BaseException:
+        f.close()
+        raise

@@ -1,0 +1,191 @@
+"""Each fast backend's kernels equal portable's, within float tolerance."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from llamay.ggml_types import GGMLType, block_size
+from llamay.kernels import BatchView
+from tests.kernels.data import MATMUL_TYPES, floats, weight_bytes
+
+REL = 2e-5  # float32 sums in a different order
+N = 3  # batch rows
+
+
+def close(got: list[float], want: list[float], rel: float = REL, what: str = "") -> None:
+    scale = max(1e-6, max(abs(v) for v in want))
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert abs(a - b) <= rel * scale + 1e-7, f"{what}[{i}]: {a} != {b} (scale {scale})"
+
+
+def _vec(be, values):
+    buf = be.alloc_f32(len(values))
+    be.write_f32(buf, values)
+    return buf
+
+
+def _ivec(be, values):
+    buf = be.alloc_i32(max(1, len(values)))
+    be.write_i32(buf, values)
+    return buf
+
+
+def _weight(be, t, n_in, n_out, data, name="w"):
+    shape = (n_in,) if n_out == 1 else (n_in, n_out)
+    return be.bind(name, t, shape, memoryview(data))
+
+
+@pytest.mark.parametrize("t", MATMUL_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("n_out", [1, 7, 33])
+def test_matmul(backend, ref, t, n_out):
+    if t not in backend.runnable_types:
+        pytest.skip(f"{backend.name} does not run {t.name}")
+    rng = random.Random(f"{t.name}/{n_out}")
+    n_in = 2 * max(block_size(t), 64)
+    data = weight_bytes(rng, t, n_in, n_out)
+    x = floats(rng, N * n_in)
+    x[3] = 0.0
+    x[n_in : n_in + 32] = floats(rng, 32, 0.0)  # an all-zero block: scale 0 must not divide by zero
+    outs = []
+    for be in (backend, ref):
+        w = _weight(be, t, n_in, n_out, data)
+        out = be.alloc_f32(N * n_out)
+        be.matmul(out, w, _vec(be, x), N)
+        outs.append(be.read_f32(out, 0, N * n_out))
+    close(outs[0], outs[1], 5e-5, f"{t.name} matmul")
+
+
+@pytest.mark.parametrize("t", [GGMLType.F32, GGMLType.F16, GGMLType.Q8_0, GGMLType.Q4_K, GGMLType.Q6_K, GGMLType.Q4_1])
+def test_get_rows(backend, ref, t):
+    if t not in backend.runnable_types:
+        pytest.skip(f"{backend.name} does not run {t.name}")
+    rng = random.Random(t.name)
+    n_in, n_out = 256, 10
+    data = weight_bytes(rng, t, n_in, n_out)
+    ids = [3, 0, 9, 3]
+    outs = []
+    for be in (backend, ref):
+        out = be.alloc_f32(len(ids) * n_in)
+        be.get_rows(out, _weight(be, t, n_in, n_out, data), _ivec(be, ids), len(ids))
+        outs.append(be.read_f32(out, 0, len(ids) * n_in))
+    assert outs[0] == outs[1]  # dequantisation is exact on every backend
+
+
+def test_norms_and_elementwise(backend, ref):
+    rng = random.Random(1)
+    dim, n = 96, 3
+    x, y = floats(rng, n * dim), floats(rng, n * dim)
+    g, b = floats(rng, dim, 0.5), floats(rng, dim, 0.5)
+    gbytes, bbytes = g.tobytes(), b.tobytes()
+    results = []
+    for be in (backend, ref):
+        r = {}
+        wg, wb = _weight(be, GGMLType.F32, dim, 1, gbytes, "g"), _weight(be, GGMLType.F32, dim, 1, bbytes, "b")
+        out = be.alloc_f32(n * dim)
+        be.rms_norm(out, _vec(be, x), wg, n, dim, 1e-5)
+        r["rms"] = be.read_f32(out, 0, n * dim)
+        be.rms_norm(out, _vec(be, x), None, n, dim, 1e-6)
+        r["rms_noweight"] = be.read_f32(out, 0, n * dim)
+        be.layer_norm(out, _vec(be, x), wg, wb, n, dim, 1e-12)
+        r["layer"] = be.read_f32(out, 0, n * dim)
+        xb = _vec(be, x)
+        be.head_rms_norm(xb, _weight(be, GGMLType.F32, 32, 1, g[:32].tobytes(), "h"), n, dim // 32, 32, 1e-6)
+        r["head_rms"] = be.read_f32(xb, 0, n * dim)
+        xb, yb = _vec(be, x), _vec(be, y)
+        be.add(out, xb, yb, n * dim)
+        r["add"] = be.read_f32(out, 0, n * dim)
+        be.add_bias(xb, wg, n)
+        r["bias"] = be.read_f32(xb, 0, n * dim)
+        be.scale(yb, 1.7, n * dim)
+        r["scale"] = be.read_f32(yb, 0, n * dim)
+        xb, yb = _vec(be, x), _vec(be, y)
+        be.swiglu(out, xb, yb, n * dim)
+        r["swiglu"] = be.read_f32(out, 0, n * dim)
+        be.geglu(out, xb, yb, n * dim)
+        r["geglu"] = be.read_f32(out, 0, n * dim)
+        be.gelu(xb, n * dim)
+        r["gelu"] = be.read_f32(xb, 0, n * dim)
+        be.mean_pool(out, _vec(be, x), n, dim)
+        r["mean_pool"] = be.read_f32(out, 0, dim)
+        xb = _vec(be, x)
+        be.l2_normalize(xb, dim)
+        r["l2"] = be.read_f32(xb, 0, dim)
+        results.append(r)
+    for k in results[1]:
+        close(results[0][k], results[1][k], 1e-5, k)
+
+
+@pytest.mark.parametrize("neox", [False, True])
+@pytest.mark.parametrize("with_factors", [False, True])
+def test_rope(backend, ref, neox, with_factors):
+    rng = random.Random(2)
+    n, n_heads, head_dim, n_rot = 4, 3, 16, 12
+    x = floats(rng, n * n_heads * head_dim)
+    pos = [0, 1, 7, 500]
+    factors = [1.0 + i * 0.5 for i in range(n_rot // 2)]
+    results = []
+    for be in (backend, ref):
+        xb = _vec(be, x)
+        ff = _weight(be, GGMLType.F32, n_rot // 2, 1, _vec_bytes(factors), "ff") if with_factors else None
+        be.rope(xb, _ivec(be, pos), n, n_heads, head_dim, n_rot, 10000.0, 0.5, neox, ff)
+        results.append(be.read_f32(xb, 0, len(x)))
+    close(results[0], results[1], 1e-5, "rope")
+
+
+def _vec_bytes(values):
+    from array import array
+
+    return array("f", values).tobytes()
+
+
+@pytest.mark.parametrize(("causal", "window"), [(True, 0), (True, 3), (False, 0)])
+def test_kv_store_and_attention(backend, ref, causal, window):
+    """Two sequences in one batch, paged caches with scattered pages, GQA."""
+    rng = random.Random(3)
+    n_head, n_head_kv, head_dim, head_dim_v = 4, 2, 8, 6
+    page_size, n_pages, n_layer, layer = 4, 8, 2, 1
+    n_slots = n_pages * page_size
+    kdim, vdim = n_head_kv * head_dim, n_head_kv * head_dim_v
+    tables = [[5, 2, 7], [0, 3]]  # seq 0 owns pages 5,2,7; seq 1 owns 0,3
+    past = [6, 1]  # positions already cached per sequence
+    new = [(0, 6), (0, 7), (0, 8), (1, 1), (1, 2)]  # (seq, position) of each batch token
+    n = len(new)
+
+    def slot(s, p):
+        return tables[s][p // page_size] * page_size + p % page_size
+
+    cache_k = floats(rng, n_layer * n_slots * kdim)
+    cache_v = floats(rng, n_layer * n_slots * vdim)
+    k_new, v_new, q = floats(rng, n * kdim), floats(rng, n * vdim), floats(rng, n * n_head * head_dim)
+    seq_len = [past[0] + 3, past[1] + 2]
+    results = []
+    for be in (backend, ref):
+        kc, vc = _vec(be, cache_k), _vec(be, cache_v)
+        slots = _ivec(be, [slot(s, p) for s, p in new])
+        be.kv_store(kc, layer, n_slots, slots, _vec(be, k_new), n, kdim)
+        be.kv_store(vc, layer, n_slots, slots, _vec(be, v_new), n, vdim)
+        batch = BatchView(
+            n, _ivec(be, [p for _, p in new]), _ivec(be, [s for s, _ in new]), slots,
+            _ivec(be, tables[0] + tables[1]), _ivec(be, [0, len(tables[0])]), _ivec(be, seq_len), page_size,
+        )  # fmt: skip
+        out = be.alloc_f32(n * n_head * head_dim_v)
+        be.attention(out, _vec(be, q), kc, vc, layer, n_slots, batch, n_head, n_head_kv, head_dim, head_dim_v,
+                     1 / math.sqrt(head_dim), causal, window)  # fmt: skip
+        results.append((be.read_f32(kc, 0, len(cache_k)), be.read_f32(out, 0, n * n_head * head_dim_v)))
+    assert results[0][0] == results[1][0]  # stores are exact copies
+    close(results[0][1], results[1][1], 1e-5, "attention")
+
+
+def test_argmax_and_top_k(backend, ref):
+    rng = random.Random(4)
+    x = floats(rng, 1000)
+    x[500] = x[900] = 9.0  # a tie: the lower index wins, as in llama.cpp
+    for be in (backend, ref):
+        buf = _vec(be, x)
+        assert be.argmax(buf, 100, 900) == 400
+        top = be.top_k(buf, 0, 1000, 5)
+        assert [i for i, _ in top[:2]] == [500, 900]
+        assert [round(v, 5) for _, v in top] == [round(v, 5) for v in sorted(x, reverse=True)[:5]]
