@@ -1,0 +1,268 @@
+"""Tiny random-weight GGUF models, one per architecture, written by llamay's own GGUF writer.
+
+Each runs in llama.cpp and in llamay, so the two can be compared logit for logit on every block shape the engine
+supports (`scripts/goldens/gen_llamacpp_goldens.py` records llama.cpp's side in `tests/goldens/tiny-*.json`).
+The weights come from `random.Random(seed)` in a fixed order, so a file is byte-identical on every platform and
+Python version: a test rewrites it and checks the sha256 the golden recorded.
+
+The decoders reuse the SentencePiece vocabulary of stories260K (512 tokens), BERT the WordPiece vocabulary of
+all-MiniLM-L6-v2 (30,522 tokens; its embedding is kept narrow). Matrices are drawn uniform with standard deviation
+`gain / sqrt(n_in)`, norm weights near 1, biases small: activations stay in a sane range and the LM head gives
+distributions that are neither flat nor saturated. The LM head's row of EOS is zero, so greedy runs never stop
+early. `ggml_type` other than F32 stores the matrices whose rows fit its blocks in that type (through
+`llamay.quants.quantize`); norms, biases and BERT's position and token-type embeddings stay F32.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+from llamay import platform
+from llamay.ggml_types import GGMLType, block_size
+from llamay.gguf import GGUFFile, GGUFValueType, GGUFWriter
+from tests import paths
+
+V = GGUFValueType
+ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "bert")
+
+EMBD_GAIN = 2.0  # token embeddings (and the LM head when tied)
+HEAD_GAIN = 2.5  # an untied LM head: logits get a standard deviation of about this
+PROJ_GAIN = 1.5  # every other matrix
+NORM_SPREAD = 0.1  # norm weights 1 ± this (standard deviation)
+BIAS_SPREAD = 0.1
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """The shape of one tiny model: sizes, and which optional pieces of a block it has."""
+
+    arch: str
+    n_layer: int
+    n_embd: int = 64
+    n_head: int = 4
+    n_head_kv: int = 2
+    head_dim: int = 16  # written as key_length/value_length when it is not n_embd / n_head
+    n_ff: int = 96
+    n_ctx: int = 128
+    vocab_from: str = "spm"  # "spm": stories260K's tokenizer, "wordpiece": all-MiniLM's
+    qkv_bias: bool = False
+    qk_norm: bool = False  # per-head RMSNorm of Q and K (qwen3, gemma3)
+    post_norms: bool = False  # gemma: RMSNorm of the attention and FFN outputs before the residual add
+    untied_output: bool = False  # an `output.weight` of its own
+    encoder: bool = False  # BERT: LayerNorm after each residual add, biases everywhere, no LM head
+    embd_gain: float = EMBD_GAIN
+    hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
+
+
+SPECS: dict[str, TinySpec] = {
+    s.arch: s
+    for s in (
+        TinySpec(
+            "llama",
+            n_layer=2,
+            hparams=(
+                ("rope.dimension_count", 16, V.UINT32),
+                ("rope.freq_base", 10000.0, V.FLOAT32),
+                ("attention.layer_norm_rms_epsilon", 1e-5, V.FLOAT32),
+            ),
+        ),
+        TinySpec(
+            "qwen2",
+            n_layer=2,
+            qkv_bias=True,
+            untied_output=True,
+            hparams=(
+                ("rope.freq_base", 1000000.0, V.FLOAT32),
+                ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
+            ),
+        ),
+        TinySpec(
+            "qwen3",
+            n_layer=2,
+            head_dim=32,  # n_head * head_dim = 128 > n_embd, as in Qwen3
+            qk_norm=True,
+            untied_output=True,
+            hparams=(
+                ("rope.freq_base", 1000000.0, V.FLOAT32),
+                ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
+            ),
+        ),
+        TinySpec(
+            "gemma3",
+            n_layer=6,  # layers 0-4 slide, layer 5 is global
+            head_dim=32,  # twice n_embd / n_head, as Gemma's 256-wide heads
+            qk_norm=True,
+            post_norms=True,
+            embd_gain=1.0,  # gemma scales embeddings by sqrt(n_embd): larger ones would drown the blocks' output
+            hparams=(
+                ("rope.freq_base", 1000000.0, V.FLOAT32),
+                ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
+                ("attention.sliding_window", 8, V.UINT32),
+            ),
+        ),
+        TinySpec(
+            "bert",
+            n_layer=2,
+            n_embd=32,
+            n_head=4,
+            n_head_kv=4,
+            head_dim=8,
+            n_ff=64,
+            n_ctx=64,
+            vocab_from="wordpiece",
+            qkv_bias=True,
+            encoder=True,
+            hparams=(
+                ("attention.layer_norm_epsilon", 1e-12, V.FLOAT32),
+                ("attention.causal", False, V.BOOL),
+                ("pooling_type", 1, V.UINT32),  # mean
+            ),
+        ),
+    )
+}
+
+
+def vocab_source(spec: TinySpec) -> str:
+    return os.fspath(paths.MINILM if spec.vocab_from == "wordpiece" else paths.stories("f32"))
+
+
+class _Weights:
+    """Draws the tensors in the order they are added, from one seeded stream."""
+
+    def __init__(self, w: GGUFWriter, seed: int, ggml_type: GGMLType) -> None:
+        self.w = w
+        self.rng = random.Random(seed)
+        self.ggml_type = GGMLType(ggml_type)
+
+    def _uniform(self, n: int, mean: float, std: float) -> array:
+        a = std * math.sqrt(3.0)  # U(-a, a) has this standard deviation
+        r = self.rng.random
+        return array("f", [mean + a * (2.0 * r() - 1.0) for _ in range(n)])
+
+    def _add(self, name: str, shape: tuple[int, ...], values: array, quantize: bool) -> None:
+        t = self.ggml_type if quantize and shape[0] % block_size(self.ggml_type) == 0 else GGMLType.F32
+        if t == GGMLType.F32:
+            if not platform.LITTLE_ENDIAN:
+                values.byteswap()
+            data = values.tobytes()
+        else:
+            from llamay.quants import quantize as quantize_values
+
+            data = quantize_values(t, values)
+        self.w.add_tensor(name, t, shape, data)
+
+    def matrix(
+        self, name: str, n_in: int, n_out: int, gain: float = PROJ_GAIN, *, quantize: bool = True, zero_rows=()
+    ) -> None:
+        """A weight matrix, ggml shape (n_in, n_out); stored as the chosen type when its rows allow."""
+        values = self._uniform(n_in * n_out, 0.0, gain / math.sqrt(n_in))
+        for row in zero_rows:
+            values[row * n_in : (row + 1) * n_in] = array("f", bytes(4 * n_in))
+        self._add(name, (n_in, n_out), values, quantize)
+
+    def norm(self, name: str, dim: int, bias: bool = False) -> None:
+        self._add(f"{name}.weight", (dim,), self._uniform(dim, 1.0, NORM_SPREAD), False)
+        if bias:
+            self.bias(name, dim)
+
+    def bias(self, name: str, dim: int) -> None:
+        self._add(f"{name}.bias", (dim,), self._uniform(dim, 0.0, BIAS_SPREAD), False)
+
+
+def _metadata(w: GGUFWriter, spec: TinySpec, vocab: GGUFFile, ggml_type: GGMLType) -> None:
+    a = spec.arch
+    w.add("general.architecture", a)
+    w.add("general.name", f"llamay tiny {a} ({GGMLType(ggml_type).name})")
+    w.add(f"{a}.context_length", spec.n_ctx, V.UINT32)
+    w.add(f"{a}.embedding_length", spec.n_embd, V.UINT32)
+    w.add(f"{a}.block_count", spec.n_layer, V.UINT32)
+    w.add(f"{a}.feed_forward_length", spec.n_ff, V.UINT32)
+    w.add(f"{a}.attention.head_count", spec.n_head, V.UINT32)
+    if not spec.encoder:
+        w.add(f"{a}.attention.head_count_kv", spec.n_head_kv, V.UINT32)
+    if spec.head_dim != spec.n_embd // spec.n_head:
+        w.add(f"{a}.attention.key_length", spec.head_dim, V.UINT32)
+        w.add(f"{a}.attention.value_length", spec.head_dim, V.UINT32)
+    for key, value, vtype in spec.hparams:
+        w.add(f"{a}.{key}", value, vtype)
+    for fld in vocab.fields.values():
+        if fld.key.startswith("tokenizer."):
+            w.add(fld.key, fld.value, fld.type)
+
+
+def _decoder_block(x: _Weights, spec: TinySpec, i: int) -> None:
+    p, d, hd = f"blk.{i}", spec.n_embd, spec.head_dim
+    n_q, n_kv = spec.n_head * hd, spec.n_head_kv * hd
+    x.norm(f"{p}.attn_norm", d)
+    x.matrix(f"{p}.attn_q.weight", d, n_q)
+    x.matrix(f"{p}.attn_k.weight", d, n_kv)
+    x.matrix(f"{p}.attn_v.weight", d, n_kv)
+    if spec.qkv_bias:
+        x.bias(f"{p}.attn_q", n_q)
+        x.bias(f"{p}.attn_k", n_kv)
+        x.bias(f"{p}.attn_v", n_kv)
+    if spec.qk_norm:
+        x.norm(f"{p}.attn_q_norm", hd)
+        x.norm(f"{p}.attn_k_norm", hd)
+    x.matrix(f"{p}.attn_output.weight", n_q, d)
+    if spec.post_norms:
+        x.norm(f"{p}.post_attention_norm", d)
+    x.norm(f"{p}.ffn_norm", d)
+    x.matrix(f"{p}.ffn_gate.weight", d, spec.n_ff)
+    x.matrix(f"{p}.ffn_up.weight", d, spec.n_ff)
+    x.matrix(f"{p}.ffn_down.weight", spec.n_ff, d)
+    if spec.post_norms:
+        x.norm(f"{p}.post_ffw_norm", d)
+
+
+def _encoder_block(x: _Weights, spec: TinySpec, i: int) -> None:
+    p, d = f"blk.{i}", spec.n_embd
+    for name in ("attn_q", "attn_k", "attn_v"):
+        x.matrix(f"{p}.{name}.weight", d, d)
+        x.bias(f"{p}.{name}", d)
+    x.matrix(f"{p}.attn_output.weight", d, d)
+    x.bias(f"{p}.attn_output", d)
+    x.norm(f"{p}.attn_output_norm", d, bias=True)
+    x.matrix(f"{p}.ffn_up.weight", d, spec.n_ff)
+    x.bias(f"{p}.ffn_up", spec.n_ff)
+    x.matrix(f"{p}.ffn_down.weight", spec.n_ff, d)
+    x.bias(f"{p}.ffn_down", d)
+    x.norm(f"{p}.layer_output_norm", d, bias=True)
+
+
+def build_tiny(arch: str, seed: int = 0, ggml_type: GGMLType = GGMLType.F32) -> GGUFWriter:
+    """A writer holding the tiny model of `arch` (see `SPECS`), weights drawn from `seed`."""
+    spec = SPECS.get(arch)
+    if spec is None:
+        raise ValueError(f"no tiny model for architecture {arch!r}; known: {', '.join(ARCHES)}")
+    w = GGUFWriter()
+    with GGUFFile.open(vocab_source(spec)) as vocab:
+        _metadata(w, spec, vocab, ggml_type)
+        n_vocab = len(vocab.get("tokenizer.ggml.tokens"))
+        # a zero LM-head row gives EOS a logit of 0, never the greedy pick: generation runs its full length
+        eos = () if spec.encoder else (int(vocab.get("tokenizer.ggml.eos_token_id")),)
+        n_types = int(vocab.get("tokenizer.ggml.token_type_count", 2))
+    x = _Weights(w, seed, ggml_type)
+    d = spec.n_embd
+    x.matrix("token_embd.weight", d, n_vocab, spec.embd_gain, zero_rows=() if spec.untied_output else eos)
+    if spec.encoder:
+        x.matrix("token_types.weight", d, n_types, quantize=False)
+        x.matrix("position_embd.weight", d, spec.n_ctx, quantize=False)
+        x.norm("token_embd_norm", d, bias=True)
+    for i in range(spec.n_layer):
+        (_encoder_block if spec.encoder else _decoder_block)(x, spec, i)
+    if not spec.encoder:
+        x.norm("output_norm", d)
+    if spec.untied_output:
+        x.matrix("output.weight", d, n_vocab, HEAD_GAIN, zero_rows=eos)
+    return w
+
+
+def write_tiny(arch: str, path: str | os.PathLike[str], seed: int = 0, ggml_type: GGMLType = GGMLType.F32) -> None:
+    """Write the tiny random-weight model of `arch` to `path` (byte-identical for the same arguments)."""
+    build_tiny(arch, seed, ggml_type).write(path)
