@@ -19,4 +19,4 @@ ruff check .
 ruff format --check .
 
 echo "== native suite (portable and numba backends)"
-pytest -q -p no:cacheprovider
+LLAMAY_EXPECT_BACKENDS=portable,numba,wasm pytest -q -p no:cacheprovider

@@ -85,11 +85,28 @@ class State:
             self.out_x = self.backend.alloc_f32(n * self.cfg.n_embd)
             self.logits = self.backend.alloc_f32(n * self.cfg.n_vocab)
 
+    def truncate(self, seq: int, n: int) -> None:
+        """Keep the first n cached positions of a sequence; pages past them go back to the pool."""
+        s = self.sequences[seq]
+        n = min(n, s.n_past)
+        keep_pages = -(-n // self.pages.page_size)
+        for page in s.table[keep_pages:]:
+            self.pages.release(page)
+        del s.table[keep_pages:]
+        del s.tokens[n:]
+        s.n_past = n
+
     def reset(self, seq: int = 0) -> None:
         """Forget a sequence's cached positions and give its pages back."""
-        s = self.sequences[seq]
-        for page in s.table:
-            self.pages.release(page)
-        s.table.clear()
-        s.n_past = 0
-        s.tokens.clear()
+        self.truncate(seq, 0)
+
+    def reuse_prefix(self, seq: int, tokens: list[int]) -> int:
+        """Keep the longest cached prefix of `tokens` (at least one token is left to compute, so the caller
+        gets fresh logits); returns how many positions were kept."""
+        cached = self.sequences[seq].tokens
+        n = 0
+        limit = min(len(cached), len(tokens) - 1)
+        while n < limit and cached[n] == tokens[n]:
+            n += 1
+        self.truncate(seq, n)
+        return n

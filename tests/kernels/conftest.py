@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from llamay.errors import LlamayError
 from llamay.kernels import get_backend
+from tests.backends import require_backend
 
 FAST_BACKENDS = ("numba", "wasm")
 
 
-def _load(name: str):
-    try:
-        return get_backend(name)
-    except LlamayError as e:
-        pytest.skip(f"backend {name} unavailable here: {e}")
-
-
 @pytest.fixture(params=FAST_BACKENDS)
 def backend(request):
-    return _load(request.param)
+    return require_backend(request.param)
 
 
 @pytest.fixture

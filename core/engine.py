@@ -1,0 +1,168 @@
+"""A single-sequence engine over one model: text completion, chat, embeddings, tokenization.
+
+It is what the CLI's `run`/`chat`/`embed` and the browser worker drive. Between calls it keeps the KV cache
+of the last prompt + reply and reuses the longest common prefix, so a growing chat only computes its new
+turn. (The server's multi-sequence scheduler builds on the same State with several sequences.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import LlamayError
+from .generate import decode_step, prefill
+from .model import Model
+from .sampling import Sampler, SamplerConfig
+
+
+@dataclass
+class Stats:
+    """Timings of the last call, as llama.cpp/ollama report them."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    prompt_seconds: float = 0.0
+    generate_seconds: float = 0.0
+    finish_reason: str = ""
+
+    @property
+    def prompt_tps(self) -> float:
+        computed = self.prompt_tokens - self.cached_tokens
+        return computed / self.prompt_seconds if self.prompt_seconds > 0 else 0.0
+
+    @property
+    def generate_tps(self) -> float:
+        return self.generated_tokens / self.generate_seconds if self.generate_seconds > 0 else 0.0
+
+
+@dataclass
+class StopMatcher:
+    """Holds back text that might be the start of a stop string; reports when one is complete."""
+
+    stops: Sequence[str]
+    held: str = ""
+    stopped: bool = field(default=False)
+
+    def push(self, text: str) -> str:
+        if not self.stops:
+            return text
+        buf = self.held + text
+        for s in self.stops:
+            i = buf.find(s)
+            if i >= 0:
+                self.stopped = True
+                self.held = ""
+                return buf[:i]
+        keep = max((k for s in self.stops for k in range(1, len(s)) if buf.endswith(s[:k])), default=0)
+        self.held = buf[len(buf) - keep :] if keep else ""
+        return buf[: len(buf) - keep] if keep else buf
+
+    def flush(self) -> str:
+        out, self.held = self.held, ""
+        return out
+
+
+class Engine:
+    def __init__(self, model: Model, n_ctx: int | None = None, n_batch: int = 512) -> None:
+        self.model = model
+        self.state = model.new_state(n_ctx=n_ctx, n_batch=n_batch)
+        self.stats = Stats()
+
+    @property
+    def tokenizer(self):
+        return self.model.tokenizer
+
+    def generate_tokens(
+        self, prompt: Sequence[int], max_tokens: int, sampler: Sampler, stop_at_eog: bool = True
+    ) -> Iterator[int]:
+        """Sampled token ids, reusing the cached prefix of `prompt`."""
+        st, model = self.state, self.model
+        if len(prompt) >= st.n_ctx:
+            raise LlamayError(f"the prompt has {len(prompt)} tokens; the context holds {st.n_ctx}")
+        stats = self.stats = Stats(prompt_tokens=len(prompt))
+        t0 = time.perf_counter()
+        stats.cached_tokens = st.reuse_prefix(0, list(prompt))
+        prefill(model, st, prompt[stats.cached_tokens :])
+        stats.prompt_seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        n_vocab = model.cfg.n_vocab
+        stats.finish_reason = "length"
+        for i in range(max_tokens):
+            tok = sampler.sample(model.backend, st.logits, 0, n_vocab)
+            if stop_at_eog and self.tokenizer.is_eog(tok):
+                stats.finish_reason = "stop"
+                break
+            stats.generated_tokens += 1
+            stats.generate_seconds = time.perf_counter() - t1
+            yield tok
+            if i + 1 == max_tokens:
+                break
+            if st.sequences[0].n_past >= st.n_ctx:
+                stats.finish_reason = "length"
+                break
+            decode_step(model, st, tok)
+        stats.generate_seconds = time.perf_counter() - t1
+
+    def complete(
+        self,
+        prompt: str | Sequence[int],
+        max_tokens: int = 128,
+        sampling: SamplerConfig | None = None,
+        stop: Sequence[str] = (),
+        add_special: bool = True,
+    ) -> Iterator[str]:
+        """Stream the completion of `prompt` as text pieces (never a broken UTF-8 character)."""
+        ids = self.tokenizer.encode(prompt, add_special=add_special) if isinstance(prompt, str) else list(prompt)
+        detok = self.tokenizer.detokenizer()
+        matcher = StopMatcher(list(stop))
+        for tok in self.generate_tokens(ids, max_tokens, Sampler(sampling)):
+            piece = matcher.push(detok.push(tok))
+            if piece:
+                yield piece
+            if matcher.stopped:
+                self.stats.finish_reason = "stop"
+                return
+        tail = matcher.push(detok.flush()) + matcher.flush()
+        if tail:
+            yield tail
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        max_tokens: int = 512,
+        sampling: SamplerConfig | None = None,
+        stop: Sequence[str] = (),
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Iterator[str]:
+        """Stream the assistant's reply to `messages`, rendered with the model's chat template."""
+        prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tools=tools)
+        ids = self.tokenizer.encode(prompt, add_special=True, parse_special=True)
+        bos = self.tokenizer.bos_id
+        if len(ids) > 1 and ids[0] == ids[1] == bos:  # the template wrote the BOS text itself
+            del ids[0]
+        return self.complete(ids, max_tokens, sampling, stop)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised, pooled embedding per text (encoder models)."""
+        model, st = self.model, self.state
+        if model.cfg.causal:
+            raise LlamayError(
+                f"{model.name}: {model.cfg.arch!r} is a generative model without pooling; embeddings need an "
+                "encoder such as bert"
+            )
+        from .model import forward
+
+        out = []
+        for text in texts:
+            ids = self.tokenizer.encode(text)
+            if len(ids) > st.n_ctx:
+                raise LlamayError(f"text of {len(ids)} tokens exceeds the model's context of {st.n_ctx}")
+            st.reset(0)
+            forward(model, st, ids, outputs=())
+            out.append(model.backend.read_f32(st.pooled, 0, model.cfg.n_embd))
+        st.reset(0)
+        return out

@@ -1,0 +1,125 @@
+"""The two invariants every backend must keep, checked on a real model (`llamay verify`):
+
+1. batched prefill gives the same logits as token-by-token decode, on each backend;
+2. every backend gives the same logits as `portable` (the definition) on the same tokens.
+
+Logits are compared as log-probabilities over the reference's top tokens, where generation reads them.
+Encoders compare their pooled embeddings by cosine similarity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .gguf import GGUFFile
+from .model import Model, forward
+from .sampling import log_softmax
+
+VERIFY_TEXT = (
+    "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the sea, "
+    "there lived an old fisherman who told stories to the children every evening."
+)
+TOP = 20  # log-probabilities compared: the reference's most likely tokens
+# Tolerances on |Δ logprob| over the top tokens. Batched vs sequential runs identical arithmetic per row;
+# across backends only the float summation order differs, but an activation value that lands on a
+# quantisation boundary may round to the neighbouring 8-bit level, so quantised models get more room.
+TOL_SAME_BACKEND = 1e-3
+TOL_BACKENDS_FLOAT = 5e-3
+TOL_BACKENDS_QUANT = 5e-2
+MIN_COSINE = 0.99999
+
+
+@dataclass
+class Check:
+    name: str
+    measured: float
+    limit: float
+    passed: bool
+    detail: str = ""
+
+
+def _logprob_diff(got: list[float], want: list[float]) -> float:
+    lg, lw = log_softmax(got), log_softmax(want)
+    top = sorted(range(len(lw)), key=lw.__getitem__, reverse=True)[:TOP]
+    return max(abs(lg[t] - lw[t]) for t in top)
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)) or 1.0)
+
+
+def batched_logits(model: Model, tokens: Sequence[int]) -> list[list[float]]:
+    """Logits of every position from one batched forward."""
+    st = model.new_state(n_ctx=len(tokens) + 1, n_batch=len(tokens), n_outputs=len(tokens))
+    n = forward(model, st, tokens, outputs=range(len(tokens)))
+    v = model.cfg.n_vocab
+    return [model.backend.read_f32(st.logits, i * v, v) for i in range(n)]
+
+
+def sequential_logits(model: Model, tokens: Sequence[int]) -> list[list[float]]:
+    """Logits of every position, feeding one token per forward."""
+    st = model.new_state(n_ctx=len(tokens) + 1, n_batch=1)
+    out = []
+    for t in tokens:
+        forward(model, st, (t,))
+        out.append(model.backend.read_f32(st.logits, 0, model.cfg.n_vocab))
+    return out
+
+
+def pooled(model: Model, tokens: Sequence[int]) -> list[float]:
+    st = model.new_state(n_ctx=len(tokens), n_batch=len(tokens))
+    forward(model, st, tokens, outputs=())
+    return model.backend.read_f32(st.pooled, 0, model.cfg.n_embd)
+
+
+def is_quantized_model(model: Model) -> bool:
+    from .ggml_types import FLOAT_TYPES
+
+    return any(w.type not in FLOAT_TYPES for w in model.file.tensors.values() if len(w.shape) > 1)
+
+
+def verify(
+    f: GGUFFile,
+    backends: Sequence[str],
+    n_tokens: int = 16,
+    n_tokens_portable: int = 16,
+    log: Callable[[str], None] = print,
+) -> list[Check]:
+    """Run both invariants on `f` for each backend; `portable` is the reference for the second."""
+    checks: list[Check] = []
+    ref = Model(f, "portable")
+    tokens = ref.tokenizer.encode(VERIFY_TEXT)[:n_tokens]
+    quant = is_quantized_model(ref)
+    tol_backends = TOL_BACKENDS_QUANT if quant else TOL_BACKENDS_FLOAT
+    encoder = not ref.cfg.causal
+    log(f"verify {f.name}: {ref.cfg.arch}, {'quantised' if quant else 'float'} weights, {len(tokens)} tokens")
+    ref_out = None
+    if n_tokens_portable > 0:
+        short = tokens[:n_tokens_portable]
+        ref_out = pooled(ref, short) if encoder else batched_logits(ref, short)
+    for name in backends:
+        model = ref if name == "portable" else Model(f, name)
+        if encoder:
+            emb = pooled(model, tokens)
+            if ref_out is not None and name != "portable":
+                got = pooled(model, tokens[:n_tokens_portable])
+                cos = _cosine(got, ref_out)
+                checks.append(Check(f"{name} == portable (embedding cosine)", cos, MIN_COSINE, cos >= MIN_COSINE))
+            checks.append(Check(f"{name}: embedding is unit length", _cosine(emb, emb), MIN_COSINE, True))
+            continue
+        batched = batched_logits(model, tokens)
+        seq = sequential_logits(model, tokens)
+        diff = max(_logprob_diff(b, s) for b, s in zip(batched, seq, strict=True))
+        checks.append(
+            Check(f"{name}: batched prefill == token-by-token decode", diff, TOL_SAME_BACKEND, diff <= TOL_SAME_BACKEND)
+        )
+        if ref_out is not None and name != "portable":
+            short = batched[: len(ref_out)]
+            diff = max(_logprob_diff(b, r) for b, r in zip(short, ref_out, strict=True))
+            checks.append(
+                Check(f"{name} == portable ({len(ref_out)} positions)", diff, tol_backends, diff <= tol_backends)
+            )
+    return checks
