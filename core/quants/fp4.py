@@ -26,7 +26,7 @@ def dequantize_mxfp4(raw: bytes, out: array) -> None:
     for e, qs in MXFP4.iter_unpack(raw):
         d = E8M0_HALF[e]
         levels = [k * d for k in KVALUES_MXFP4]
-        out.extend(map(levels.__getitem__, nibbles(qs)))
+        out.fromlist(list(map(levels.__getitem__, nibbles(qs))))
 
 
 def dequantize_nvfp4(raw: bytes, out: array) -> None:
@@ -34,7 +34,7 @@ def dequantize_nvfp4(raw: bytes, out: array) -> None:
         for s in range(4):
             d = UE4M3_HALF[scales[s]]
             levels = [k * d for k in KVALUES_MXFP4]
-            out.extend(map(levels.__getitem__, nibbles(qs[8 * s : 8 * s + 8])))
+            out.fromlist(list(map(levels.__getitem__, nibbles(qs[8 * s : 8 * s + 8]))))
 
 
 def _mxfp4_exponent(amax: float) -> int:

@@ -72,7 +72,7 @@ def dequantize_iq2_xxs(raw: bytes, out: array) -> None:
             aux = int.from_bytes(qs[8 * ib + 4 : 8 * ib + 8], "little")
             db = d * (0.5 + (aux >> 28)) * 0.25
             for l in range(4):
-                out.extend(_signed(db, IQ2XXS_ROWS[qs[8 * ib + l]], KSIGNS[(aux >> (7 * l)) & 127]))
+                out.fromlist(_signed(db, IQ2XXS_ROWS[qs[8 * ib + l]], KSIGNS[(aux >> (7 * l)) & 127]))
 
 
 def dequantize_iq2_xs(raw: bytes, out: array) -> None:
@@ -82,7 +82,7 @@ def dequantize_iq2_xs(raw: bytes, out: array) -> None:
             db = (d * (0.5 + (scales[ib] & 0xF)) * 0.25, d * (0.5 + (scales[ib] >> 4)) * 0.25)
             for l in range(4):
                 q = q16[4 * ib + l]
-                out.extend(_signed(db[l // 2], IQ2XS_ROWS[q & 511], KSIGNS[q >> 9]))
+                out.fromlist(_signed(db[l // 2], IQ2XS_ROWS[q & 511], KSIGNS[q >> 9]))
 
 
 def dequantize_iq2_s(raw: bytes, out: array) -> None:
@@ -91,7 +91,7 @@ def dequantize_iq2_s(raw: bytes, out: array) -> None:
             db = (d * (0.5 + (scales[ib] & 0xF)) * 0.25, d * (0.5 + (scales[ib] >> 4)) * 0.25)
             for l in range(4):
                 index = qs[4 * ib + l] | (((qh[ib] >> (2 * l)) & 3) << 8)
-                out.extend(_signed(db[l // 2], IQ2S_ROWS[index], SIGNS[qs[32 + 4 * ib + l]]))
+                out.fromlist(_signed(db[l // 2], IQ2S_ROWS[index], SIGNS[qs[32 + 4 * ib + l]]))
 
 
 def dequantize_iq3_xxs(raw: bytes, out: array) -> None:
@@ -101,7 +101,7 @@ def dequantize_iq3_xxs(raw: bytes, out: array) -> None:
             db = d * (0.5 + (aux >> 28)) * 0.5
             for l in range(4):
                 levels = IQ3XXS_ROWS[qs[8 * ib + 2 * l]] + IQ3XXS_ROWS[qs[8 * ib + 2 * l + 1]]
-                out.extend(_signed(db, levels, KSIGNS[(aux >> (7 * l)) & 127]))
+                out.fromlist(_signed(db, levels, KSIGNS[(aux >> (7 * l)) & 127]))
 
 
 def dequantize_iq3_s(raw: bytes, out: array) -> None:
@@ -112,7 +112,7 @@ def dequantize_iq3_s(raw: bytes, out: array) -> None:
             for l in range(4):
                 first = qs[8 * ib + 2 * l] | (((high >> (2 * l)) & 1) << 8)
                 second = qs[8 * ib + 2 * l + 1] | (((high >> (2 * l + 1)) & 1) << 8)
-                out.extend(_signed(db, IQ3S_ROWS[first] + IQ3S_ROWS[second], SIGNS[signs[4 * ib + l]]))
+                out.fromlist(_signed(db, IQ3S_ROWS[first] + IQ3S_ROWS[second], SIGNS[signs[4 * ib + l]]))
 
 
 def dequantize_iq1_s(raw: bytes, out: array) -> None:
@@ -122,7 +122,7 @@ def dequantize_iq1_s(raw: bytes, out: array) -> None:
             delta = -IQ1_DELTA if h & 0x8000 else IQ1_DELTA
             for l in range(4):
                 levels = IQ1S_ROWS[qs[4 * ib + l] | (((h >> (3 * l)) & 7) << 8)]
-                out.extend([dl * (g + delta) for g in levels])
+                out.fromlist([dl * (g + delta) for g in levels])
 
 
 def dequantize_iq1_m(raw: bytes, out: array) -> None:
@@ -138,13 +138,13 @@ def dequantize_iq1_m(raw: bytes, out: array) -> None:
                 levels = IQ1S_ROWS[qs[4 * ib + l] | ((nibble & 7) << 8)]
                 delta = -IQ1_DELTA if nibble & 8 else IQ1_DELTA
                 dl = dls[l // 2]
-                out.extend([dl * (g + delta) for g in levels])
+                out.fromlist([dl * (g + delta) for g in levels])
 
 
 def dequantize_iq4_nl(raw: bytes, out: array) -> None:
     for d, qs in IQ4_NL.iter_unpack(raw):
         levels = [d * k for k in KVALUES_IQ4NL]
-        out.extend(map(levels.__getitem__, nibbles(qs)))
+        out.fromlist(list(map(levels.__getitem__, nibbles(qs))))
 
 
 def dequantize_iq4_xs(raw: bytes, out: array) -> None:
@@ -153,7 +153,7 @@ def dequantize_iq4_xs(raw: bytes, out: array) -> None:
             ls = ((scales_l[ib // 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4)
             dl = d * (ls - 32)
             levels = [dl * k for k in KVALUES_IQ4NL]
-            out.extend(map(levels.__getitem__, nibbles(qs[16 * ib : 16 * ib + 16])))
+            out.fromlist(list(map(levels.__getitem__, nibbles(qs[16 * ib : 16 * ib + 16]))))
 
 
 DEQUANTIZE = {

@@ -53,7 +53,7 @@ def dequantize_q2_k(raw: bytes, out: array) -> None:
             sc = scales[i]
             dl, ml = d * (sc & 0xF), dmin * (sc >> 4)
             start = (i // 8) * 32 + (i % 2) * 16
-            out.extend([dl * q - ml for q in qs[start : start + 16].translate(CRUMB[(i % 8) // 2])])
+            out.fromlist([dl * q - ml for q in qs[start : start + 16].translate(CRUMB[(i % 8) // 2])])
 
 
 def dequantize_q3_k(raw: bytes, out: array) -> None:
@@ -64,7 +64,7 @@ def dequantize_q3_k(raw: bytes, out: array) -> None:
             q = or_bytes(qs[start : start + 32].translate(CRUMB[g % 4]), shift_bytes(hmask.translate(BIT[g]), 2))
             for h in range(2):
                 dl = d * sc[2 * g + h]
-                out.extend([dl * (v - 4) for v in q[16 * h : 16 * h + 16]])
+                out.fromlist([dl * (v - 4) for v in q[16 * h : 16 * h + 16]])
 
 
 def dequantize_q4_k(raw: bytes, out: array) -> None:
@@ -74,7 +74,7 @@ def dequantize_q4_k(raw: bytes, out: array) -> None:
             chunk = qs[32 * c : 32 * c + 32]
             for h, table in enumerate((LOW_NIBBLE, HIGH_NIBBLE)):
                 dl, ml = d * sc[2 * c + h], dmin * mn[2 * c + h]
-                out.extend([dl * q - ml for q in chunk.translate(table)])
+                out.fromlist([dl * q - ml for q in chunk.translate(table)])
 
 
 def dequantize_q5_k(raw: bytes, out: array) -> None:
@@ -86,7 +86,7 @@ def dequantize_q5_k(raw: bytes, out: array) -> None:
                 i = 2 * c + h
                 dl, ml = d * sc[i], dmin * mn[i]
                 q = or_bytes(chunk.translate(table), shift_bytes(qh.translate(BIT[i]), 4))
-                out.extend([dl * v - ml for v in q])
+                out.fromlist([dl * v - ml for v in q])
 
 
 def dequantize_q6_k(raw: bytes, out: array) -> None:
@@ -100,12 +100,13 @@ def dequantize_q6_k(raw: bytes, out: array) -> None:
                 q = or_bytes(part, shift_bytes(high.translate(CRUMB[k]), 4))
                 for h in range(2):
                     dl = d * scales[8 * half + 2 * k + h]
-                    out.extend([dl * (v - 32) for v in q[16 * h : 16 * h + 16]])
+                    out.fromlist([dl * (v - 32) for v in q[16 * h : 16 * h + 16]])
 
 
 def dequantize_q8_k(raw: bytes, out: array) -> None:
     for block in Q8_K.iter_unpack(raw):
-        out.extend(map(block[0].__mul__, block[1 : 1 + QK_K]))
+        d = block[0]
+        out.fromlist([d * q for q in block[1 : 1 + QK_K]])
 
 
 def quantize_q8_k(values: array) -> bytes:

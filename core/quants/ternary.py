@@ -31,14 +31,14 @@ def dequantize_tq1_0(raw: bytes, out: array) -> None:
         trits = b"".join(qs[:32].translate(TRIT[n]) for n in range(5))
         trits += b"".join(qs[32:].translate(TRIT[n]) for n in range(5))
         trits += b"".join(qh.translate(TRIT[n]) for n in range(4))
-        out.extend(map(levels.__getitem__, trits))
+        out.fromlist(list(map(levels.__getitem__, trits)))
 
 
 def dequantize_tq2_0(raw: bytes, out: array) -> None:
     for qs, d in TQ2_0.iter_unpack(raw):
         levels = [d * (q - 1) for q in range(4)]  # crumb 3 (+2d) is never written by the quantizer
         crumbs = b"".join(qs[j : j + 32].translate(CRUMB[s]) for j in (0, 32) for s in range(4))
-        out.extend(map(levels.__getitem__, crumbs))
+        out.fromlist(list(map(levels.__getitem__, crumbs)))
 
 
 def _trits(x: list[float]) -> tuple[float, list[int]]:
