@@ -1,0 +1,120 @@
+"""llamay against llama.cpp's own outputs (tests/goldens, made by scripts/goldens/gen_llamacpp_goldens.py).
+
+At every step the model is fed llama.cpp's greedy tokens (teacher forcing), so every step is compared even after
+a near-tie. Where the top two tokens are not nearly tied, the greedy choice must agree; the top-5 log-probabilities
+must agree within 0.05 (f32/f16 weights) or 0.3 (quantised weights), as the issue states. Free-running greedy text
+must equal llama.cpp's up to the first near-tie.
+
+BF16 counts as quantised here: ggml rounds each activation row to bf16 (8-bit mantissa) before the dot products,
+a step function that turns ulp-level differences elsewhere (llama.cpp keeps K/V in f16) into whole-step
+differences, like the 8-bit activation rounding of quantised types (measured: 0.052 on a top-5 token of
+logprob -11.8, against 0.007 for the same model in f32). For the same reason a "near-tie" is wider for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from llamay.generate import decode_step, prefill
+from llamay.model import load_model
+from llamay.sampling import log_softmax
+from tests import paths
+from tests.models.tiny import write_tiny
+
+GOLDENS = Path(__file__).resolve().parent.parent / "goldens"
+NEAR_TIE_FLOAT = 0.02  # a top-two logprob gap below this may flip on any rounding difference
+NEAR_TIE_QUANT = 0.15  # quantised activations make whole-step differences (see above)
+TOL_FLOAT = 0.05
+TOL_QUANT = 0.3
+FLOAT_TYPES = ("f32", "f16")
+TINY_TOL = 0.05  # the tiny models are F32, but llama.cpp keeps K/V in f16
+
+
+def golden(name: str) -> dict:
+    return json.loads((GOLDENS / f"{name}.json").read_text())
+
+
+def _logprobs(model, st) -> list[float]:
+    return log_softmax(model.backend.read_f32(st.logits, 0, model.cfg.n_vocab))
+
+
+def compare_case(model, case: dict, tol: float, near_tie: float) -> None:
+    st = model.new_state(n_ctx=len(case["prompt_ids"]) + len(case["steps"]) + 1)
+    prefill(model, st, case["prompt_ids"])
+    free_running = True
+    for i, step in enumerate(case["steps"]):
+        lp = _logprobs(model, st)
+        for tok, want in step["top"]:
+            assert abs(lp[tok] - want) <= tol, f"step {i}: logprob of {tok} is {lp[tok]:.4f}, llama.cpp {want:.4f}"
+        ours = max(range(len(lp)), key=lp.__getitem__)
+        if step["gap"] >= near_tie:
+            assert ours == step["id"], f"step {i}: greedy picks {ours}, llama.cpp {step['id']} (gap {step['gap']})"
+        else:
+            free_running = False
+        if free_running:
+            assert ours == step["id"]
+        decode_step(model, st, step["id"])
+
+
+STORIES_CASES = [(t, c["name"]) for t in paths.STORIES_TYPES for c in golden(f"stories260K-{t}")["cases"]]
+
+
+@pytest.mark.parametrize(("type_name", "case_name"), STORIES_CASES)
+def test_stories_matches_llamacpp(backend_name, type_name, case_name):
+    g = golden(f"stories260K-{type_name}")
+    case = next(c for c in g["cases"] if c["name"] == case_name)
+    exact = type_name in FLOAT_TYPES
+    with load_model(paths.stories(type_name), backend_name) as m:
+        compare_case(m, case, TOL_FLOAT if exact else TOL_QUANT, NEAR_TIE_FLOAT if exact else NEAR_TIE_QUANT)
+
+
+@pytest.mark.parametrize(
+    ("golden_name", "model_name"),
+    [("smollm2-135m-instruct-q4_1", paths.SMOLLM2), ("gemma3-270m-q4_k_m", paths.GEMMA3)],
+)
+def test_registry_models_match_llamacpp(backend_name, golden_name, model_name):
+    if backend_name == "portable":
+        pytest.skip("pure Python is too slow for 100M+ weights; `llamay verify` ties portable to the fast backends")
+    g = golden(golden_name)
+    path = paths.registry_model(model_name)
+    with load_model(path, backend_name) as m:
+        for case in g["cases"]:
+            assert m.tokenizer.encode(case["prompt"]) == case["prompt_ids"] if "prompt" in case else True
+            compare_case(m, case, TOL_QUANT, NEAR_TIE_QUANT)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3"])
+def test_tiny_decoders_match_llamacpp(backend_name, arch, tmp_path):
+    g = golden(f"tiny-{arch}")
+    path = tmp_path / f"tiny-{arch}.gguf"
+    write_tiny(arch, path, seed=g["model"]["seed"])
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == g["model"]["sha256"]
+    with load_model(path, backend_name) as m:
+        for case in g["cases"]:
+            st = m.new_state(n_ctx=len(case["prompt_ids"]) + 1)
+            prefill(m, st, case["prompt_ids"])
+            lp = _logprobs(m, st)
+            worst = max(abs(a - b) for a, b in zip(lp, case["last_logprobs"], strict=True))
+            assert worst <= TINY_TOL, f"{arch}: full log-softmax differs by {worst:.4f}"
+            compare_case(m, case, TINY_TOL, NEAR_TIE_FLOAT)
+
+
+def test_tiny_bert_matches_llamacpp(backend_name, tmp_path):
+    g = golden("tiny-bert")
+    path = tmp_path / "tiny-bert.gguf"
+    write_tiny("bert", path, seed=g["model"]["seed"])
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == g["model"]["sha256"]
+    from llamay.engine import Engine
+
+    case = g["cases"][0]
+    with load_model(path, backend_name) as m:
+        assert [m.tokenizer.encode(s) for s in case["sentences"]] == case["token_ids"]
+        got = Engine(m).embed(case["sentences"])
+    for a, b in zip(got, case["embeddings"], strict=True):
+        cos = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+        assert cos >= 0.9999
