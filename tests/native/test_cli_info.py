@@ -62,3 +62,16 @@ def test_missing_tensor_name(tmp_path):
     r = _run_cli("tensor", str(paths.stories("f32")), "blk.0.nope.weight", "-o", str(tmp_path / "x"))
     assert r.returncode == 1 and "no tensor named 'blk.0.nope.weight'" in r.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("type_name", ["q4_1", "q5_0", "bf16"])
+def test_tensor_writes_float32_like_gguf_py(tmp_path, type_name):
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    path = paths.stories(type_name)
+    out = tmp_path / "t.f32"
+    assert main(["tensor", str(path), "blk.2.attn_q.weight", "-o", str(out)]) == 0
+    ref = next(t for t in gguf.GGUFReader(path).tensors if t.name == "blk.2.attn_q.weight")
+    want = gguf.quants.dequantize(ref.data, ref.tensor_type).astype("<f4").reshape(-1)
+    got = np.frombuffer(out.read_bytes(), dtype="<f4")
+    assert np.array_equal(got.view("<u4"), want.view("<u4"))
