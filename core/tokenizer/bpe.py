@@ -115,8 +115,8 @@ class BPEModel:
         """BPE of one pre-token."""
         token_id = self.vocab.token_to_id
         word = byte_encode(piece) if self.pre.byte_encode else piece
-        if self.pre.ignore_merges and word in token_id:
-            return [token_id[word]]
+        if word in token_id and (self.pre.ignore_merges or (self.pre.family == "lines" and not piece.strip("\n"))):
+            return [token_id[word]]  # (gemma4: a run of newlines that is a token is taken whole)
         symbols = list(word)
         symbols = merge_heap(symbols, self.ranks) if len(symbols) > HEAP_THRESHOLD else merge_scan(symbols, self.ranks)
         out: list[int] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llamay.tokenizer import Vocab
+from llamay.tokenizer import TokenAttr, Vocab
 from llamay.tokenizer.bpe import parse_merges
 
 
@@ -45,7 +45,11 @@ def _add_user_defined(tok: Any, vocab: Vocab) -> None:
     """User-defined tokens are cut out of the text before pre-tokenizing (HF: added tokens)."""
     from tokenizers import AddedToken
 
-    user = [vocab.tokens[i] for i, a in enumerate(vocab.attrs) if a & 16 and not a & 8]  # USER_DEFINED, not CONTROL
+    user = [
+        t
+        for t, a in zip(vocab.tokens, vocab.attrs, strict=True)
+        if a & TokenAttr.USER_DEFINED and not a & TokenAttr.CONTROL
+    ]
     tok.add_tokens([AddedToken(t, normalized=False, special=False) for t in user])
 
 
@@ -53,7 +57,7 @@ def sentencepiece_merges(vocab: Vocab) -> list[tuple[str, str]]:
     """Merges implied by a SentencePiece BPE vocabulary: every split of a token into two tokens, ordered by the
     merged token's score (best first), then by the ids of the parts (HF's SentencePieceExtractor)."""
     ids = vocab.token_to_id
-    normal = [i for i, a in enumerate(vocab.attrs) if a & 4]  # TokenAttr.NORMAL
+    normal = [i for i, a in enumerate(vocab.attrs) if a & TokenAttr.NORMAL]
     found = []
     for i in normal:
         t = vocab.tokens[i]
