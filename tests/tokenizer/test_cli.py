@@ -10,6 +10,8 @@ import pytest
 from llamay.native.cli import main
 from tests.tokenizer.vocabs import vocab_path
 
+pytestmark = pytest.mark.native_only  # the CLI is the native front end
+
 
 @pytest.fixture(scope="module")
 def smollm() -> str:
