@@ -85,6 +85,8 @@ class Tokenizer:
         the text of control tokens (`<|im_start|>`) into those tokens (user-defined tokens always are)."""
         vocab = self.vocab
         ids = vocab.ids
+        if not text.isascii():
+            text = _valid_unicode(text)
         fragments = self._special.split(text, parse_special)
         kind = vocab.kind
         out: list[int] = []
@@ -183,6 +185,15 @@ class Tokenizer:
             name = "tokenizer.chat_template" if source else "fallback ChatML template"
             self._chat = ChatTemplate(source or CHATML, special_tokens=specials, name=name)
         return self._chat.render(messages, add_generation_prompt=add_generation_prompt, tools=tools, **kw)
+
+
+def _valid_unicode(text: str) -> str:
+    """`text` with lone surrogates (which no UTF-8 byte string decodes to) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
 
 
 def clean_up_spaces(text: str) -> str:

@@ -59,3 +59,9 @@ def test_special_tokens_render_only_when_asked(name: str, rendered: str) -> None
 def test_unrepresentable_bytes_are_dropped_like_llama_cpp() -> None:
     tok = tokenizer("starcoder")
     assert tok.decode(tok.encode("a\U00040000b", add_special=False)) != "a\U00040000b"
+
+
+@pytest.mark.parametrize("name", ["smollm", "llama-spm", "bert-bge"])
+def test_lone_surrogates_do_not_break_encoding(name: str) -> None:
+    tok = tokenizer(name)
+    assert tok.encode("a\ud800b", add_special=False) == tok.encode("a\ufffdb", add_special=False)
