@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..kernels import Backend, BatchView
+from ..kernels import Backend
 from .config import Activation, ModelConfig, Norm, Rope
 from .weights import AttentionWeights, FFNWeights, NormWeights
 
@@ -23,7 +23,6 @@ class Pass:
     st: State
     w: Any  # ModelWeights bound to the backend (fields are kernel Weights)
     n: int
-    batch: BatchView
     n_out: int = 0  # rows to take logits for (their batch indices are in out_rows)
     out_rows: tuple[int, ...] = ()
 
@@ -58,12 +57,13 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
         ff = p.w.rope_freqs
         be.rope(st.q, st.pos, n, cfg.n_head, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
         be.rope(st.k, st.pos, n, cfg.n_head_kv, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
-    be.kv_store(st.k_cache, il, st.n_slots, st.slots, st.k, n, cfg.n_embd_k_gqa)
-    be.kv_store(st.v_cache, il, st.n_slots, st.slots, st.v, n, cfg.n_embd_v_gqa)
-    window = cfg.sliding_window if swa else 0
+    g = st.group_of[il]  # the KV group holding this layer (window layers apart from global ones)
+    li = g.index[il]
+    be.kv_store(g.k, li, g.n_slots, g.slots, st.k, n, cfg.n_embd_k_gqa)
+    be.kv_store(g.v, li, g.n_slots, g.slots, st.v, n, cfg.n_embd_v_gqa)
     be.attention(
-        st.att, st.q, st.k_cache, st.v_cache, il, st.n_slots, p.batch,
-        cfg.n_head, cfg.n_head_kv, cfg.head_dim, cfg.head_dim_v, cfg.kq_scale, cfg.causal, window,
+        st.att, st.q, g.k, g.v, li, g.n_slots, g.batch,
+        cfg.n_head, cfg.n_head_kv, cfg.head_dim, cfg.head_dim_v, cfg.kq_scale, cfg.causal, g.window,
     )  # fmt: skip
     be.matmul(out, a.o, st.att, n)  # (n, n_embd)
     if a.o_bias is not None:

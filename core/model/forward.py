@@ -1,5 +1,6 @@
 """One forward pass: place the batch in the KV cache, embed, run every block, produce logits (or a pooled
-embedding for encoders). Prefill (many tokens) and decode (one token per sequence) are the same call."""
+embedding for encoders). Prefill (many tokens) and decode (one token per sequence) are the same call, and a
+batch may mix sequences at different positions (continuous batching)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from ..errors import LlamayError
 from .state import State
 
 
-def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> list[int]:
-    """Give each token a position after its sequence's cached ones and a KV slot; fill the batch buffers.
-
-    Returns the positions. Pages are allocated here, before any kernel runs.
-    """
+def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> None:
+    """Give each token a position after its sequence's cached ones and a KV slot in every group; fill the
+    batch buffers. Pages are allocated (and shared pages copied) here, before any kernel runs."""
     n = len(tokens)
     if n > st.n_batch:
         raise LlamayError(f"a batch of {n} tokens exceeds n_batch {st.n_batch}")
@@ -25,28 +24,28 @@ def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> list[int]:
         seq = st.sequences[s]
         if seq.n_past + c > st.n_ctx:
             raise LlamayError(f"sequence {s}: {seq.n_past + c} positions exceed the context of {st.n_ctx}")
-        st.pages.grow(seq.table, seq.n_past + c)
+        for g, table in zip(st.groups, seq.tables, strict=True):
+            g.prepare_write(table, seq.n_past, seq.n_past + c)
     nxt = {s: st.sequences[s].n_past for s in counts}
-    positions, slots = [], []
+    positions = []
     for s in seqs:
-        p = nxt[s]
-        nxt[s] = p + 1
-        positions.append(p)
-        slots.append(st.pages.slot(st.sequences[s].table, p))
+        positions.append(nxt[s])
+        nxt[s] += 1
     be = st.backend
     be.write_i32(st.ids, tokens)
     be.write_i32(st.pos, positions)
     be.write_i32(st.seq, seqs)
-    be.write_i32(st.slots, slots)
-    off = 0
-    for s in counts:
-        table = st.sequences[s].table
-        be.write_i32(st.page_list, table, off)
-        be.write_i32(st.page_off, (off,), s)
-        be.write_i32(st.seq_len, (nxt[s],), s)
-        off += len(table)
-    st.batch.n = n
-    return positions
+    for gi, g in enumerate(st.groups):
+        tables = [st.sequences[s].tables[gi] for s in seqs]
+        be.write_i32(g.slots, [g.slot(t, p) for t, p in zip(tables, positions, strict=True)])
+        off = 0
+        for s in counts:
+            table = st.sequences[s].tables[gi]
+            be.write_i32(g.page_list, table, off)
+            be.write_i32(g.page_off, (off,), s)
+            be.write_i32(g.seq_len, (nxt[s],), s)
+            off += len(table)
+        g.batch.n = n
 
 
 def forward(
@@ -70,14 +69,16 @@ def forward(
         outputs = sorted(last.values())
     st.reserve_outputs(len(outputs))
     place_batch(st, tokens, seqs)
-    p = Pass(model.backend, model.cfg, st, model.weights, n, st.batch, len(outputs), tuple(outputs))
+    p = Pass(model.backend, model.cfg, st, model.weights, n, len(outputs), tuple(outputs))
     arch = model.arch
     arch.embed(p)
     for il, layer in enumerate(model.weights.layers):
         arch.block(p, layer, il)
     arch.output(p)
     for i, s in enumerate(seqs):
+        st.sequences[s].tokens.append(tokens[i])
+    for s in set(seqs):
         seq = st.sequences[s]
-        seq.n_past += 1
-        seq.tokens.append(tokens[i])
+        for g, table in zip(st.groups, seq.tables, strict=True):
+            g.slide(table, seq.n_past)
     return len(outputs)

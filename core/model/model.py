@@ -60,13 +60,14 @@ class Model:
         n_outputs: int = 1,
         page_size: int = DEFAULT_PAGE_SIZE,
         n_pages: int | None = None,
+        prefix_cache: bool = False,
     ) -> State:
         n_ctx = n_ctx or min(self.cfg.n_ctx_train, DEFAULT_N_CTX)
         if not self.cfg.causal:  # an encoder sees its whole input at once
             n_batch = max(n_batch, n_ctx)
         return State(
             self.cfg, self.backend, n_ctx=n_ctx, n_batch=min(n_batch, n_ctx) if self.cfg.causal else n_batch,
-            n_seq=n_seq, n_outputs=n_outputs, page_size=page_size, n_pages=n_pages,
+            n_seq=n_seq, n_outputs=n_outputs, page_size=page_size, n_pages=n_pages, prefix_cache=prefix_cache,
         )  # fmt: skip
 
     def close(self) -> None:

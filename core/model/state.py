@@ -1,25 +1,55 @@
-"""Everything a model needs to run that changes while it runs: activation buffers, the paged KV cache and the
-int32 buffers describing a batch. Allocated once, sized by n_batch (tokens per forward) and the KV pool."""
+"""Everything a model needs to run that changes while it runs: activation buffers, the paged KV cache (one or two
+KV groups), the sequences and the prefix cache. Allocated once, sized by n_batch (tokens per forward), n_seq
+(sequences at once) and the page pools; nothing here allocates inside the token loop.
+
+Sequences own page tables; the prefix cache (a radix tree) and snapshots hold references to pages too. A page
+with more than one owner is copied before it is written, so a sequence never sees another's writes.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..arch.config import ModelConfig
-from ..kernels import Backend, BatchView
-from ..kv import KVPages
+from ..errors import LlamayError
+from ..kernels import Backend
+from ..kv.group import KVGroup
+from ..kv.pages import NO_PAGE
+from ..kv.radix import RadixCache
 
 DEFAULT_PAGE_SIZE = 16
 
 
 @dataclass
 class Sequence:
-    """One sequence's place in the KV cache: its page table and how many positions are computed."""
+    """One sequence's place in the KV cache: a page table per KV group and the tokens it has computed."""
 
-    index: int  # row in page_off / seq_len
-    table: list[int] = field(default_factory=list)
-    n_past: int = 0
-    tokens: list[int] = field(default_factory=list)  # the tokens whose keys/values are in the cache
+    index: int  # its row in each group's page_off / seq_len
+    tables: list[list[int]]
+    tokens: list[int] = field(default_factory=list)
+    active: bool = False
+
+    @property
+    def n_past(self) -> int:
+        return len(self.tokens)
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """An immutable handle on a sequence's cache at one moment: its tokens and (referenced) pages."""
+
+    tokens: tuple[int, ...]
+    tables: tuple[tuple[int, ...], ...]
+
+
+def layer_groups(cfg: ModelConfig) -> list[tuple[str, list[int], int]]:
+    """(name, layers, window) of each KV group: window layers apart from global ones when the model has both."""
+    if cfg.sliding_window and cfg.swa_layers and any(cfg.swa_layers):
+        window = [i for i, swa in enumerate(cfg.swa_layers) if swa]
+        full = [i for i, swa in enumerate(cfg.swa_layers) if not swa]
+        groups = [("kv", full, 0)] if full else []
+        return [*groups, ("kv-swa", window, cfg.sliding_window)]
+    return [("kv", list(range(cfg.n_layer)), 0)]
 
 
 class State:
@@ -34,49 +64,75 @@ class State:
         n_outputs: int = 1,
         page_size: int = DEFAULT_PAGE_SIZE,
         n_pages: int | None = None,
+        prefix_cache: bool = False,
     ) -> None:
         be = self.backend = backend
         self.cfg = cfg
         self.n_ctx = n_ctx
         self.n_batch = n_batch
         self.n_seq = n_seq
-        pages_per_seq = -(-n_ctx // page_size)
-        self.pages = KVPages(n_pages if n_pages is not None else pages_per_seq * n_seq, page_size)
-        self.n_slots = self.pages.n_slots
-        kdim, vdim = cfg.n_embd_k_gqa, cfg.n_embd_v_gqa
-        self.k_cache = be.alloc_f32(cfg.n_layer * self.n_slots * kdim)  # (n_layer, n_slots, n_head_kv·head_dim)
-        self.v_cache = be.alloc_f32(cfg.n_layer * self.n_slots * vdim)  # (n_layer, n_slots, n_head_kv·head_dim_v)
-
+        self.page_size = page_size
         n, e = n_batch, cfg.n_embd
+        self.ids = be.alloc_i32(n)  # (n_batch,) token ids
+        self.pos = be.alloc_i32(n)  # (n_batch,) positions
+        self.seq = be.alloc_i32(n)  # (n_batch,) sequence index of each token
+        self.zero_ids = be.alloc_i32(n)  # (n_batch,) zeros: token type 0 for every token (BERT)
+
+        pages_per_seq = -(-n_ctx // page_size)
+        self.groups: list[KVGroup] = []
+        for name, layers, window in layer_groups(cfg):
+            if n_pages is not None:
+                pool = n_pages
+            elif window:  # the window, a batch being written, and the page a window start falls in
+                pool = n_seq * min(pages_per_seq, -(-(window + n_batch) // page_size) + 1)
+            else:
+                pool = n_seq * pages_per_seq
+            if prefix_cache and n_pages is None:
+                pool += pages_per_seq  # room for one cached conversation beyond the live sequences
+            self.groups.append(
+                KVGroup(
+                    name,
+                    layers,
+                    window,
+                    pool,
+                    page_size,
+                    cfg.n_embd_k_gqa,
+                    cfg.n_embd_v_gqa,
+                    be,
+                    self.pos,
+                    self.seq,
+                    n,
+                    n_seq,
+                    pages_per_seq,
+                )
+            )
+        self.group_of = {layer: g for g in self.groups for layer in g.layers}  # model layer -> its group
+
         self.x = be.alloc_f32(n * e)  # (n_batch, n_embd): the residual stream
         self.xb = be.alloc_f32(n * e)  # (n_batch, n_embd): normed input of a sub-block
         self.xb2 = be.alloc_f32(n * e)  # (n_batch, n_embd): output of a sub-block
         self.q = be.alloc_f32(n * cfg.n_head * cfg.head_dim)  # (n_batch, n_head·head_dim)
-        self.k = be.alloc_f32(n * kdim)  # (n_batch, n_head_kv·head_dim)
-        self.v = be.alloc_f32(n * vdim)  # (n_batch, n_head_kv·head_dim_v)
+        self.k = be.alloc_f32(n * cfg.n_embd_k_gqa)  # (n_batch, n_head_kv·head_dim)
+        self.v = be.alloc_f32(n * cfg.n_embd_v_gqa)  # (n_batch, n_head_kv·head_dim_v)
         self.att = be.alloc_f32(n * cfg.n_head * cfg.head_dim_v)  # (n_batch, n_head·head_dim_v)
         self.ff_a = be.alloc_f32(n * cfg.n_ff)  # (n_batch, n_ff): gate (or up) projection
         self.ff_b = be.alloc_f32(n * cfg.n_ff)  # (n_batch, n_ff): up projection
         self.tmp_e = be.alloc_f32(n * e)  # (n_batch, n_embd): position/type embeddings (BERT)
-
-        self.ids = be.alloc_i32(n)  # (n_batch,) token ids
-        self.zero_ids = be.alloc_i32(n)  # (n_batch,) zeros: token type 0 for every token (BERT)
-        self.pos = be.alloc_i32(n)  # (n_batch,) positions
-        self.seq = be.alloc_i32(n)  # (n_batch,) sequence index of each token
-        self.slots = be.alloc_i32(n)  # (n_batch,) KV slot each token writes
-        self.page_list = be.alloc_i32(self.pages.n_pages)  # page tables of the batch's sequences, concatenated
-        self.page_off = be.alloc_i32(n_seq)  # (n_seq,) where each sequence's table starts in page_list
-        self.seq_len = be.alloc_i32(n_seq)  # (n_seq,) positions a non-causal sequence attends to
-        self.batch = BatchView(
-            0, self.pos, self.seq, self.slots, self.page_list, self.page_off, self.seq_len, page_size
-        )
+        self.pooled = be.alloc_f32(e)  # (n_embd,): pooled embedding (encoders)
 
         self.n_outputs = 0
         self.out_x = None  # (n_outputs, n_embd): rows the LM head reads
         self.logits = None  # (n_outputs, n_vocab)
-        self.pooled = be.alloc_f32(e)  # (n_embd,): pooled embedding (encoders)
         self.reserve_outputs(n_outputs)
-        self.sequences = [Sequence(i) for i in range(n_seq)]
+        self.sequences = [Sequence(i, [[] for _ in self.groups]) for i in range(n_seq)]
+        self.sequences[0].active = True  # single-sequence users never acquire
+        self.prefix_cache: RadixCache | None = None
+        if prefix_cache:
+            self.prefix_cache = RadixCache([g.pages for g in self.groups], page_size)
+            for g in self.groups:
+                g.pages.reclaim = lambda wanted, pool=g.pages: self.prefix_cache.evict(pool, wanted)
+
+    # -- buffers --------------------------------------------------------------------------------------------
 
     def reserve_outputs(self, n: int) -> None:
         """Room for logits of n rows per forward (grown only between forwards, never inside the loop)."""
@@ -85,28 +141,121 @@ class State:
             self.out_x = self.backend.alloc_f32(n * self.cfg.n_embd)
             self.logits = self.backend.alloc_f32(n * self.cfg.n_vocab)
 
+    # -- sequences ------------------------------------------------------------------------------------------
+
+    def acquire(self) -> int:
+        """A free sequence slot (its cache empty)."""
+        for s in self.sequences:
+            if not s.active:
+                s.active = True
+                return s.index
+        raise LlamayError(f"all {self.n_seq} sequences are in use")
+
+    def release(self, seq: int, cache: bool = True) -> None:
+        """End a sequence: its whole pages go to the prefix cache (if any), the rest back to the pool."""
+        if cache:
+            self.cache_prefix(seq)
+        self.truncate(seq, 0)
+        if seq != 0 or self.n_seq > 1:
+            self.sequences[seq].active = False
+
     def truncate(self, seq: int, n: int) -> None:
         """Keep the first n cached positions of a sequence; pages past them go back to the pool."""
         s = self.sequences[seq]
         n = min(n, s.n_past)
-        keep_pages = -(-n // self.pages.page_size)
-        for page in s.table[keep_pages:]:
-            self.pages.release(page)
-        del s.table[keep_pages:]
+        for g, table in zip(self.groups, s.tables, strict=True):
+            g.release_table(table, n)
         del s.tokens[n:]
-        s.n_past = n
 
     def reset(self, seq: int = 0) -> None:
         """Forget a sequence's cached positions and give its pages back."""
         self.truncate(seq, 0)
 
     def reuse_prefix(self, seq: int, tokens: list[int]) -> int:
-        """Keep the longest cached prefix of `tokens` (at least one token is left to compute, so the caller
-        gets fresh logits); returns how many positions were kept."""
-        cached = self.sequences[seq].tokens
+        """Before computing `tokens` in `seq`: keep the longest prefix already cached — the sequence's own
+        positions, else the prefix cache's — so only the rest is computed. At least one token is always left to
+        compute (the caller needs fresh logits). Returns the positions reused."""
+        s = self.sequences[seq]
+        limit = len(tokens) - 1
         n = 0
-        limit = min(len(cached), len(tokens) - 1)
-        while n < limit and cached[n] == tokens[n]:
+        while n < min(limit, s.n_past) and s.tokens[n] == tokens[n]:
             n += 1
+        if not all(g.covers(t, n) for g, t in zip(self.groups, s.tables, strict=True)):
+            n = 0
         self.truncate(seq, n)
+        if self.prefix_cache is not None and n < limit:
+            n = max(n, self._adopt_cached(s, tokens, limit))
         return n
+
+    def _adopt_cached(self, s: Sequence, tokens: list[int], limit: int) -> int:
+        """Point an empty or shorter sequence at the prefix cache's pages for `tokens` (up to `limit`)."""
+        m = self.prefix_cache.match(tokens[:limit])
+        pages = m.pages[: limit // self.page_size]
+        n_whole = len(pages) * self.page_size
+        partial_len = min(m.partial_len, limit - n_whole) if m.partial is not None and len(pages) == len(m.pages) else 0
+        n = n_whole + partial_len
+        if n <= s.n_past:
+            return s.n_past
+        partial = [m.partial[g] for g in range(len(self.groups))] if partial_len else None
+        tables = [[p[g] for p in pages] + ([partial[g]] if partial else []) for g in range(len(self.groups))]
+        if not all(g.covers(t, n) for g, t in zip(self.groups, tables, strict=True)):
+            return s.n_past
+        self.truncate(s.index, 0)
+        for gi, (g, table) in enumerate(zip(self.groups, s.tables, strict=True)):
+            for page in tables[gi][: len(pages)]:
+                g.pages.retain(page)
+            table.extend(tables[gi][: len(pages)])
+            if partial:  # copy the matching positions of a partly matching page
+                if partial[gi] == NO_PAGE:
+                    table.append(NO_PAGE)
+                else:
+                    dst = g.pages.alloc()
+                    g.copy_page(partial[gi], dst, partial_len)
+                    table.append(dst)
+        s.tokens.extend(tokens[:n])
+        return n
+
+    def cache_prefix(self, seq: int) -> int:
+        """Give the sequence's whole pages to the prefix cache (shared, not copied); returns pages added."""
+        if self.prefix_cache is None:
+            return 0
+        s = self.sequences[seq]
+        n_full = s.n_past // self.page_size
+        pages = [tuple(t[j] for t in s.tables) for j in range(n_full)]
+        return self.prefix_cache.insert(s.tokens, pages)
+
+    def fork(self, src: int) -> int:
+        """A new sequence sharing every page of `src`; either side copies a page before writing into it."""
+        dst = self.acquire()
+        self._share(self.sequences[src].tokens, self.sequences[src].tables, dst)
+        return dst
+
+    def snapshot(self, seq: int) -> Snapshot:
+        """An immutable handle on the sequence's cache now (its pages stay referenced until `drop`)."""
+        s = self.sequences[seq]
+        for g, table in zip(self.groups, s.tables, strict=True):
+            for page in table:
+                g.pages.retain(page)
+        return Snapshot(tuple(s.tokens), tuple(tuple(t) for t in s.tables))
+
+    def restore(self, snap: Snapshot, seq: int | None = None) -> int:
+        """A sequence (a new one, or `seq` emptied) continuing exactly where the snapshot was taken."""
+        if seq is None:
+            seq = self.acquire()
+        else:
+            self.truncate(seq, 0)
+        self._share(list(snap.tokens), snap.tables, seq)
+        return seq
+
+    def drop(self, snap: Snapshot) -> None:
+        for g, table in zip(self.groups, snap.tables, strict=True):
+            for page in table:
+                g.pages.release(page)
+
+    def _share(self, tokens: list[int], tables, dst: int) -> None:
+        d = self.sequences[dst]
+        for g, src_t, dst_t in zip(self.groups, tables, d.tables, strict=True):
+            for page in src_t:
+                g.pages.retain(page)
+            dst_t.extend(src_t)
+        d.tokens.extend(tokens)
