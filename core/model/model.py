@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..kernels import Backend, get_backend
 from .state import DEFAULT_PAGE_SIZE, State
 
 DEFAULT_N_CTX = 4096
+FINGERPRINT_EDGE = 64  # bytes of each tensor's start and end that go into the fingerprint
 
 
 def _to_backend(node: Any, be: Backend) -> Any:
@@ -47,6 +49,18 @@ class Model:
 
             self._tokenizer = load_tokenizer(self.file)
         return self._tokenizer
+
+    @property
+    def fingerprint(self) -> bytes:
+        """SHA-256 over the architecture and every tensor's name, type, shape and first and last bytes: what a
+        saved KV snapshot must match before it is loaded into this model."""
+        h = hashlib.sha256(self.cfg.arch.encode())
+        for t in sorted(self.file.tensors.values(), key=lambda t: t.index):
+            data = self.file.tensor_data(t)
+            h.update(f"{t.name}:{t.type.value}:{t.shape}".encode())
+            h.update(data[:FINGERPRINT_EDGE])
+            h.update(data[-FINGERPRINT_EDGE:])
+        return h.digest()
 
     @property
     def name(self) -> str:
