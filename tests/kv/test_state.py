@@ -242,7 +242,7 @@ def test_snapshot_file_round_trip_and_refusals(model, tmp_path):
     want = greedy(model, st, 0, 8)
 
     other = model.new_state(n_ctx=64, page_size=4)  # a fresh state, as in another process
-    seq = snapshot_file.load(other, path, model.fingerprint)
+    seq = snapshot_file.load(other, path, model.fingerprint, seq=0)
     assert other.sequences[seq].tokens == PROMPT[:13]
     other.truncate(seq, 12)
     forward(model, other, PROMPT[12:13], [seq])
