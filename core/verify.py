@@ -1,7 +1,9 @@
-"""The two invariants every backend must keep, checked on a real model (`llamay verify`):
+"""The invariants every backend must keep, checked on a real model (`llamay verify`):
 
 1. batched prefill gives the same logits as token-by-token decode, on each backend;
-2. every backend gives the same logits as `portable` (the definition) on the same tokens.
+2. every backend gives the same logits as `portable` (the definition) on the same tokens;
+3. a prompt whose prefix comes from the prefix cache gives the same logits as a cold run;
+4. sequences decoded together in one batch give the same logits as each decoded alone.
 
 Logits are compared as log-probabilities over the reference's top tokens, where generation reads them.
 Encoders compare their pooled embeddings by cosine similarity.
@@ -69,6 +71,50 @@ def sequential_logits(model: Model, tokens: Sequence[int]) -> list[list[float]]:
     return out
 
 
+def prefix_reuse_diff(model: Model, tokens: Sequence[int]) -> float:
+    """Compute a prefix in one sequence, cache it, then the whole prompt in another sequence that adopts the
+    cached prefix: its logits must equal a cold run's."""
+    n = len(tokens)
+    st = model.new_state(n_ctx=n + 1, n_batch=n, n_seq=2, prefix_cache=True, page_size=4)
+    a = st.acquire()
+    forward(model, st, tokens[: n // 2 + 1], [a] * (n // 2 + 1))
+    st.release(a)
+    b = st.acquire()
+    reused = st.reuse_prefix(b, list(tokens))
+    if reused == 0:
+        return float("inf")
+    forward(model, st, tokens[reused:], [b] * (n - reused))
+    warm = model.backend.read_f32(st.logits, 0, model.cfg.n_vocab)
+    return _logprob_diff(warm, batched_logits(model, tokens)[-1])
+
+
+def batched_decode_diff(model: Model, prompts: Sequence[Sequence[int]], steps: int = 3) -> float:
+    """Several sequences prefilled and decoded in shared batches, against each one run alone."""
+    v = model.cfg.n_vocab
+    flat = [t for p in prompts for t in p]
+    n_ctx = max(map(len, prompts)) + steps + 1
+    st = model.new_state(n_ctx=n_ctx, n_batch=len(flat), n_seq=len(prompts), n_outputs=len(prompts))
+    for _ in range(1, len(prompts)):
+        st.acquire()
+    seqs = [s for s, p in enumerate(prompts) for _ in p]
+    forward(model, st, flat, seqs)
+    together = [[] for _ in prompts]
+    for _ in range(steps):
+        rows = [model.backend.read_f32(st.logits, s * v, v) for s in range(len(prompts))]
+        nxt = [max(range(v), key=r.__getitem__) for r in rows]
+        for s, r in enumerate(rows):
+            together[s].append((r, nxt[s]))
+        forward(model, st, nxt, list(range(len(prompts))))
+    worst = 0.0
+    for s, p in enumerate(prompts):
+        alone = model.new_state(n_ctx=len(p) + steps + 1)
+        forward(model, alone, p)
+        for r, t in together[s]:
+            worst = max(worst, _logprob_diff(r, model.backend.read_f32(alone.logits, 0, v)))
+            forward(model, alone, (t,))
+    return worst
+
+
 def pooled(model: Model, tokens: Sequence[int]) -> list[float]:
     st = model.new_state(n_ctx=len(tokens), n_batch=len(tokens))
     forward(model, st, tokens, outputs=())
@@ -116,6 +162,14 @@ def verify(
         checks.append(
             Check(f"{name}: batched prefill == token-by-token decode", diff, TOL_SAME_BACKEND, diff <= TOL_SAME_BACKEND)
         )
+        diff = prefix_reuse_diff(model, tokens)
+        checks.append(Check(f"{name}: prefix-cache reuse == cold", diff, TOL_SAME_BACKEND, diff <= TOL_SAME_BACKEND))
+        prompts = [tokens, tokens[: len(tokens) // 2], tokens[len(tokens) // 3 :]]
+        diff = batched_decode_diff(model, prompts)
+        checks.append(
+            Check(f"{name}: {len(prompts)} sequences decoded together == alone", diff, TOL_SAME_BACKEND,
+                  diff <= TOL_SAME_BACKEND)
+        )  # fmt: skip
         if ref_out is not None and name != "portable":
             short = batched[: len(ref_out)]
             diff = max(_logprob_diff(b, r) for b, r in zip(short, ref_out, strict=True))

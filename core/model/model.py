@@ -80,7 +80,7 @@ class Model:
         if not self.cfg.causal:  # an encoder sees its whole input at once
             n_batch = max(n_batch, n_ctx)
         return State(
-            self.cfg, self.backend, n_ctx=n_ctx, n_batch=min(n_batch, n_ctx) if self.cfg.causal else n_batch,
+            self.cfg, self.backend, n_ctx=n_ctx, n_batch=min(n_batch, n_ctx * n_seq),
             n_seq=n_seq, n_outputs=n_outputs, page_size=page_size, n_pages=n_pages, prefix_cache=prefix_cache,
         )  # fmt: skip
 
