@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from .errors import LlamayError
 from .kv.pages import OutOfPages
 from .model import Model, State, forward
-from .sampling import Sampler
+from .sampling import Sampler, log_softmax
 
 _ids = itertools.count(1)
 
@@ -28,6 +28,7 @@ class Request:
     max_tokens: int
     sampler: Sampler
     stop_at_eog: bool = True
+    logprobs: int | None = None  # report the sampled token's logprob and this many top alternatives
     id: int = field(default_factory=lambda: next(_ids))
     seq: int | None = None
     prefilled: int = 0  # prompt positions in the cache (cached + computed)
@@ -46,6 +47,8 @@ class Event:
     request: Request
     token: int | None  # None when the request ended without a new token (end of generation, cancel)
     finish_reason: str | None
+    logprob: float | None = None  # of `token`, from the raw distribution (before sampling transforms)
+    top: tuple[tuple[int, float], ...] = ()  # the most likely tokens and their logprobs
 
 
 class Batcher:
@@ -162,6 +165,11 @@ class Batcher:
         be = self.model.backend
         for j, (req, _row) in enumerate(rows):
             tok = req.sampler.sample(be, self.st.logits, j * n_vocab, n_vocab)
+            logprob, top = None, ()
+            if req.logprobs is not None:
+                lp = log_softmax(be.read_f32(self.st.logits, j * n_vocab, n_vocab))
+                logprob = lp[tok]
+                top = tuple(sorted(((t, lp[t]) for t in range(n_vocab)), key=lambda x: -x[1])[: req.logprobs])
             if req.stop_at_eog and self.is_eog(tok):
                 self._finish(req, "stop")
                 events.append(Event(req, None, "stop"))
@@ -174,7 +182,7 @@ class Batcher:
                 self._finish(req, reason)
             else:
                 req.pending = tok
-            events.append(Event(req, tok, reason))
+            events.append(Event(req, tok, reason, logprob, top))
         return events
 
     def run(self, requests: Sequence[Request]) -> dict[int, list[int]]:
