@@ -10,6 +10,7 @@ prefix the cache holds (its own radix tree), so only the rest of the prompt is c
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -169,7 +170,7 @@ class Batcher:
             if req.logprobs is not None:
                 lp = log_softmax(be.read_f32(self.st.logits, j * n_vocab, n_vocab))
                 logprob = lp[tok]
-                top = tuple(sorted(((t, lp[t]) for t in range(n_vocab)), key=lambda x: -x[1])[: req.logprobs])
+                top = tuple((t, lp[t]) for t in heapq.nlargest(req.logprobs, range(n_vocab), key=lp.__getitem__))
             if req.stop_at_eog and self.is_eog(tok):
                 self._finish(req, "stop")
                 events.append(Event(req, None, "stop"))
