@@ -1,0 +1,91 @@
+"""The platform seam of the wasm backend: which runtime loads `llamay_kernels*.wasm`, and the ABI both share.
+
+- natively (CPython): `runtime_wasmtime.WasmtimeRuntime` instantiates the module with wasmtime and provides the
+  imports a dynamic linker would (memory, `__memory_base`, `__stack_pointer`, ...); for testing and benchmarks;
+- under Pyodide: `runtime_pyodide` opens the same file with `ctypes.CDLL` (Emscripten's dynamic linker), so the
+  kernels run in Pyodide's own heap on buffers Python already holds.
+
+A runtime gives the backend four things: `alloc(nbytes)` (an address in the module's memory, 16-aligned, zeroed,
+alive as long as the runtime), `place(data)` (an address holding those bytes: a copy, or the bytes themselves where
+they already live in that memory), `base` (the host address of linear address 0, for ctypes reads and writes)
+and `fn` (the exported functions by name, called with ints and floats).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from typing import Any, Protocol
+
+from ..errors import LlamayError
+from ..platform import IS_PYODIDE
+
+ABI_VERSION = 1
+PLAIN, RELAXED = "simd128", "relaxed"
+MODULES = {PLAIN: "llamay_kernels.wasm", RELAXED: "llamay_kernels_relaxed.wasm"}
+VARIANT_ENV = "LLAMAY_WASM_VARIANT"  # simd128 | relaxed: force one module instead of detecting
+
+# The exported functions: name -> (result, parameters), each a letter: i = i32 (int or address), f = f32,
+# d = f64, v = no result. Checked against the module's own signatures when wasmtime loads it.
+SIGNATURES: dict[str, tuple[str, str]] = {
+    "llamay_abi_version": ("i", ""),
+    "llamay_variant": ("i", ""),
+    "llamay_block_sizeof": ("i", "i"),
+    "llamay_supports": ("i", "i"),
+    "llamay_act_bytes": ("i", "iii"),
+    "llamay_round_row": ("i", "iiiiii"),
+    "llamay_matmul": ("i", "iiiiiiii"),
+    "llamay_get_rows": ("i", "iiiiii"),
+    "llamay_rms_norm": ("v", "iiiiid"),
+    "llamay_layer_norm": ("v", "iiiiiid"),
+    "llamay_add_bias": ("v", "iiii"),
+    "llamay_rope": ("v", "iiiiiifdii"),
+    "llamay_scale": ("v", "idi"),
+    "llamay_add": ("v", "iiii"),
+    "llamay_swiglu": ("v", "iiii"),
+    "llamay_geglu": ("v", "iiii"),
+    "llamay_gelu": ("v", "ii"),
+    "llamay_argmax": ("i", "ii"),
+    "llamay_top_k": ("i", "iiiii"),
+    "llamay_mean_pool": ("v", "iiii"),
+    "llamay_l2_normalize": ("v", "ii"),
+    "llamay_kv_store": ("v", "iiiiiii"),
+    "llamay_attention": ("v", "iiiiiiiiiiiiiiiiifii"),
+}
+
+
+class Runtime(Protocol):
+    variant: str  # PLAIN or RELAXED
+    fn: dict[str, Any]
+
+    @property
+    def base(self) -> int: ...
+    def alloc(self, nbytes: int) -> int: ...
+    def place(self, data: memoryview) -> int: ...
+
+
+def module_bytes(variant: str) -> bytes:
+    """The shipped module of a variant (package data of llamay.wasm)."""
+    try:
+        return resources.files(__package__).joinpath(MODULES[variant]).read_bytes()
+    except FileNotFoundError:
+        raise LlamayError(f"{MODULES[variant]} is missing: build it with `python wasm/build.py`") from None
+
+
+def requested_variant() -> str | None:
+    v = os.environ.get(VARIANT_ENV) or None
+    if v is not None and v not in MODULES:
+        raise LlamayError(f"{VARIANT_ENV}={v!r}: expected one of {', '.join(MODULES)}")
+    return v
+
+
+def load_runtime(variant: str | None = None) -> Runtime:
+    """The runtime of this platform, with the relaxed module where the engine validates it (or `variant`)."""
+    variant = variant or requested_variant()
+    if IS_PYODIDE:
+        from .runtime_pyodide import PyodideRuntime
+
+        return PyodideRuntime(variant)
+    from .runtime_wasmtime import WasmtimeRuntime
+
+    return WasmtimeRuntime(variant)

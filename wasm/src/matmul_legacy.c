@@ -1,0 +1,196 @@
+/* The 32-element block types against Q8_0/Q8_1 activations: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL.
+ *
+ * Per block, the integer dot of the weight quants with the activation quants, then one float step:
+ * acc += (float)dot * (d_w * d_x). The 4- and 5-bit quants are unsigned; their offset (8 or 16) comes off
+ * as offset * sum(x_q), an integer kept per activation block. Q4_1/Q5_1 add m_w * s_x (Q8_1's s).
+ *
+ * A tile is 4 weight rows by 1 or 2 activation rows (kernels.h): per block, the 4 rows' integer dots are
+ * reduced into one i32x4 (lane r: row r), and the 4 rows' fp16 scales are converted together, so the float
+ * step is a handful of vector operations for the 4 rows. */
+#include "kernels.h"
+
+#define LOW4 wasm_i8x16_splat(0x0f)
+
+static const int8_t IQ4_LEVELS[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+INLINE size_t block_bytes(int T) {
+    switch (T) {
+    case T_Q4_0:
+        return sizeof(block_q4_0);
+    case T_Q4_1:
+        return sizeof(block_q4_1);
+    case T_Q5_0:
+        return sizeof(block_q5_0);
+    case T_Q5_1:
+        return sizeof(block_q5_1);
+    case T_IQ4_NL:
+        return sizeof(block_iq4_nl);
+    default:
+        return sizeof(block_q8_0);
+    }
+}
+
+/* the 32 quants of a block as two vectors: elements 0..15 and 16..31 (for IQ4_NL: the level indices) */
+INLINE void decode(int T, const uint8_t *blk, v128_t *q0, v128_t *q1) {
+    switch (T) {
+    case T_Q4_0:
+    case T_Q4_1:
+    case T_IQ4_NL: {
+        v128_t q = wasm_v128_load(blk + block_bytes(T) - 16);
+        *q0 = wasm_v128_and(q, LOW4);
+        *q1 = wasm_u8x16_shr(q, 4);
+        break;
+    }
+    case T_Q5_0:
+    case T_Q5_1: {
+        const uint8_t *qh = blk + block_bytes(T) - 20;
+        uint32_t bits = load_u32(qh);
+        v128_t q = wasm_v128_load(qh + 4);
+        *q0 = wasm_v128_or(wasm_v128_and(q, LOW4), bits_to_bytes(bits, 0, 0x10));
+        *q1 = wasm_v128_or(wasm_u8x16_shr(q, 4), bits_to_bytes(bits, 1, 0x10));
+        break;
+    }
+    default: /* Q8_0 */
+        *q0 = wasm_v128_load(blk + 2);
+        *q1 = wasm_v128_load(blk + 18);
+    }
+}
+
+/* acc + sum(level[idx] * x); the levels' magnitudes are at most 127 */
+INLINE v128_t dot_iq4(v128_t idx, v128_t x, v128_t acc) {
+#if LLAMAY_RELAXED
+    const v128_t mag = wasm_i8x16_make(127, 104, 83, 65, 49, 35, 22, 10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const v128_t neg = wasm_i8x16_make(-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0);
+    v128_t sign = lookup16(neg, idx);
+    v128_t xs = wasm_i8x16_sub(wasm_v128_xor(x, sign), sign);
+    return wasm_i32x4_relaxed_dot_i8x16_i7x16_add(xs, lookup16(mag, idx), acc);
+#else
+    const v128_t levels = wasm_i8x16_make(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    return dot_i8(lookup16(levels, idx), x, acc);
+#endif
+}
+
+/* the integer dot of one block's quants with 32 activation quants, as i32x4 partial sums */
+INLINE v128_t block_dot(int T, v128_t q0, v128_t q1, v128_t x0, v128_t x1) {
+    const v128_t zero = wasm_i32x4_splat(0);
+    switch (T) {
+    case T_Q8_0: /* the plain dot in both builds: the relaxed one needs the weights' signs moved first, slower */
+        return dot_i8(q1, x1, dot_i8(q0, x0, zero));
+    case T_IQ4_NL:
+        return dot_iq4(q1, x1, dot_iq4(q0, x0, zero));
+    default: /* unsigned 4- or 5-bit quants: i16 partial sums stay below 4 * 31 * 127 */
+        return widen(wasm_i16x8_add(dot_u6(q0, x0), dot_u6(q1, x1)));
+    }
+}
+
+INLINE int has_min(int T) { return T == T_Q4_1 || T == T_Q5_1; }
+
+INLINE int offset_of(int T) { return T == T_Q4_0 ? 8 : T == T_Q5_0 ? 16 : 0; }
+
+/* 4 weight rows p[0..3] by NA activation rows (kernels.h, MATMUL_DRIVER) */
+INLINE void legacy_rows(int T, int NA, const uint8_t *const *p, const uint8_t *arow, size_t astride, int k,
+                        v128_t *res) {
+    const size_t bs = block_bytes(T);
+    act_q8 a[2] = {act_q8_row(arow, k), act_q8_row(arow + astride, k)};
+    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    for (int b = 0; b < k / QK; b++) {
+        v128_t q[4][2];
+        UNROLL for (int r = 0; r < 4; r++) decode(T, p[r] + b * bs, &q[r][0], &q[r][1]);
+        /* d (and m) of the 4 rows: the words at the start of each block */
+        v128_t dm = has_min(T) ? gather4_u32(p, b * bs) : gather4_u16(p, b * bs);
+        v128_t d = h2f_x4_lo(dm);
+        v128_t mn = has_min(T) ? h2f_x4_hi(dm) : d;
+        UNROLL for (int j = 0; j < NA; j++) {
+            v128_t x0 = wasm_v128_load(a[j].qs + QK * b), x1 = wasm_v128_load(a[j].qs + QK * b + 16);
+            v128_t s[4];
+            UNROLL for (int r = 0; r < 4; r++) s[r] = block_dot(T, q[r][0], q[r][1], x0, x1);
+            v128_t sum = hsum4_i32x4(s[0], s[1], s[2], s[3]);
+            if (offset_of(T)) sum = wasm_i32x4_sub(sum, wasm_i32x4_splat(offset_of(T) * a[j].sum[b]));
+            v128_t scale = wasm_f32x4_mul(d, wasm_f32x4_splat(a[j].d[b]));
+            acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum), scale));
+            if (has_min(T)) acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(mn, wasm_f32x4_splat(a[j].s[b])));
+        }
+    }
+    UNROLL for (int j = 0; j < NA; j++) res[j] = acc[j];
+}
+
+#define Q4_0_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q4_0, NA, p, arow, as, k, res)
+#define Q4_1_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q4_1, NA, p, arow, as, k, res)
+#define Q5_0_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q5_0, NA, p, arow, as, k, res)
+#define Q5_1_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q5_1, NA, p, arow, as, k, res)
+#define Q8_0_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q8_0, NA, p, arow, as, k, res)
+#define IQ4_NL_ROWS(NA, p, arow, as, k, res) legacy_rows(T_IQ4_NL, NA, p, arow, as, k, res)
+
+void mm_q4_0(MATMUL_ARGS) { MATMUL_DRIVER(Q4_0_ROWS, (size_t)(k / QK) * sizeof(block_q4_0), ACT_Q8); }
+void mm_q4_1(MATMUL_ARGS) { MATMUL_DRIVER(Q4_1_ROWS, (size_t)(k / QK) * sizeof(block_q4_1), ACT_Q8); }
+void mm_q5_0(MATMUL_ARGS) { MATMUL_DRIVER(Q5_0_ROWS, (size_t)(k / QK) * sizeof(block_q5_0), ACT_Q8); }
+void mm_q5_1(MATMUL_ARGS) { MATMUL_DRIVER(Q5_1_ROWS, (size_t)(k / QK) * sizeof(block_q5_1), ACT_Q8); }
+void mm_q8_0(MATMUL_ARGS) { MATMUL_DRIVER(Q8_0_ROWS, (size_t)(k / QK) * sizeof(block_q8_0), ACT_Q8); }
+void mm_iq4_nl(MATMUL_ARGS) { MATMUL_DRIVER(IQ4_NL_ROWS, (size_t)(k / QK) * sizeof(block_iq4_nl), ACT_Q8); }
+
+/* ---- dequantisation (get_rows): the same float operations as llamay.quants ----------------------------- */
+
+void dq_q4_0(const uint8_t *w, float *out, int k) {
+    for (int b = 0; b < k / QK; b++, out += QK) {
+        const block_q4_0 *blk = (const block_q4_0 *)w + b;
+        float d = h2f(blk->d);
+        for (int j = 0; j < 16; j++) {
+            out[j] = d * (float)((blk->qs[j] & 15) - 8);
+            out[j + 16] = d * (float)((blk->qs[j] >> 4) - 8);
+        }
+    }
+}
+
+void dq_q4_1(const uint8_t *w, float *out, int k) {
+    for (int b = 0; b < k / QK; b++, out += QK) {
+        const block_q4_1 *blk = (const block_q4_1 *)w + b;
+        float d = h2f(blk->d), m = h2f(blk->m);
+        for (int j = 0; j < 16; j++) {
+            out[j] = d * (float)(blk->qs[j] & 15) + m;
+            out[j + 16] = d * (float)(blk->qs[j] >> 4) + m;
+        }
+    }
+}
+
+INLINE int q5_bit(const uint8_t *qh, int j) { return (int)((load_u32(qh) >> j) & 1u) << 4; }
+
+void dq_q5_0(const uint8_t *w, float *out, int k) {
+    for (int b = 0; b < k / QK; b++, out += QK) {
+        const block_q5_0 *blk = (const block_q5_0 *)w + b;
+        float d = h2f(blk->d);
+        for (int j = 0; j < 16; j++) {
+            out[j] = d * (float)(((blk->qs[j] & 15) | q5_bit(blk->qh, j)) - 16);
+            out[j + 16] = d * (float)(((blk->qs[j] >> 4) | q5_bit(blk->qh, j + 16)) - 16);
+        }
+    }
+}
+
+void dq_q5_1(const uint8_t *w, float *out, int k) {
+    for (int b = 0; b < k / QK; b++, out += QK) {
+        const block_q5_1 *blk = (const block_q5_1 *)w + b;
+        float d = h2f(blk->d), m = h2f(blk->m);
+        for (int j = 0; j < 16; j++) {
+            out[j] = d * (float)((blk->qs[j] & 15) | q5_bit(blk->qh, j)) + m;
+            out[j + 16] = d * (float)((blk->qs[j] >> 4) | q5_bit(blk->qh, j + 16)) + m;
+        }
+    }
+}
+
+void dq_q8_0(const uint8_t *w, float *out, int k) {
+    for (int b = 0; b < k / QK; b++, out += QK) {
+        const block_q8_0 *blk = (const block_q8_0 *)w + b;
+        float d = h2f(blk->d);
+        for (int j = 0; j < QK; j++) out[j] = d * (float)blk->qs[j];
+    }
+}
+
+void dq_iq4_nl(const uint8_t *w, float *out, int k) {
+    for (int b = 0; b < k / QK; b++, out += QK) {
+        const block_iq4_nl *blk = (const block_iq4_nl *)w + b;
+        float d = h2f(blk->d);
+        for (int j = 0; j < 16; j++) {
+            out[j] = d * (float)IQ4_LEVELS[blk->qs[j] & 15];
+            out[j + 16] = d * (float)IQ4_LEVELS[blk->qs[j] >> 4];
+        }
+    }
+}
