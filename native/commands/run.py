@@ -1,0 +1,70 @@
+"""`llamay run -m MODEL -p PROMPT`: generate a continuation and stream it to stdout as it is sampled."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+DEFAULT_N_PREDICT = 256
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="generate text from a prompt, streamed as it is sampled")
+    p.add_argument("-m", "--model", help="GGUF file or catalogue name (default: the default catalogue model)")
+    p.add_argument("-p", "--prompt", required=True, help="the prompt (echoed, then continued)")
+    p.add_argument("-n", "--n-predict", type=int, default=DEFAULT_N_PREDICT, help="tokens to generate at most")
+    p.add_argument("--temp", type=float, default=0.8, help="temperature; 0 or less is greedy (default 0.8)")
+    p.add_argument("--top-k", type=int, default=40, help="keep the k most likely tokens (0: all; default 40)")
+    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling mass (1: off; default 0.95)")
+    p.add_argument("--min-p", type=float, default=0.05, help="drop tokens below min-p x the best (default 0.05)")
+    p.add_argument("--seed", type=int, default=None, help="sampling seed (default: random)")
+    p.add_argument("-c", "--ctx-size", type=int, default=0, help="context length (default: prompt + n-predict)")
+    p.add_argument("-t", "--threads", type=int, default=0, help="kernel threads (default: LLAMAY_THREADS or all)")
+    p.add_argument("--backend", default=None, help="kernel backend: numba, wasm, portable (default: the fastest)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from llamay.errors import LlamayError
+    from llamay.generate import generate
+    from llamay.model import load_model
+    from llamay.native.store import resolve_model
+    from llamay.sampling import Sampler, SamplerConfig
+
+    path = resolve_model(args.model, log=lambda msg: print(msg, file=sys.stderr))
+    with load_model(path, args.backend) as model:
+        be = model.backend
+        if args.threads and hasattr(be, "set_threads"):
+            be.set_threads(args.threads)
+        tok = model.tokenizer
+        ids = tok.encode(args.prompt)
+        if not ids:
+            raise LlamayError("the prompt is empty")
+        n_ctx = args.ctx_size or min(len(ids) + args.n_predict, model.cfg.n_ctx_train)
+        if len(ids) >= n_ctx:
+            raise LlamayError(f"the prompt has {len(ids)} tokens; the context holds {n_ctx}")
+        st = model.new_state(n_ctx=n_ctx)
+        sampler = Sampler(SamplerConfig(args.temp, args.top_k, args.top_p, args.min_p, args.seed))
+        out = sys.stdout
+        out.write(args.prompt)
+        out.flush()
+        stream = tok.detokenizer()
+        start = time.perf_counter()
+        first = None
+        n = 0
+        for token in generate(model, st, ids, args.n_predict, sampler):
+            first = first or time.perf_counter()
+            n += 1
+            text = stream.push(token)
+            if text:
+                out.write(text)
+                out.flush()
+        out.write(stream.flush() + "\n")
+        out.flush()
+    end = time.perf_counter()
+    if first is not None:
+        rate = (n - 1) / (end - first) if n > 1 and end > first else 0.0
+        print(f"llamay run: {len(ids)} prompt tokens in {first - start:.2f} s, {n} generated ({rate:.1f} tok/s), "
+              f"backend {be.name}", file=sys.stderr)  # fmt: skip
+    return 0

@@ -1,0 +1,103 @@
+"""Activation rows rounded to a weight type's vec_dot_type, bit for bit as `llamay.kernels.activations` does.
+
+Each quantiser writes the int8 quants and per-block scales the block dots read:
+- Q8_0 / Q8_1 (blocks of 32): xq (n, n_in) int8, xd (n, nb) the fp16-rounded scale, xs (n, nb) Q8_1's
+  s = fp16(d·Σq), xsum (n, nb) Σq (for the -8 / -16 offsets of Q4_0 / Q5_0);
+- Q8_K (blocks of 256): xq, kd (n, nb) the float32 scale, bsum (n, n_in / 16) sums of q by 16;
+- F16 / BF16: xr (n, n_in) float32 holding the rounded values.
+Same float32 operations as the reference: d = amax / 127, 1 / d, x · (1/d) each rounded to float32, then C's
+roundf (half away from zero, done in float64 where x + 0.5 is exact) or nearest-even (`np.rint`) for Q8_K.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .simd import round_f16
+
+QK8_0 = 32
+QK8_K = 256
+QK8_K_SUM = 16  # Q8_K bsums: one per 16 quants
+Q8_MAX = np.float32(127.0)
+ONE = np.float32(1.0)
+
+
+@njit(cache=True, fastmath=False)
+def _round_half_away(y):
+    """C's roundf of a float32, in float64 (where y ± 0.5 is exact)."""
+    v = np.float64(y)
+    return np.int64(np.floor(v + 0.5)) if v >= 0.0 else -np.int64(np.floor(0.5 - v))
+
+
+@njit(cache=True, fastmath=False)
+def quantize_q8(x, n, n_in, xq, xd, xs, xsum):
+    """x (n, n_in) float32 → xq (n, n_in) int8; per 32: xd = fp16(d), xs = fp16(d·Σq), xsum = Σq."""
+    nb = n_in // QK8_0
+    for i in range(n):
+        for b in range(nb):
+            o = i * n_in + b * QK8_0
+            amax = np.float32(0.0)
+            for j in range(QK8_0):
+                amax = max(amax, abs(x[o + j]))
+            d = amax / Q8_MAX
+            inv = ONE / d if d != 0.0 else np.float32(0.0)
+            total = 0
+            for j in range(QK8_0):
+                q = _round_half_away(x[o + j] * inv)
+                xq[o + j] = q
+                total += q
+            xd[i * nb + b] = round_f16(d)
+            xs[i * nb + b] = round_f16(np.float32(total) * d)
+            xsum[i * nb + b] = total
+
+
+@njit(cache=True, fastmath=False)
+def quantize_q8_k(x, n, n_in, xq, kd, bsum):
+    """x (n, n_in) float32 → xq int8; per 256: kd = 1 / iscale (float32); per 16: bsum = Σq."""
+    nb = n_in // QK8_K
+    for i in range(n):
+        for b in range(nb):
+            o = i * n_in + b * QK8_K
+            amax = np.float32(0.0)
+            vmax = np.float32(0.0)
+            for j in range(QK8_K):  # the first value of largest magnitude
+                if abs(x[o + j]) > amax:
+                    amax = abs(x[o + j])
+                    vmax = x[o + j]
+            sums = (i * n_in + b * QK8_K) // QK8_K_SUM
+            if amax == 0.0:
+                kd[i * nb + b] = 0.0
+                for j in range(QK8_K):
+                    xq[o + j] = 0
+                for j in range(QK8_K // QK8_K_SUM):
+                    bsum[sums + j] = 0
+                continue
+            iscale = -Q8_MAX / vmax
+            kd[i * nb + b] = ONE / iscale
+            for g in range(QK8_K // QK8_K_SUM):
+                total = 0
+                for j in range(g * QK8_K_SUM, (g + 1) * QK8_K_SUM):
+                    q = min(127, np.int64(np.rint(iscale * x[o + j])))
+                    xq[o + j] = q
+                    total += q
+                bsum[sums + g] = total
+
+
+@njit(cache=True, fastmath=False)
+def round_f16_rows(x, count, xr):
+    for i in range(count):
+        xr[i] = round_f16(x[i])
+
+
+@njit(cache=True, fastmath=False)
+def round_bf16_rows(x, count, xr):
+    """Round to nearest even on the top 16 bits (NaNs stay quiet NaNs), as ggml's FP32_TO_BF16."""
+    bits = x.view(np.uint32)
+    out = xr.view(np.uint32)
+    for i in range(count):
+        u = np.int64(bits[i])
+        if u & 0x7FFFFFFF > 0x7F800000:
+            out[i] = (u & 0xFFFF0000) | 0x00400000
+        else:
+            out[i] = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16

@@ -1,0 +1,107 @@
+"""Attention over the paged KV cache (layout in `llamay.kernels.interface`), in float32.
+
+Each (token, head) pair is independent: scores q·k over the keys the token sees (its own sequence only; causal
+with an optional sliding window, or the whole sequence), softmax with the max subtracted, then the weighted sum
+of the values, 8 dimensions at a time in a register across all keys. The pairs are split into one contiguous
+chunk per thread; each chunk owns a row of the scratch (scores and the keys' cache slots), so nothing is
+allocated here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .simd import fmul, fmul_add, fsplat, fsum, fzero, load_f32x8, store_f32x8
+
+LANES = 8
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def dot(a, ao, b, bo, n):
+    """Σ a[ao + j] · b[bo + j] for j < n, float32 arrays, in two f32x8 accumulators."""
+    a0, a1 = fzero(), fzero()
+    j = 0
+    while j + 2 * LANES <= n:
+        a0 = fmul_add(a0, load_f32x8(a, ao + j), load_f32x8(b, bo + j))
+        a1 = fmul_add(a1, load_f32x8(a, ao + j + LANES), load_f32x8(b, bo + j + LANES))
+        j += 2 * LANES
+    if j + LANES <= n:
+        a0 = fmul_add(a0, load_f32x8(a, ao + j), load_f32x8(b, bo + j))
+        j += LANES
+    s = fsum(a0) + fsum(a1)
+    for k in range(j, n):
+        s += a[ao + k] * b[bo + k]
+    return s
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _fill_slots(slots, pages, off, page_size, lo, hi):
+    """slots[p - lo] = the cache slot of position p, for lo <= p < hi (one division, then counting)."""
+    page, within = lo // page_size, lo % page_size
+    for p in range(hi - lo):
+        slots[p] = pages[off + page] * page_size + within
+        within += 1
+        if within == page_size:
+            page, within = page + 1, 0
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _one_head(out, oo, q, qo, k_cache, kstart, kdim, head_dim, v_cache, vstart, vdim, head_dim_v, kq_scale, m,
+              scores, slots):  # fmt: skip
+    """out[oo..+head_dim_v) = softmax(q[qo..] · kᵀ · kq_scale) · v over the m keys at cache slots[0..m)."""
+    best = np.float32(-np.inf)
+    for p in range(m):
+        s = dot(q, qo, k_cache, kstart + slots[p] * kdim, head_dim) * kq_scale
+        scores[p] = s
+        best = max(best, s)
+    total = np.float32(0.0)
+    for p in range(m):
+        e = np.exp(scores[p] - best)
+        scores[p] = e
+        total += e
+    inv = np.float32(1.0) / total
+    d = 0
+    while d + LANES <= head_dim_v:
+        acc = fzero()
+        for p in range(m):
+            acc = fmul_add(acc, fsplat(scores[p]), load_f32x8(v_cache, vstart + slots[p] * vdim + d))
+        store_f32x8(out, oo + d, fmul(acc, fsplat(inv)))
+        d += LANES
+    for j in range(d, head_dim_v):
+        acc1 = np.float32(0.0)
+        for p in range(m):
+            acc1 += scores[p] * v_cache[vstart + slots[p] * vdim + j]
+        out[oo + j] = acc1 * inv
+
+
+@njit(cache=True, fastmath=False, parallel=True)
+def attention(out, q, k_cache, v_cache, layer, n_slots, batch, shape, kq_scale, causal, window, scores, slots):
+    """out (n, n_head·head_dim_v). batch = (n, pos, seq, pages, page_off, seq_len, page_size);
+    shape = (n_head, n_head_kv, head_dim, head_dim_v); scores (n_chunks, n_slots) float32 and slots
+    (n_chunks, n_slots) int32 scratch, one row per chunk of (token, head) pairs."""
+    n, pos, seq, pages, page_off, seq_len, page_size = batch
+    n_head, n_head_kv, head_dim, head_dim_v = shape
+    group = n_head // n_head_kv
+    kdim, vdim = n_head_kv * head_dim, n_head_kv * head_dim_v
+    kbase, vbase = layer * n_slots * kdim, layer * n_slots * vdim
+    n_work = n * n_head
+    n_chunks = min(scores.shape[0], n_work)
+    for c in prange(n_chunks):
+        last = -1
+        m = 0
+        for wi in range(c * n_work // n_chunks, (c + 1) * n_work // n_chunks):
+            i, h = wi // n_head, wi % n_head
+            if i != last:  # the keys token i sees, shared by its heads
+                p, s = pos[i], seq[i]
+                if causal:
+                    lo, hi = (max(0, p - window + 1) if window > 0 else 0), p + 1
+                else:
+                    lo, hi = 0, seq_len[s]
+                m = hi - lo
+                _fill_slots(slots[c], pages, page_off[s], page_size, lo, hi)
+                last = i
+            kv = h // group
+            _one_head(out, (i * n_head + h) * head_dim_v, q, (i * n_head + h) * head_dim,
+                      k_cache, kbase + kv * head_dim, kdim, head_dim,
+                      v_cache, vbase + kv * head_dim_v, vdim, head_dim_v, kq_scale, m, scores[c], slots[c])  # fmt: skip

@@ -1,0 +1,285 @@
+"""The numba backend: the kernel interface (`llamay.kernels.interface`) over 1-D numpy arrays.
+
+Weights stay where the GGUF map put them: `bind` wraps the tensor's bytes with `np.frombuffer` (no copy) and
+picks the type's kernels once, from the tables below; the hot methods only call them. The kernels live in
+`llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`).
+
+Threads: numba's parallel loops (matmul rows, attention heads). The count is `LLAMAY_THREADS`, else numba's
+default, never more than the cores this process may run on; `set_threads(n)` changes it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from llamay.errors import UnsupportedTypeError
+from llamay.ggml_types import GGMLType, block_size, row_bytes
+from llamay.kernels.interface import BatchView, Weight
+
+from .kernels import attention as att
+from .kernels import dequant as dq
+from .kernels import elementwise as ew
+from .kernels import matmul_float as mf
+from .kernels import matmul_kquants as mk
+from .kernels import matmul_legacy as ml
+from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
+
+# activation scratch kinds: what a weight type's matmul quantises x into
+FLOAT, Q8, Q8K = "float", "q8", "q8k"
+
+# type -> (matmul kernel, activation kind, get_rows kernel)
+KERNELS: dict[GGMLType, tuple[Callable, str, Callable]] = {
+    GGMLType.F32: (mf.matmul_f32, FLOAT, dq.get_rows_f32),
+    GGMLType.F16: (mf.matmul_f16, FLOAT, dq.get_rows_f16),
+    GGMLType.BF16: (mf.matmul_bf16, FLOAT, dq.get_rows_bf16),
+    GGMLType.Q4_0: (ml.matmul_q4_0, Q8, dq.get_rows_q4_0),
+    GGMLType.Q4_1: (ml.matmul_q4_1, Q8, dq.get_rows_q4_1),
+    GGMLType.Q5_0: (ml.matmul_q5_0, Q8, dq.get_rows_q5_0),
+    GGMLType.Q5_1: (ml.matmul_q5_1, Q8, dq.get_rows_q5_1),
+    GGMLType.Q8_0: (ml.matmul_q8_0, Q8, dq.get_rows_q8_0),
+    GGMLType.IQ4_NL: (ml.matmul_iq4_nl, Q8, dq.get_rows_iq4_nl),
+    GGMLType.Q2_K: (mk.matmul_q2_k, Q8K, dq.get_rows_q2_k),
+    GGMLType.Q3_K: (mk.matmul_q3_k, Q8K, dq.get_rows_q3_k),
+    GGMLType.Q4_K: (mk.matmul_q4_k, Q8K, dq.get_rows_q4_k),
+    GGMLType.Q5_K: (mk.matmul_q5_k, Q8K, dq.get_rows_q5_k),
+    GGMLType.Q6_K: (mk.matmul_q6_k, Q8K, dq.get_rows_q6_k),
+    GGMLType.IQ4_XS: (mk.matmul_iq4_xs, Q8K, dq.get_rows_iq4_xs),
+}
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(eq=False)
+class NumbaWeight:
+    """A weight's bytes (uint8, zero-copy) and its kernels; vectors (n_out = 1) also decoded to float32."""
+
+    type: GGMLType
+    data: np.ndarray  # (n_out · row_bytes,) uint8, a view of the file map
+    row_bytes: int
+    matmul: Callable
+    act: str
+    get_rows: Callable
+    vec: np.ndarray | None  # (n_in,) float32 for vectors (norm weights, biases), else None
+
+
+class NumbaBackend:
+    name = "numba"
+    runnable_types = frozenset(KERNELS)
+
+    def __init__(self) -> None:
+        self._tls = threading.local()
+        env = os.environ.get("LLAMAY_THREADS", "").strip()
+        self.n_threads = 0
+        self.set_threads(int(env) if env else numba.config.NUMBA_NUM_THREADS)
+        self._one = np.ones(1, np.float32)  # stands in for an absent weight vector
+        self._cap = 0  # activation elements the scratch below holds
+        self._scratch: dict[str, tuple[np.ndarray, ...]] = {}
+        self._grow(QK8_K)
+        self._scores = np.zeros((1, 1), np.float32)  # (threads, n_slots): attention scores
+        self._slots = np.zeros((1, 1), np.int32)  # (threads, n_slots): the cache slots of the keys
+        self._cos_sin = np.zeros(2, np.float64)  # (n_rot,): rope's cos and sin per pair
+
+    # -- threads --------------------------------------------------------------------------------------------
+
+    def set_threads(self, n: int) -> int:
+        """Use n threads (at least 1, at most the cores and numba's pool); returns the count in effect."""
+        self.n_threads = max(1, min(int(n), available_cores(), numba.config.NUMBA_NUM_THREADS))
+        self._use_threads()
+        return self.n_threads
+
+    def _use_threads(self) -> None:
+        # numba's thread count belongs to the calling Python thread: set it wherever kernels are called from
+        if getattr(self._tls, "n", 0) != self.n_threads:
+            numba.set_num_threads(self.n_threads)
+            self._tls.n = self.n_threads
+
+    # -- memory ---------------------------------------------------------------------------------------------
+
+    def alloc_f32(self, n: int) -> np.ndarray:
+        return np.zeros(n, np.float32)
+
+    def alloc_i32(self, n: int) -> np.ndarray:
+        return np.zeros(n, np.int32)
+
+    def write_f32(self, buf: np.ndarray, values: Any, offset: int = 0) -> None:
+        vals = np.asarray(values, dtype=np.float32)
+        buf[offset : offset + len(vals)] = vals
+
+    def write_i32(self, buf: np.ndarray, values: Any, offset: int = 0) -> None:
+        vals = np.asarray(values, dtype=np.int32)
+        buf[offset : offset + len(vals)] = vals
+
+    def read_f32(self, buf: np.ndarray, offset: int, n: int) -> list[float]:
+        return buf[offset : offset + n].tolist()
+
+    def copy(self, dst: np.ndarray, dst_off: int, src: np.ndarray, src_off: int, n: int) -> None:
+        dst[dst_off : dst_off + n] = src[src_off : src_off + n]
+
+    def _grow(self, n_elements: int) -> None:
+        """Activation scratch for n_elements (rows × n_in) values; grown, never shrunk, between calls."""
+        if n_elements <= self._cap:
+            return
+        n = self._cap = max(n_elements, 2 * self._cap)
+        nb, nbk = n // QK8_0 + 1, n // QK8_K + 1
+        xq = np.zeros(n, np.int8)  # (rows, n_in) int8 quants, shared by Q8_0/Q8_1 and Q8_K
+        self._scratch = {
+            FLOAT: (np.zeros(n, np.float32),),  # (rows, n_in) x rounded to fp16 / bf16
+            Q8: (xq, np.zeros(nb, np.float32), np.zeros(nb, np.float32), np.zeros(nb, np.int32)),  # xd, xs, xsum
+            Q8K: (xq, np.zeros(nbk, np.float32), np.zeros(n // QK8_K_SUM + 1, np.int32)),  # kd, bsum
+        }
+
+    # -- weights --------------------------------------------------------------------------------------------
+
+    def bind(self, name: str, t: GGMLType, shape: tuple[int, ...], data: memoryview) -> Weight:
+        kernels = KERNELS.get(t)
+        if kernels is None:
+            raise UnsupportedTypeError(
+                f"{name}: the numba backend cannot run {t.name}; it runs {', '.join(k.name for k in KERNELS)}"
+            )
+        n_in = shape[0]
+        n_out = 1
+        for d in shape[1:]:
+            n_out *= d
+        if n_in % block_size(t):
+            raise ValueError(f"{name}: rows of {n_in} are not whole {t.name} blocks")
+        rb = row_bytes(t, n_in)
+        raw = np.frombuffer(data, dtype=np.uint8, count=rb * n_out)
+        matmul, act, get_rows = kernels
+        vec = None
+        if n_out == 1:
+            vec = np.zeros(n_in, np.float32)
+            get_rows(vec, raw, rb, np.zeros(1, np.int32), 1, n_in)
+        return Weight(name, t, n_in, n_out, NumbaWeight(t, raw, rb, matmul, act, get_rows, vec))
+
+    # -- kernels --------------------------------------------------------------------------------------------
+
+    def get_rows(self, out: np.ndarray, w: Weight, ids: np.ndarray, n: int) -> None:
+        h: NumbaWeight = w.handle
+        h.get_rows(out, h.data, h.row_bytes, ids, n, w.n_in)
+
+    def matmul(self, out: np.ndarray, w: Weight, x: np.ndarray, n: int) -> None:
+        h: NumbaWeight = w.handle
+        if n * w.n_in > self._cap:
+            self._grow(n * w.n_in)
+        self._use_threads()
+        h.matmul(out, h.data, h.row_bytes, w.n_out, x, n, w.n_in, *self._scratch[h.act])
+
+    def add_bias(self, x: np.ndarray, b: Weight, n: int) -> None:
+        ew.add_bias(x, b.handle.vec, n, b.n_in)
+
+    def rms_norm(self, out: np.ndarray, x: np.ndarray, w: Weight | None, n: int, dim: int, eps: float) -> None:
+        if w is None:
+            ew.rms_norm(out, x, self._one, False, n, dim, eps)
+        else:
+            ew.rms_norm(out, x, w.handle.vec, True, n, dim, eps)
+
+    def layer_norm(
+        self, out: np.ndarray, x: np.ndarray, w: Weight, b: Weight | None, n: int, dim: int, eps: float
+    ) -> None:
+        bias = b.handle.vec if b is not None else self._one
+        ew.layer_norm(out, x, w.handle.vec, bias, b is not None, n, dim, eps)
+
+    def head_rms_norm(self, x: np.ndarray, w: Weight, n: int, n_heads: int, head_dim: int, eps: float) -> None:
+        ew.rms_norm(x, x, w.handle.vec, True, n * n_heads, head_dim, eps)
+
+    def rope(
+        self,
+        x: np.ndarray,
+        pos: np.ndarray,
+        n: int,
+        n_heads: int,
+        head_dim: int,
+        n_rot: int,
+        base: float,
+        scale: float,
+        neox: bool,
+        freq_factors: Weight | None,
+    ) -> None:
+        if len(self._cos_sin) < n_rot:
+            self._cos_sin = np.zeros(n_rot, np.float64)
+        theta_scale = np.float32(base ** (-2.0 / n_rot))
+        ff = freq_factors.handle.vec if freq_factors is not None else self._one
+        ew.rope(x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, neox, ff, freq_factors is not None,
+                self._cos_sin)  # fmt: skip
+
+    def scale(self, x: np.ndarray, s: float, count: int) -> None:
+        ew.scale(x, s, count)
+
+    def add(self, out: np.ndarray, a: np.ndarray, b: np.ndarray, count: int) -> None:
+        ew.add(out, a, b, count)
+
+    def swiglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
+        ew.swiglu(out, gate, up, count)
+
+    def geglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
+        ew.geglu(out, gate, up, count)
+
+    def gelu(self, x: np.ndarray, count: int) -> None:
+        ew.gelu(x, count)
+
+    def kv_store(
+        self, cache: np.ndarray, layer: int, n_slots: int, slots: np.ndarray, src: np.ndarray, n: int, dim: int
+    ) -> None:
+        ew.kv_store(cache, layer, n_slots, slots, src, n, dim)
+
+    def attention(
+        self,
+        out: np.ndarray,
+        q: np.ndarray,
+        k_cache: np.ndarray,
+        v_cache: np.ndarray,
+        layer: int,
+        n_slots: int,
+        batch: BatchView,
+        n_head: int,
+        n_head_kv: int,
+        head_dim: int,
+        head_dim_v: int,
+        kq_scale: float,
+        causal: bool,
+        window: int,
+    ) -> None:
+        scores, slots = self._scores, self._slots
+        if scores.shape[0] < self.n_threads or scores.shape[1] < n_slots:
+            scores = self._scores = np.zeros((self.n_threads, n_slots), np.float32)
+            slots = self._slots = np.zeros((self.n_threads, n_slots), np.int32)
+        self._use_threads()
+        b = batch
+        att.attention(
+            out, q, k_cache, v_cache, layer, n_slots,
+            (b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len, b.page_size),
+            (n_head, n_head_kv, head_dim, head_dim_v), np.float32(kq_scale), causal, window,
+            scores[: self.n_threads], slots[: self.n_threads],
+        )  # fmt: skip
+
+    def argmax(self, x: np.ndarray, offset: int, n: int) -> int:
+        return int(ew.argmax(x, offset, n))
+
+    def top_k(self, x: np.ndarray, offset: int, n: int, k: int) -> list[tuple[int, float]]:
+        seg = x[offset : offset + n]
+        k = min(k, n)
+        if k < n:  # every index at least as large as the k-th largest value, then sorted (ties by index)
+            kth = np.partition(seg, n - k)[n - k]
+            cand = np.flatnonzero(seg >= kth)
+        else:
+            cand = np.arange(n)
+        order = cand[np.lexsort((cand, -seg[cand]))][:k]
+        return [(int(j), float(seg[j])) for j in order]
+
+    def mean_pool(self, out: np.ndarray, x: np.ndarray, n: int, dim: int) -> None:
+        ew.mean_pool(out, x, n, dim)
+
+    def l2_normalize(self, x: np.ndarray, dim: int) -> None:
+        ew.l2_normalize(x, dim)

@@ -1,0 +1,37 @@
+"""`llamay run` as a user runs it: the prompt echoed, then the continuation streamed."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamay.kernels import available_backends
+from llamay.native.cli import main
+from tests import paths
+
+pytestmark = pytest.mark.native_only
+
+BACKENDS = [b for b in ("numba", "portable") if b in available_backends()]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_greedy_stories(backend, capsys):
+    args = ["run", "-m", str(paths.stories("f32")), "-p", "Once upon a time", "-n", "20", "--temp", "0"]
+    assert main([*args, "--backend", backend, "-t", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("Once upon a time, there was a little girl named Lily.")
+    assert "20 generated" in captured.err
+
+
+def test_run_sampling_is_seeded(capsys):
+    args = ["run", "-m", str(paths.stories("q8_0")), "-p", "Lily and Ben", "-n", "12", "--seed", "7"]
+    outs = []
+    for _ in range(2):
+        assert main(args) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and outs[0].startswith("Lily and Ben")
+
+
+def test_run_refuses_a_prompt_longer_than_the_context(capsys):
+    args = ["run", "-m", str(paths.stories("f32")), "-p", "Once upon a time " * 20, "-c", "16"]
+    assert main(args) == 1
+    assert "context" in capsys.readouterr().err

@@ -1,0 +1,109 @@
+"""What is particular to the numba backend (its kernels are compared with portable in tests/kernels)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+from llamay.ggml_types import GGMLType
+from llamay.model import load_model
+from tests import paths
+
+numba = pytest.importorskip("numba")
+np = pytest.importorskip("numpy")
+
+from numba.core.caching import FunctionCache  # noqa: E402
+from numba.core.registry import CPUDispatcher  # noqa: E402
+
+import llamay.native.kernels as kernels_pkg  # noqa: E402
+from llamay.native.numba_backend import NumbaBackend, available_cores  # noqa: E402
+
+pytestmark = pytest.mark.native_only
+
+REQUIRED = {
+    GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1,
+    GGMLType.Q8_0, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_NL,
+}  # fmt: skip
+
+
+def _dispatchers():
+    for info in pkgutil.iter_modules(kernels_pkg.__path__):
+        mod = importlib.import_module(f"{kernels_pkg.__name__}.{info.name}")
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == mod.__name__:
+                yield f"{info.name}.{name}", obj
+
+
+def test_every_kernel_is_cached_and_strict():
+    found = dict(_dispatchers())
+    assert len(found) > 40
+    for name, d in found.items():
+        assert isinstance(d._cache, FunctionCache), f"{name} is not compiled with cache=True"
+        assert not d.targetoptions.get("fastmath"), f"{name} uses fastmath"
+
+
+def test_runnable_types():
+    assert NumbaBackend.runnable_types >= REQUIRED
+
+
+def test_set_threads(monkeypatch):
+    be = NumbaBackend()
+    assert be.set_threads(1) == 1
+    assert numba.get_num_threads() == 1
+    assert be.set_threads(10_000) == min(available_cores(), numba.config.NUMBA_NUM_THREADS)
+    assert be.set_threads(0) == 1
+    monkeypatch.setenv("LLAMAY_THREADS", "1")
+    assert NumbaBackend().n_threads == 1
+
+
+def test_threads_apply_in_other_python_threads():
+    """numba's thread count is per Python thread: the backend sets it where its kernels run."""
+    import threading
+
+    be = NumbaBackend()
+    be.set_threads(1)
+    seen = []
+
+    def work():
+        out, x = be.alloc_f32(2), be.alloc_f32(64)
+        w = be.bind("w", GGMLType.F32, (64, 2), memoryview(bytes(4 * 128)))
+        be.matmul(out, w, x, 1)
+        seen.append(numba.get_num_threads())
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen == [1]
+
+
+def test_bind_is_zero_copy():
+    with load_model(paths.stories("q4_0"), NumbaBackend()) as model:
+        whole_file = np.frombuffer(model.file.raw_bytes(0, model.file.size), np.uint8)
+        embd = model.weights.token_embd.handle.data
+        wq = model.weights.layers[0].attn.q.handle.data
+        assert np.shares_memory(embd, whole_file) and np.shares_memory(wq, whole_file)
+        assert not embd.flags.owndata
+
+
+def test_unsupported_type_is_refused_by_name():
+    from llamay.errors import UnsupportedTypeError
+
+    with pytest.raises(UnsupportedTypeError, match="IQ2_XXS"):
+        NumbaBackend().bind("w", GGMLType.IQ2_XXS, (256, 1), memoryview(bytes(66)))
+
+
+def test_greedy_text_matches_portable_on_stories():
+    from llamay.generate import generate
+    from llamay.sampling import Sampler, SamplerConfig
+
+    texts = []
+    for be in (NumbaBackend(), "portable"):
+        with load_model(paths.stories("f32"), be) as model:
+            st = model.new_state(n_ctx=64)
+            ids = model.tokenizer.encode("Once upon a time")
+            out = list(generate(model, st, ids, 24, Sampler(SamplerConfig(temperature=0))))
+            texts.append(model.tokenizer.decode(out))
+    assert texts[0] == texts[1]
+    assert texts[0].startswith(", there was a little girl named Lily.")
