@@ -34,6 +34,7 @@ class WasmWeight:
 
     addr: int
     f32: int  # address of the values as float32 (vectors: norms, biases, factors), else 0
+    data: Any = None  # the bound buffer, kept alive while the weight is (the runtime may read it in place)
 
 
 class WasmBackend:
@@ -48,6 +49,7 @@ class WasmBackend:
             if not self.fn["llamay_supports"](int(t)):
                 raise LlamayError(f"the {self.variant} kernel module does not run {t.name}")
         self._scratch, self._scratch_bytes = 0, 0
+        self._act_bytes: dict[tuple[int, int, int], int] = {}  # (type, n, k) -> scratch bytes of a matmul
         self._ids = self.rt.alloc(F32)  # one int32: the row id when a vector is decoded at bind
         self._topk = (0, 0, 0)  # (capacity, indices address, values address)
 
@@ -103,7 +105,7 @@ class WasmBackend:
             f32 = self.rt.alloc(F32 * n_in)
             self.write_i32(self._ids, (0,))
             self._check(self.fn["llamay_get_rows"](int(t), f32, addr, self._ids, 1, n_in), name)
-        return Weight(name, t, n_in, n_out, WasmWeight(addr, f32))
+        return Weight(name, t, n_in, n_out, WasmWeight(addr, f32, data))
 
     @staticmethod
     def _check(rc: int, what: str) -> None:
@@ -117,7 +119,11 @@ class WasmBackend:
 
     def matmul(self, out: int, w: Weight, x: int, n: int) -> None:
         t = int(w.type)
-        scratch = self._scratch_for(self.fn["llamay_act_bytes"](t, n, w.n_in))
+        key = (t, n, w.n_in)
+        need = self._act_bytes.get(key)
+        if need is None:  # one call fewer per matmul: a call costs microseconds under Pyodide's ctypes
+            need = self._act_bytes[key] = self.fn["llamay_act_bytes"](t, n, w.n_in)
+        scratch = self._scratch_for(need)
         rc = self.fn["llamay_matmul"](t, out, w.handle.addr, x, n, w.n_in, w.n_out, scratch)
         self._check(rc, w.name)
 

@@ -160,7 +160,7 @@ def test_bind_refuses_a_type_it_cannot_run(be):
 def _activation_row(rng: random.Random, k: int) -> array:
     x = floats(rng, k)
     x[0:32] = array("f", [0.0] * 32)  # a zero block: d = 0 must not divide by zero
-    # a block with amax 127 (d = 1): halves are exact ties, roundf takes them away from zero
+    # a block with amax 127 (inverse scale 1): halves are exact ties, rounded to even
     x[32:64] = array("f", [127.0] + [(j - 16) + 0.5 for j in range(31)])
     if k >= 512:  # a Q8_K block whose value of largest magnitude is -127 (iscale = 1): ties go to even
         x[256:512] = array("f", [-127.0] + [(j % 40 - 20) + 0.5 for j in range(255)])
@@ -198,12 +198,14 @@ def test_activation_rows_round_bit_for_bit(be, t):
 
 
 def test_q8_1_sum_is_fp16_of_unrounded_d_times_sum(be):
-    """s = fp16(d * sum(q)) with d before its own fp16 rounding, as ggml's quantize_row_q8_1."""
+    """s = fp16(d * sum(q)) with d = amax/127 before its own fp16 rounding, as ggml's Q8_1 quantisation."""
     x = array("f", [0.013 * ((j * 37) % 23 - 11) for j in range(32)])
     _, s = _round_in_wasm(be, GGMLType.Q4_1, x)
+    want = array("f", bytes(4 * 32))
+    round_row(GGMLType.Q8_1, x, want)
     amax = max(map(abs, x))
     d = struct.unpack("<f", struct.pack("<f", amax / 127))[0]
-    inv = struct.unpack("<f", struct.pack("<f", 1 / d))[0]
-    q = [int(abs(v * inv) + 0.5) * (1 if v >= 0 else -1) for v in x]
-    want = struct.unpack("<e", struct.pack("<e", struct.unpack("<f", struct.pack("<f", sum(q) * d))[0]))[0]
-    assert s[0] == want
+    dh = struct.unpack("<e", struct.pack("<e", d))[0]
+    total_q = round(sum(want) / dh)
+    s_want = struct.unpack("<e", struct.pack("<e", struct.unpack("<f", struct.pack("<f", total_q * d))[0]))[0]
+    assert s[0] == s_want

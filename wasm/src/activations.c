@@ -1,6 +1,7 @@
 /* Rounding activation rows to each weight type's vec_dot_type, bit for bit as llamay/kernels/activations.py
- * (and llama.cpp's CPU backend): the same float32 operations in the same order, roundf (half away from
- * zero) for Q8_0/Q8_1, round half to even for Q8_K, fp16/bf16 rounding to nearest even. */
+ * (and llama.cpp's CPU backend on x86): the same float32 operations in the same order. Q8_0/Q8_1 take ggml's
+ * AVX2 path (inverse scale 127/amax, round half to even), Q8_K its reference (-127/max, half to even); fp16
+ * and bf16 round to nearest even. */
 #include "act.h"
 
 int act_kind(int type) {
@@ -30,14 +31,6 @@ int act_kind(int type) {
     }
 }
 
-/* C's roundf on each lane: trunc, then one step away from zero when the fraction is at least a half */
-INLINE v128_t round_half_away(v128_t y) {
-    v128_t t = wasm_f32x4_trunc(y);
-    v128_t big = wasm_f32x4_ge(wasm_f32x4_abs(wasm_f32x4_sub(y, t)), wasm_f32x4_splat(0.5f));
-    v128_t one = wasm_v128_or(wasm_f32x4_splat(1.0f), wasm_v128_and(y, wasm_i32x4_splat((int32_t)0x80000000)));
-    return wasm_f32x4_add(t, wasm_v128_and(big, one));
-}
-
 /* eight i32x4 of small integers -> 32 int8, stored; returns their sum */
 INLINE int32_t store_q8x32(const v128_t *q, int8_t *out) {
     for (int h = 0; h < 2; h++) {
@@ -50,7 +43,8 @@ INLINE int32_t store_q8x32(const v128_t *q, int8_t *out) {
     return hsum_i32x4(s);
 }
 
-/* one row to ACT_Q8: per 32 values d = amax/127, q = roundf(x/d); d kept fp16-rounded, s = fp16(d*sum(q)) */
+/* one row to ACT_Q8: per 32 values d = amax/127, q = nearest_even(x * (127/amax)); d kept fp16-rounded,
+ * s = fp16(d*sum(q)) */
 static void quantize_q8(const float *x, int k, uint8_t *row) {
     int nb = k / QK;
     int8_t *qs = (int8_t *)row;
@@ -67,10 +61,10 @@ static void quantize_q8(const float *x, int k, uint8_t *row) {
         }
         float amax = max_f32x4(m);
         float d = amax / 127.0f;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         v128_t vid = wasm_f32x4_splat(id);
         v128_t q[8];
-        for (int i = 0; i < 8; i++) q[i] = wasm_i32x4_trunc_sat_f32x4(round_half_away(wasm_f32x4_mul(v[i], vid)));
+        for (int i = 0; i < 8; i++) q[i] = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(wasm_f32x4_mul(v[i], vid)));
         int32_t sum = store_q8x32(q, qs + b * QK);
         dd[b] = round_half(d);
         sums[b] = sum;

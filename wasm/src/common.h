@@ -163,14 +163,9 @@ INLINE v128_t dot_i8(v128_t w, v128_t x, v128_t acc) {
     return wasm_i32x4_add(acc, wasm_i32x4_extadd_pairwise_i16x8(p));
 }
 
-/* a 16-entry table lookup with indices 0..15 */
-INLINE v128_t lookup16(v128_t table, v128_t idx) {
-#if LLAMAY_RELAXED
-    return wasm_i8x16_relaxed_swizzle(table, idx);
-#else
-    return wasm_i8x16_swizzle(table, idx);
-#endif
-}
+/* a 16-entry table lookup with indices 0..15 (plain i8x16.swizzle: the only relaxed op the kernels use is the
+ * i16x8 dot above) */
+INLINE v128_t lookup16(v128_t table, v128_t idx) { return wasm_i8x16_swizzle(table, idx); }
 
 /* bit b of the 32-bit word `bits` for element j (0..31), as a byte 0 or `value`: elements lo16 .. lo16+15 */
 INLINE v128_t bits_to_bytes(uint32_t bits, int lo16, uint8_t value) {
