@@ -11,12 +11,46 @@ VENV=${LLAMAY_VENV:-.venv}
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[native,dev]'
+python -m pip install -q -e '.[native,dev]' -r web/requirements-browser.txt
 llamay pull --all
 
 echo "== lint"
 ruff check .
 ruff format --check .
 
-echo "== native suite (portable and numba backends)"
-LLAMAY_EXPECT_BACKENDS=portable,numba,wasm pytest -q -p no:cacheprovider
+LOGS=$(mktemp -d)
+trap 'rm -rf "$LOGS"' EXIT
+STATUS=0
+run_target() {  # NAME COMMAND...: run one target, keep its output, remember a failure and go on
+    local name=$1 t0=$SECONDS
+    shift
+    echo "== $name"
+    if "$@" 2>&1 | tee "$LOGS/$name.log"; then :; else STATUS=1; echo "!! $name failed"; fi
+    echo "$name took $((SECONDS - t0)) s"
+}
+
+run_target native env LLAMAY_EXPECT_BACKENDS=portable,numba,wasm pytest -q -p no:cacheprovider --ignore=tests/browser
+
+echo "== web assets: Pyodide from npm, pure wheels and kernel modules into web/dist"
+(cd web && npm ci --no-audit --no-fund --loglevel=error)
+python web/build.py
+
+# the same tests/ under Pyodide in Node (portable and wasm kernels), then in headless Chromium (a Web Worker),
+# with the cross-target checks: Node and Chromium greedy text == native text
+run_target pyodide-node env LLAMAY_EXPECT_BACKENDS=portable,wasm node web/bin/llamay-web.mjs test -q
+run_target browser env LLAMAY_EXPECT_TARGETS=node,chromium pytest -q -p no:cacheprovider tests/browser
+
+echo "== pass counts per target"
+counts() {  # LOG PATTERN: the counts on the last line of a target's log that matches PATTERN
+    grep -E "$2" "$LOGS/$1.log" | tail -1 | grep -oE '[0-9]+ (passed|failed|skipped|errors?|xfailed|xpassed)' |
+        paste -sd, - | sed 's/,/, /g'
+}
+{
+    echo "native: $(counts native ' in [0-9.]+s')"
+    echo "pyodide-node: $(counts pyodide-node '^pyodide-node:')"
+    echo "chromium: $(counts browser '^chromium:')"
+    echo "node+chromium: $(counts browser ' in [0-9.]+s')"
+} | tee "$LOGS/counts"
+awk '{ for (i = 2; i < NF; i++) { k = $(i + 1); sub(/,$/, "", k); if (k ~ /^(passed|failed|skipped)$/) n[k] += $i } }
+     END { printf "total: %d passed, %d failed, %d skipped\n", n["passed"], n["failed"], n["skipped"] }' "$LOGS/counts"
+exit $STATUS

@@ -1,0 +1,145 @@
+"""The Python side of the browser runtime: what web/src/runtime.mjs calls inside Pyodide.
+
+Stdlib-only at import (it installs the wheels that everything else comes from). It is a web asset, written into
+Pyodide's file system at boot, not part of the llamay wheel: the engine itself is driven through `llamay.engine`.
+
+- `install_wheel(path, site)`: unpack a pure wheel into site-packages (no micropip: nothing comes from a CDN);
+- `new_model_buffer(size)`: the one buffer in Pyodide's heap that a GGUF is streamed into, chunk by chunk;
+- `Session`: a model bound to a kernel backend, from that buffer, and an `Engine` over it;
+- `run_pytest(args)`: the repository's tests/ under Pyodide, with the outcome counts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+from collections.abc import Iterator
+
+
+def site_packages() -> str:
+    import sysconfig
+
+    return sysconfig.get_paths()["purelib"]
+
+
+def install_wheel(path: str, site: str | None = None) -> list[str]:
+    """Unpack a pure wheel into site-packages; the top-level names it brought."""
+    site = site or site_packages()
+    with zipfile.ZipFile(path) as z:
+        bad = [n for n in z.namelist() if n.endswith((".so", ".pyd"))]
+        if bad:
+            raise ValueError(f"{os.path.basename(path)} is not a pure wheel: {bad[0]}")
+        z.extractall(site)
+        return sorted({n.split("/")[0] for n in z.namelist()})
+
+
+def install_file(data_path: str, package: str, name: str) -> str:
+    """Put a data file (a wasm kernel module) into an installed package's folder, where `importlib.resources`
+    finds it, unless the wheel already carried it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"{package} is not installed")
+    dst = os.path.join(next(iter(spec.submodule_search_locations)), name)
+    if not os.path.exists(dst):
+        os.replace(data_path, dst)
+    return dst
+
+
+def new_model_buffer(size: int) -> bytearray:
+    """Zero-filled bytes in Pyodide's heap: JS writes the GGUF's chunks straight into them (one copy, no more)."""
+    return bytearray(size)
+
+
+class Session:
+    """A model read in place from `buf` (the no-mmap path), bound to `backend`, and an engine over it."""
+
+    def __init__(self, buf: bytearray, name: str, backend: str | None = None) -> None:
+        from llamay.engine import Engine
+        from llamay.gguf import GGUFFile
+        from llamay.model import Model
+
+        f = GGUFFile.from_buffer(buf, name)
+        try:
+            self.model = Model(f, backend or None)
+        except BaseException:
+            f.close()
+            raise
+        self.engine = Engine(self.model)
+
+    def info(self) -> dict:
+        cfg = self.model.cfg
+        return {
+            "name": self.model.name,
+            "architecture": self.model.file.architecture,
+            "backend": self.model.backend.name,
+            "variant": getattr(self.model.backend, "variant", ""),
+            "n_vocab": cfg.n_vocab,
+            "n_ctx_train": cfg.n_ctx_train,
+            "size": self.model.file.size,
+        }
+
+    def complete(
+        self,
+        prompt: str,
+        max_tokens: int = 128,
+        temperature: float = 0.8,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        stop: list[str] | None = None,
+    ) -> Iterator[str]:
+        """Text pieces of the completion, one per generated token at most (JS pulls them one by one)."""
+        from llamay.sampling import SamplerConfig
+
+        given = {"top_k": top_k, "top_p": top_p, "min_p": min_p}
+        cfg = SamplerConfig(temperature=temperature, seed=seed, **{k: v for k, v in given.items() if v is not None})
+        return self.engine.complete(prompt, max_tokens, cfg, stop=list(stop or ()))
+
+    def stats(self) -> dict:
+        s = self.engine.stats
+        return {
+            "prompt_tokens": s.prompt_tokens,
+            "cached_tokens": s.cached_tokens,
+            "generated_tokens": s.generated_tokens,
+            "prompt_tps": s.prompt_tps,
+            "generate_tps": s.generate_tps,
+            "finish_reason": s.finish_reason,
+        }
+
+    def close(self) -> None:
+        self.model.close()
+
+
+class _Counts:
+    """A pytest plugin that counts outcomes the way pytest's summary line does."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def pytest_runtest_logreport(self, report) -> None:
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            key = report.outcome
+            if hasattr(report, "wasxfail"):
+                key = "xfailed" if report.outcome == "skipped" else "xpassed"
+            elif report.outcome == "failed" and report.when != "call":
+                key = "error"
+            self.counts[key] = self.counts.get(key, 0) + 1
+        elif report.when == "teardown" and report.outcome == "failed":
+            self.counts["error"] = self.counts.get("error", 0) + 1
+
+
+def run_pytest(args: list[str], rootdir: str) -> dict:
+    """Run pytest in `rootdir` with `args`; {"exit": code, "counts": {outcome: n}}."""
+    import pytest
+
+    sys.dont_write_bytecode = True  # the checkout is mounted: leave no __pycache__ in it
+    os.chdir(rootdir)
+    if rootdir not in sys.path:
+        sys.path.insert(0, rootdir)
+    counts = _Counts()
+    code = pytest.main(["-p", "no:cacheprovider", *args], plugins=[counts])
+    return {"exit": int(code), "counts": counts.counts}
