@@ -1,9 +1,9 @@
 """The browser runtime in headless Chromium: Pyodide in a Web Worker, served from 127.0.0.1 with COOP/COEP.
 
 - the engine (web/src/engine.mjs + engine-worker.mjs) loads stories260K by URL and its greedy text equals the
-  native text, on each backend;
-- the repository's tests run with pytest inside a worker (a subset: kernels, model, GGUF, tokenizer tests; the
-  registry models are too big to ship to a page in every run), and every one that runs passes.
+  native text, on each backend; from a File too, and it goes on after an abort;
+- the repository's tests/ run with pytest inside a worker (all but the registry-model tests, too big to ship to a
+  page in every run, and MiniLM on portable, slow), and every one that runs passes.
 """
 
 from __future__ import annotations
@@ -48,6 +48,22 @@ def test_engine_in_a_worker_gives_the_native_greedy_text(server, page, backend):
     assert "error" not in result, result.get("error")
     assert result["crossOriginIsolated"] is True
     assert result["info"]["backend"] == backend
+    assert result["text"] == native
+
+
+def test_engine_loads_a_file_aborts_and_goes_on(server, page):
+    """A model handed over as a File (as from <input type=file>), streamed into the heap in chunks; a long
+    completion aborted after a few pieces; then the next completion is the native greedy text."""
+    native = greedy_text(str(paths.stories("f32")), STORIES_PROMPT, STORIES_TOKENS)
+    query = {"model": "/fixtures/models/stories260K/stories260K-f32.gguf", "prompt": STORIES_PROMPT,
+             "n": STORIES_TOKENS, "temp": 0, "backend": "portable", "source": "file", "abortAfter": 3}  # fmt: skip
+    page.goto(server.url(f"/web/test/engine.html?{urlencode(query)}"))
+    result = wait_result(page, "llamayEngineResult")
+    assert "error" not in result, result.get("error")
+    size = paths.stories("f32").stat().st_size
+    assert result["info"]["size"] == size and result["progress"][-1] == [size, size]
+    aborted = result["aborted"]
+    assert aborted["aborted"] is True and aborted["pieces"] < 20
     assert result["text"] == native
 
 

@@ -99,6 +99,12 @@ class Session:
         cfg = SamplerConfig(temperature=temperature, seed=seed, **{k: v for k, v in given.items() if v is not None})
         return self.engine.complete(prompt, max_tokens, cfg, stop=list(stop or ()))
 
+    def reset(self) -> None:
+        """A fresh KV state: after an interrupt (KeyboardInterrupt mid-step) the old one may be half-written."""
+        from llamay.engine import Engine
+
+        self.engine = Engine(self.model)
+
     def stats(self) -> dict:
         s = self.engine.stats
         return {

@@ -48,12 +48,7 @@ const handlers = {
 
   async complete(msg) {
     need();
-    try {
-      return await runtime.complete(msg.prompt, msg.options ?? {}, (text) => post({ id: msg.id, type: "piece", text }));
-    } catch (err) {
-      if (err.type === "KeyboardInterrupt") return { text: "", stats: null, aborted: true };
-      throw err;
-    }
+    return runtime.complete(msg.prompt, msg.options ?? {}, (text) => post({ id: msg.id, type: "piece", text }));
   },
 
   async unload() {

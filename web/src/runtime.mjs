@@ -82,6 +82,7 @@ export class LlamayRuntime {
       stop: opts.stop ?? undefined,
     });
     let text = "";
+    let interrupted = false;
     try {
       for (;;) {
         const step = gen.next();
@@ -91,12 +92,19 @@ export class LlamayRuntime {
         await nextTask();
         if (this.aborted) break;
       }
+    } catch (err) {
+      // an abort through Pyodide's interrupt buffer (engine-worker.mjs) lands as a KeyboardInterrupt
+      if (err.type !== "KeyboardInterrupt") throw err;
+      interrupted = true;
+      this.session.reset(); // interrupted mid-step: the KV state may be half-written
     } finally {
       gen.destroy();
     }
+    const aborted = this.aborted || interrupted;
+    if (interrupted) return { text, stats: null, aborted };
     const stats = this.session.stats();
     try {
-      return { text, stats: stats.toJs({ dict_converter: Object.fromEntries }), aborted: this.aborted };
+      return { text, stats: stats.toJs({ dict_converter: Object.fromEntries }), aborted };
     } finally {
       stats.destroy();
     }
