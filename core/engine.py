@@ -77,10 +77,19 @@ class Engine:
         return self.model.tokenizer
 
     def generate_tokens(
-        self, prompt: Sequence[int], max_tokens: int, sampler: Sampler, stop_at_eog: bool = True
+        self,
+        prompt: Sequence[int],
+        max_tokens: int,
+        sampler: Sampler,
+        stop_at_eog: bool = True,
+        constraint: Any = None,
     ) -> Iterator[int]:
-        """Sampled token ids, reusing the cached prefix of `prompt`."""
+        """Sampled token ids, reusing the cached prefix of `prompt`; `constraint` (llamay.constraints) limits
+        them to a grammar, JSON Schema or lexicon."""
         st, model = self.state, self.model
+        if constraint is not None:
+            sampler.set_constraint(constraint)
+        sampler.accept_prompt(prompt)
         if len(prompt) >= st.n_ctx:
             raise LlamayError(f"the prompt has {len(prompt)} tokens; the context holds {st.n_ctx}")
         stats = self.stats = Stats(prompt_tokens=len(prompt))
@@ -114,12 +123,14 @@ class Engine:
         sampling: SamplerConfig | None = None,
         stop: Sequence[str] = (),
         add_special: bool = True,
+        constraint: Any = None,
     ) -> Iterator[str]:
         """Stream the completion of `prompt` as text pieces (never a broken UTF-8 character)."""
         ids = self.tokenizer.encode(prompt, add_special=add_special) if isinstance(prompt, str) else list(prompt)
         detok = self.tokenizer.detokenizer()
         matcher = StopMatcher(list(stop))
-        for tok in self.generate_tokens(ids, max_tokens, Sampler(sampling)):
+        sampler = Sampler(sampling, constraint=constraint, tokenizer=self.tokenizer)
+        for tok in self.generate_tokens(ids, max_tokens, sampler):
             piece = matcher.push(detok.push(tok))
             if piece:
                 yield piece
@@ -137,6 +148,7 @@ class Engine:
         sampling: SamplerConfig | None = None,
         stop: Sequence[str] = (),
         tools: list[dict[str, Any]] | None = None,
+        constraint: Any = None,
     ) -> Iterator[str]:
         """Stream the assistant's reply to `messages`, rendered with the model's chat template."""
         prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tools=tools)
@@ -144,7 +156,7 @@ class Engine:
         bos = self.tokenizer.bos_id
         if len(ids) > 1 and ids[0] == ids[1] == bos:  # the template wrote the BOS text itself
             del ids[0]
-        return self.complete(ids, max_tokens, sampling, stop)
+        return self.complete(ids, max_tokens, sampling, stop, constraint=constraint)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised, pooled embedding per text (encoder models)."""

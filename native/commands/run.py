@@ -22,7 +22,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-c", "--ctx-size", type=int, default=0, help="context length (default: prompt + n-predict)")
     p.add_argument("-t", "--threads", type=int, default=0, help="kernel threads (default: LLAMAY_THREADS or all)")
     p.add_argument("--backend", default=None, help="kernel backend: numba, wasm, portable (default: the fastest)")
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--grammar", metavar="FILE", help="constrain the output to a GBNF grammar (llama.cpp's)")
+    only.add_argument("--json-schema", metavar="FILE", help="constrain the output to JSON valid against a schema")
+    only.add_argument("--json", action="store_true", help="constrain the output to one JSON object")
     p.set_defaults(func=run)
+
+
+def constraint(args: argparse.Namespace, tok):
+    """The constraint --grammar / --json-schema / --json ask for (None without them)."""
+    from pathlib import Path
+
+    from llamay.constraints import ConstraintError, grammar_constraint, json_constraint, json_schema_constraint
+
+    try:
+        if args.grammar:
+            return grammar_constraint(Path(args.grammar).read_text(encoding="utf-8"), tok)
+        if args.json_schema:
+            return json_schema_constraint(Path(args.json_schema).read_text(encoding="utf-8"), tok)
+    except OSError as e:
+        raise ConstraintError(f"cannot read {e.filename}: {e.strerror}") from None
+    return json_constraint(tok) if args.json else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         if len(ids) >= n_ctx:
             raise LlamayError(f"the prompt has {len(ids)} tokens; the context holds {n_ctx}")
         st = model.new_state(n_ctx=n_ctx)
-        sampler = Sampler(SamplerConfig(args.temp, args.top_k, args.top_p, args.min_p, args.seed))
+        cfg = SamplerConfig(args.temp, args.top_k, args.top_p, args.min_p, args.seed)
+        sampler = Sampler(cfg, constraint=constraint(args, tok), tokenizer=tok)
         out = sys.stdout
         out.write(args.prompt)
         out.flush()

@@ -1,0 +1,185 @@
+"""The byte-level pushdown automaton that runs a compiled grammar (`compile.Program`).
+
+A *stack* is a chain of program positions, like llama.cpp's grammar stacks: its top is a BYTES element (the set
+the next byte must be in); below it are return positions (where to continue once the rule above is done).
+Stacks are interned as nodes `(pos, parent)` in two flat int arrays, so a stack is one int and shared tails are
+stored once:
+
+    node:    0      1      2          3           4
+    pos:     -      -      17 (BYTES) 9 (return)  4 (BYTES)
+    parent:  -      -      3          0           3        stacks 2 and 4 share the tail 3 -> EMPTY
+
+Node 0 is EMPTY (the grammar is complete); node 1 is EXIT, the floor of a *truncated* stack: reaching it means
+control returned below the frames being analysed (the mask engine uses that to cache work per top of stack).
+
+A *state* is the set of stacks the grammar could be in after the bytes so far (the grammar may be ambiguous).
+States are interned too, and each caches its transitions: `step(state, byte)` computes a transition once, after
+which it is a list lookup. Over a generation the states and transitions form a lazily built DFA.
+
+The small interface the token trie uses: `push_byte(state, b) -> state | None` and, for a whole token,
+`push_bytes(state, data)`. (Going back is free: states are immutable, so "pop" is keeping the previous one.)
+"""
+
+from __future__ import annotations
+
+from .compile import BYTES, END, Program
+
+EMPTY = 0
+EXIT = 1
+
+
+class State:
+    """An interned set of stacks, with its transitions filled in as they are taken."""
+
+    __slots__ = ("complete", "exit", "id", "mask", "only_exit", "stacks", "trans")
+
+    def __init__(self, sid: int, stacks: tuple[int, ...]) -> None:
+        self.id = sid
+        self.stacks = stacks
+        self.complete = EMPTY in stacks  # the grammar may end here
+        self.exit = EXIT in stacks  # (truncated stacks) control may have left the analysed frames
+        self.only_exit = all(s <= EXIT for s in stacks)  # no byte can follow
+        self.trans: list[State | bool | None] = [None] * 256  # None: not computed; False: dead
+        self.mask = None  # the token mask, once computed (masks.py)
+
+    def __repr__(self) -> str:
+        return f"State({self.id}, stacks={self.stacks})"
+
+
+class Automaton:
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.kind = program.kind
+        self.arg = program.arg
+        self.rule_alts = program.rule_alts
+        self.node_pos = [-1, -1]
+        self.node_parent = [-1, -1]
+        self._nodes: dict[tuple[int, int], int] = {}
+        self._closures: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._states: dict[tuple[int, ...], State] = {}
+        self.initial = self.state(self.closure_of_rule(program.root, EMPTY))
+
+    # -- stacks -----------------------------------------------------------------------------------------------
+
+    def node(self, pos: int, parent: int) -> int:
+        key = (pos, parent)
+        n = self._nodes.get(key)
+        if n is None:
+            n = self._nodes[key] = len(self.node_pos)
+            self.node_pos.append(pos)
+            self.node_parent.append(parent)
+        return n
+
+    def closure_of_rule(self, rule: int, parent: int) -> tuple[int, ...]:
+        out: set[int] = set()
+        for start in self.rule_alts[rule]:
+            out.update(self.closure(start, parent))
+        return tuple(sorted(out))
+
+    def closure(self, pos: int, parent: int) -> tuple[int, ...]:
+        """The stacks reached by running from `pos` (continuation `parent`) up to the next BYTES elements,
+        expanding references and returning from finished rules. Cycles that consume nothing are cut."""
+        key = (pos, parent)
+        done = self._closures.get(key)
+        if done is not None:
+            return done
+        kind, arg, rule_alts = self.kind, self.arg, self.rule_alts
+        node_pos, node_parent = self.node_pos, self.node_parent
+        out: set[int] = set()
+        seen: set[tuple[int, int]] = set()
+        todo = [key]
+        while todo:
+            item = todo.pop()
+            if item in seen:
+                continue
+            seen.add(item)
+            p, par = item
+            k = kind[p]
+            if k == BYTES:
+                out.add(self.node(p, par))
+            elif k == END:
+                if par <= EXIT:
+                    out.add(par)
+                else:
+                    todo.append((node_pos[par], node_parent[par]))
+            else:  # REF: push the return position unless it is the end of the alternative (tail call)
+                cont = par if kind[p + 1] == END else self.node(p + 1, par)
+                for start in rule_alts[arg[p]]:
+                    todo.append((start, cont))
+        result = tuple(sorted(out))
+        self._closures[key] = result
+        return result
+
+    def pop_into(self, stack: int) -> tuple[int, ...]:
+        """The stacks after control returns into `stack` (a return-position node)."""
+        if stack <= EXIT:
+            return (stack,)
+        return self.closure(self.node_pos[stack], self.node_parent[stack])
+
+    def depth(self, stack: int) -> int:
+        d = 0
+        parent = self.node_parent
+        while stack > EXIT:
+            d += 1
+            stack = parent[stack]
+        return d
+
+    def truncate(self, stack: int, depth: int) -> tuple[int, int]:
+        """(the top `depth` nodes of `stack` re-rooted on EXIT, the node below them)."""
+        positions = []
+        s = stack
+        for _ in range(depth):
+            positions.append(self.node_pos[s])
+            s = self.node_parent[s]
+        t = EXIT
+        for pos in reversed(positions):
+            t = self.node(pos, t)
+        return t, s
+
+    # -- states -----------------------------------------------------------------------------------------------
+
+    def state(self, stacks) -> State:
+        key = stacks if isinstance(stacks, tuple) else tuple(sorted(stacks))
+        st = self._states.get(key)
+        if st is None:
+            st = self._states[key] = State(len(self._states), key)
+        return st
+
+    def step(self, st: State, byte: int) -> State | None:
+        """The state after `byte`, or None when no stack accepts it (memoized in `st.trans`)."""
+        t = st.trans[byte]
+        if t is None:
+            out: set[int] = set()
+            kind_arg, node_pos, node_parent = self.arg, self.node_pos, self.node_parent
+            for s in st.stacks:
+                if s <= EXIT:
+                    continue
+                p = node_pos[s]
+                if kind_arg[p] >> byte & 1:
+                    out.update(self.closure(p + 1, node_parent[s]))
+            t = self.state(out) if out else False
+            st.trans[byte] = t
+        return t or None
+
+    push_byte = step
+
+    def push_bytes(self, st: State | None, data: bytes) -> State | None:
+        for b in data:
+            if st is None:
+                return None
+            t = st.trans[b]
+            st = (t or None) if t is not None else self.step(st, b)
+        return st
+
+    def accepts_bytes(self, data: bytes, complete: bool = True) -> bool:
+        """Whether `data` is a sentence of the grammar (or, complete=False, a prefix of one)."""
+        st = self.push_bytes(self.initial, data)
+        return st is not None and (st.complete or not complete)
+
+    @property
+    def n_states(self) -> int:
+        return len(self._states)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_pos)

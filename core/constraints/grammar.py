@@ -1,0 +1,171 @@
+"""The grammar tree every front end produces (GBNF, JSON Schema, regex patterns, lexicons) and the compiler
+lowers to a byte-level program (`compile.py`).
+
+Terminals are Unicode code points, as in llama.cpp's GBNF: `Lit` is a string, `Chars` a set of code-point
+ranges (negated or not). Nodes are immutable and hashable, so equal sub-grammars compile once.
+`to_gbnf` prints a grammar back as GBNF text that llama.cpp (and `gbnf.parse`) accept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_CODE_POINT = 0x10FFFF
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal string (matched code point by code point; UTF-8 encoded by the compiler)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Chars:
+    """One code point in `ranges` (inclusive pairs), or, when `negated`, one code point outside them."""
+
+    ranges: tuple[tuple[int, int], ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to a rule by name; `where` (line, column) points at it in the source, for errors."""
+
+    name: str
+    where: tuple[int, int] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    options: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """`item` repeated min..max times (max None: unbounded)."""
+
+    item: Node
+    min: int
+    max: int | None
+
+
+Node = Lit | Chars | Ref | Seq | Alt | Repeat
+
+ANY_CHAR = Chars((), negated=True)  # GBNF's `.`: any code point
+EMPTY = Seq(())
+
+
+@dataclass
+class Grammar:
+    """Rules by name, in definition order; `root` names the start rule."""
+
+    rules: dict[str, Node]
+    root: str = "root"
+
+    def to_gbnf(self) -> str:
+        return "".join(f"{name} ::= {node_to_gbnf(node)}\n" for name, node in self.rules.items())
+
+
+# --- small constructors used by the front ends ---------------------------------------------------------------
+
+
+def seq(*items: Node) -> Node:
+    flat: list[Node] = []
+    for it in items:
+        if isinstance(it, Seq):
+            flat.extend(it.items)
+        else:
+            flat.append(it)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*options: Node) -> Node:
+    flat: list[Node] = []
+    for o in options:
+        if isinstance(o, Alt):
+            flat.extend(o.options)
+        elif o not in flat:
+            flat.append(o)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def opt(item: Node) -> Node:
+    return Repeat(item, 0, 1)
+
+
+def chars(spec: str, negated: bool = False) -> Chars:
+    """Chars from a compact spec: "a-z0-9_" (a '-' between two characters makes a range)."""
+    ranges = []
+    i = 0
+    while i < len(spec):
+        if i + 2 < len(spec) and spec[i + 1] == "-":
+            ranges.append((ord(spec[i]), ord(spec[i + 2])))
+            i += 3
+        else:
+            ranges.append((ord(spec[i]), ord(spec[i])))
+            i += 1
+    return Chars(tuple(ranges), negated)
+
+
+# --- printing ------------------------------------------------------------------------------------------------
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", '"': '\\"', "[": "\\[", "]": "\\]"}
+
+
+def _char(c: int, in_class: bool) -> str:
+    ch = chr(c)
+    if ch in _ESCAPES and (in_class or ch not in "[]"):
+        return _ESCAPES[ch]
+    if in_class and ch in "^-":
+        return f"\\x{c:02X}"
+    if c < 0x20 or c == 0x7F:
+        return f"\\x{c:02X}"
+    if 0xD800 <= c <= 0xDFFF or 0x80 <= c < 0xA0:
+        return f"\\u{c:04X}" if c <= 0xFFFF else f"\\U{c:08X}"
+    return ch
+
+
+def node_to_gbnf(node: Node) -> str:
+    if isinstance(node, Lit):
+        return '"' + "".join(_char(ord(c), False) for c in node.text) + '"'
+    if isinstance(node, Chars):
+        body = "".join(
+            _char(lo, True) if lo == hi else f"{_char(lo, True)}-{_char(hi, True)}" for lo, hi in node.ranges
+        )
+        if node.negated and not node.ranges:
+            return "."
+        return f"[{'^' if node.negated else ''}{body}]"
+    if isinstance(node, Ref):
+        return node.name
+    if isinstance(node, Seq):
+        if not node.items:
+            return '""'
+        return " ".join(_atom(i) if isinstance(i, Alt) else node_to_gbnf(i) for i in node.items)
+    if isinstance(node, Alt):
+        return " | ".join(node_to_gbnf(o) for o in node.options)
+    if isinstance(node, Repeat):
+        inner = _atom(node.item)
+        lo, hi = node.min, node.max
+        if (lo, hi) == (0, None):
+            return inner + "*"
+        if (lo, hi) == (1, None):
+            return inner + "+"
+        if (lo, hi) == (0, 1):
+            return inner + "?"
+        if hi is None:
+            return f"{inner}{{{lo},}}"
+        return f"{inner}{{{lo}}}" if lo == hi else f"{inner}{{{lo},{hi}}}"
+    raise TypeError(f"not a grammar node: {node!r}")
+
+
+def _atom(node: Node) -> str:
+    text = node_to_gbnf(node)
+    if isinstance(node, (Seq, Alt, Repeat)) and not (isinstance(node, Seq) and not node.items):
+        return f"({text})"
+    return text

@@ -1,0 +1,171 @@
+"""JSON string contents: `format`s, regex patterns (re-encoded as JSON text) and object keys that avoid a set.
+
+A pattern's grammar (`regex.py`) speaks of decoded characters; inside a JSON string `"` and `\\` must be escaped
+and control characters written as escapes, so `json_encoded` rewrites its literals and classes accordingly.
+
+Formats generate a conservative, always-valid subset of what the format allows (a date's day never exceeds
+its month's length; a time always has an offset, as RFC 3339 requires).
+"""
+
+from __future__ import annotations
+
+from .grammar import Alt, Chars, Lit, Node, Repeat, Seq, alt, node_to_gbnf, seq
+from .utf8 import normalize
+
+# format name -> GBNF rules (name -> rhs); the entry named like the format is the string's content
+_DATE = {
+    "date": 'fmt-year "-" fmt-month-day',
+    "fmt-year": "[1-2] [0-9]{3}",
+    "fmt-month-day": (
+        '("0" [13578] | "1" [02]) "-" ("0" [1-9] | [1-2] [0-9] | "3" [0-1]) | '
+        '("0" [469] | "11") "-" ("0" [1-9] | [1-2] [0-9] | "30") | '
+        '"02" "-" ("0" [1-9] | "1" [0-9] | "2" [0-8])'
+    ),
+}
+_TIME = {
+    "time": '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? fmt-offset',
+    "fmt-offset": '"Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]',
+}
+_HOST = {
+    "hostname": 'fmt-label ("." fmt-label){0,4}',
+    "fmt-label": "[a-z0-9] ([a-z0-9-]{0,20} [a-z0-9])?",
+}
+FORMATS: dict[str, dict[str, str]] = {
+    "date": _DATE,
+    "time": _TIME,
+    "date-time": {"date-time": 'date "T" time', **_DATE, **_TIME},
+    "uuid": {
+        "uuid": 'fmt-hex{8} "-" fmt-hex{4} "-" fmt-hex{4} "-" fmt-hex{4} "-" fmt-hex{12}',
+        "fmt-hex": "[0-9a-fA-F]",
+    },
+    "email": {
+        "email": 'fmt-local "@" fmt-label ("." fmt-label){0,2} "." [a-z]{2,6}',
+        "fmt-local": '[a-zA-Z0-9_+-]{1,32} ("." [a-zA-Z0-9_+-]{1,32}){0,2}',
+        "fmt-label": _HOST["fmt-label"],
+    },
+    "hostname": _HOST,
+    "ipv4": {
+        "ipv4": 'fmt-octet "." fmt-octet "." fmt-octet "." fmt-octet',
+        "fmt-octet": '"25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]',
+    },
+    "uri": {
+        "uri": '("https" | "http") "://" hostname ("/" [a-zA-Z0-9._~-]{1,20}){0,4}',
+        **_HOST,
+    },
+}
+
+_SHORT_ESCAPES = {0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x5C: "\\\\"}
+# characters a JSON string may hold as they are (llama.cpp's convention also escapes DEL)
+_RAW_EXCLUDED = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x7F))
+
+
+def _escape(c: int) -> str:
+    return _SHORT_ESCAPES.get(c) or f"\\u{c:04x}"
+
+
+def json_encoded(node: Node) -> Node:
+    """The same strings as `node` (over decoded characters), written as JSON string contents."""
+    if isinstance(node, Lit):
+        parts: list[Node] = []
+        raw = []
+        for ch in node.text:
+            c = ord(ch)
+            if c < 0x20 or c in (0x22, 0x5C, 0x7F):
+                if raw:
+                    parts.append(Lit("".join(raw)))
+                    raw = []
+                parts.append(Lit(_escape(c)))
+            else:
+                raw.append(ch)
+        if raw or not parts:
+            parts.append(Lit("".join(raw)))
+        return seq(*parts)
+    if isinstance(node, Chars):
+        ranges = normalize(node.ranges, node.negated)
+        raw = _subtract(ranges, _RAW_EXCLUDED)
+        options: list[Node] = [Chars(tuple(raw))] if raw else []
+        for lo, hi in _intersect(ranges, _RAW_EXCLUDED):
+            options += [Lit(_escape(c)) for c in range(lo, hi + 1)]
+        if not options:
+            return Chars(())  # matches nothing
+        return alt(*options)
+    if isinstance(node, Seq):
+        return seq(*(json_encoded(i) for i in node.items))
+    if isinstance(node, Alt):
+        return alt(*(json_encoded(o) for o in node.options))
+    if isinstance(node, Repeat):
+        return Repeat(json_encoded(node.item), node.min, node.max)
+    raise TypeError(f"unexpected node in a pattern: {node!r}")
+
+
+def _intersect(a: list[tuple[int, int]], b: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    out = []
+    for lo, hi in a:
+        for blo, bhi in b:
+            x, y = max(lo, blo), min(hi, bhi)
+            if x <= y:
+                out.append((x, y))
+    return out
+
+
+def _subtract(a: list[tuple[int, int]], b: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    out = []
+    for lo, hi in a:
+        pieces = [(lo, hi)]
+        for blo, bhi in b:
+            nxt = []
+            for x, y in pieces:
+                if bhi < x or blo > y:
+                    nxt.append((x, y))
+                    continue
+                if x < blo:
+                    nxt.append((x, blo - 1))
+                if y > bhi:
+                    nxt.append((bhi + 1, y))
+            pieces = nxt
+        out += pieces
+    return out
+
+
+def pattern_gbnf(node: Node) -> str:
+    return node_to_gbnf(json_encoded(node))
+
+
+KEY_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'  # a key character written as itself (no escapes: see key_excluding)
+
+
+def key_excluding(names: list[str], rule: str, max_length: int | None = None) -> dict[str, str]:
+    """Rules for a quoted object key that is none of `names`. Keys are written without escapes, so a key that
+    decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry."""
+    trie: dict = {}
+    for name in names:
+        node = trie
+        for ch in name:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # end marker
+    rules: dict[str, str] = {}
+    more = "*" if max_length is None else f"{{0,{max_length}}}"
+
+    def build(node: dict) -> str:
+        options = []
+        # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
+        children = sorted(k for k in node if k and ord(k) >= 0x20 and k not in '"\\\x7f')
+        for ch in children:
+            sub = node[ch]
+            child_rule = f"{rule}-{len(rules) + 1}"
+            rules[child_rule] = ""  # reserve the name
+            rules[child_rule] = build(sub)
+            options.append(f"{node_to_gbnf(Lit(ch))} {child_rule}")
+        others = "".join(_class_char(ch) for ch in children)
+        options.append(f'[^"\\\\\\x7F\\x00-\\x1F{others}] {KEY_CHAR}{more}')
+        if "" not in node:
+            options.append('""')  # the key may end here
+        return " | ".join(options)
+
+    body = build(trie)
+    rules[rule] = f'"\\"" ({body}) "\\"" space'
+    return rules
+
+
+def _class_char(ch: str) -> str:
+    return f"\\x{ord(ch):02X}" if ch in "]^-[" else ch

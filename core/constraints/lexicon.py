@@ -1,0 +1,56 @@
+"""Lexicons: the output is one of a closed list of words or phrases (or several, joined by a separator).
+
+The words are factored into a character trie before they become rules, so shared prefixes are one path and
+the automaton carries one stack per branch, not one per word:
+
+    ["yes", "yesterday", "no"]  ->  root ::= lex-0
+                                    lex-0 ::= "yes" lex-1 | "no"
+                                    lex-1 ::= "" | "terday"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .errors import ConstraintError
+from .grammar import EMPTY, Grammar, Lit, Node, Ref, Repeat, alt, seq
+
+
+def lexicon_grammar(
+    words: Iterable[str], separator: str | None = None, min_count: int = 1, max_count: int | None = 1
+) -> Grammar:
+    """A grammar for one of `words`; with `separator`, between min_count and max_count of them joined by it."""
+    vocab = list(dict.fromkeys(words))
+    if not vocab or any(not isinstance(w, str) or not w for w in vocab):
+        raise ConstraintError("a lexicon needs at least one word, and no empty word")
+    if (max_count is not None and max_count < min_count) or min_count < 1 or (max_count != 1 and separator is None):
+        raise ConstraintError("lexicon counts need 1 <= min_count <= max_count, and a separator above one")
+    trie: dict = {}
+    for w in vocab:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = True
+    rules: dict[str, Node] = {}
+
+    def build(node: dict) -> str:
+        name = f"lex-{len(rules)}"
+        rules[name] = EMPTY
+        options: list[Node] = [EMPTY] if "" in node else []
+        for ch in sorted(k for k in node if k):
+            text, sub = ch, node[ch]
+            while len(sub) == 1 and "" not in sub:  # a chain with no branch: one literal
+                (nxt,) = sub
+                text += nxt
+                sub = sub[nxt]
+            options.append(seq(Lit(text), Ref(build(sub))) if set(sub) != {""} else Lit(text))
+        rules[name] = alt(*options)
+        return name
+
+    word = Ref(build(trie))
+    if max_count == 1:
+        root: Node = word
+    else:
+        more = Repeat(seq(Lit(separator), word), min_count - 1, None if max_count is None else max_count - 1)
+        root = seq(word, more)
+    return Grammar({"root": root, **rules})

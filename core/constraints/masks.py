@@ -1,0 +1,151 @@
+"""Token masks: which tokens of the vocabulary a grammar state allows, computed by walking the token trie with
+the automaton, and cached where that is sound.
+
+    trie (tokens)            automaton (grammar)
+    node i, byte b  ───────▶ push_byte(state[depth-1], b) ──▶ state[depth]  (None: skip i's subtree)
+                    ◀─────── token at node i and state alive: allowed
+
+A state is a set of stacks and a token is allowed when some stack accepts it, so a state's mask is the union
+of its stacks' masks. The mask of a stack depends on few of its frames: most tokens are used up within the
+top ones. So a stack is cut after its top d frames (the floor becomes EXIT) and that truncated stack is walked
+over the whole trie once; the result is cached by the truncated stack and shared by every context with the
+same top frames (all string fields of a schema share their string-content walk). Where the walk reaches EXIT
+after consuming a prefix with more bytes below it in the trie, the rest of those tokens depends on the frames
+below the cut: those few subtrees are walked again from the real continuation. d starts at 1 and grows while
+those subtrees are too big (in a string, the cut must keep the frame with the closing quote).
+"""
+
+from __future__ import annotations
+
+from .automaton import EXIT, Automaton, State
+from .trie import TokenTrie
+
+_BIT = bytes(1 << k for k in range(8))
+
+
+class _Local:
+    """A truncated stack's walk over the whole trie: allowed token bits and the nodes where control left."""
+
+    __slots__ = ("bits", "exits")
+
+    def __init__(self, bits: int, exits: list[int]) -> None:
+        self.bits = bits
+        self.exits = exits
+
+
+_HEAVY = _Local(0, [])  # marker: the exits cover too much of the trie at this cut
+
+
+class MaskEngine:
+    def __init__(self, automaton: Automaton, trie: TokenTrie, budget: int | None = None) -> None:
+        self.aut = automaton
+        self.trie = trie
+        self.n_bytes = (trie.n_vocab + 7) // 8
+        # the most trie nodes below exits a cut may leave to per-context walks before the cut is deepened
+        self.budget = budget if budget is not None else max(2048, trie.n_nodes // 32)
+        self._local: dict[int, _Local] = {}
+        self._stack_bits: dict[int, int] = {}
+        self._scratch: list[State | None] = [None] * (trie.max_depth + 2)
+        self.walked_nodes = 0  # statistics: trie nodes visited by all walks
+
+    # -- public -----------------------------------------------------------------------------------------------
+
+    def state_bits(self, st: State) -> int:
+        """The allowed tokens of `st` as an int bitset over token ids (EOS is the caller's business)."""
+        bits = st.mask
+        if bits is None:
+            bits = 0
+            for s in st.stacks:
+                if s > EXIT:
+                    bits |= self.stack_bits(s)
+            st.mask = bits
+        return bits
+
+    def stack_bits(self, stack: int) -> int:
+        bits = self._stack_bits.get(stack)
+        if bits is not None:
+            return bits
+        aut = self.aut
+        total = aut.depth(stack)
+        d = 1
+        while True:
+            if d >= total:
+                key, rest = stack, None
+            else:
+                key, rest = aut.truncate(stack, d)
+            local = self._local.get(key)
+            if local is None:
+                local = self._walk_local(key, self.budget if rest is not None else None)
+                self._local[key] = local
+            if local is not _HEAVY:
+                break
+            d += 1
+        bits = local.bits
+        if local.exits and rest is not None:
+            st_rest = aut.state(aut.pop_into(rest))
+            acc = bytearray(self.n_bytes)
+            skip, depth = self.trie.skip, self.trie.depth
+            for ex in local.exits:
+                self._walk(st_rest, ex + 1, skip[ex], depth[ex], acc, None, None)
+            bits |= int.from_bytes(acc, "little")
+        self._stack_bits[stack] = bits
+        return bits
+
+    # -- walks ------------------------------------------------------------------------------------------------
+
+    def _walk_local(self, key: int, budget: int | None) -> _Local:
+        acc = bytearray(self.n_bytes)
+        exits: list[int] = []
+        start = self.aut.state((key,))
+        if not self._walk(start, 1, self.trie.n_nodes, 0, acc, exits, budget):
+            return _HEAVY
+        return _Local(int.from_bytes(acc, "little"), exits)
+
+    def _walk(self, st0: State, lo: int, hi: int, d0: int, acc: bytearray, exits, budget) -> bool:
+        """Walk trie nodes lo..hi (the subtree below a node at depth d0, whose state is st0), setting the bits
+        of allowed tokens in `acc`. With `exits`, record nodes where EXIT is reached and return False once the
+        subtrees below them exceed `budget` nodes."""
+        trie = self.trie
+        byte, depth, skip, token = trie.byte, trie.depth, trie.skip, trie.token
+        step = self.aut.step
+        states = self._scratch
+        states[d0] = st0
+        heavy = 0
+        i = lo
+        visited = 0
+        while i < hi:
+            visited += 1
+            d = depth[i]
+            st = states[d - 1]
+            b = byte[i]
+            ns = st.trans[b]
+            if ns is None:
+                ns = step(st, b)
+            if not ns:
+                i = skip[i]
+                continue
+            t = token[i]
+            if t >= 0:
+                acc[t >> 3] |= _BIT[t & 7]
+            elif t == -2:
+                for t in trie.extra[i]:
+                    acc[t >> 3] |= _BIT[t & 7]
+            if ns.exit:
+                end = skip[i]
+                if exits is not None and end > i + 1:
+                    exits.append(i)
+                    heavy += end - i - 1
+                    if budget is not None and heavy > budget:
+                        self.walked_nodes += visited
+                        return False
+                if ns.only_exit:
+                    i = end
+                    continue
+            states[d] = ns
+            i += 1
+        self.walked_nodes += visited
+        return True
+
+    def token_allowed(self, st: State, data: bytes) -> bool:
+        """Whether the token with bytes `data` is allowed in `st` (a walk of its bytes, no mask needed)."""
+        return self.aut.push_bytes(st, data) is not None

@@ -1,0 +1,224 @@
+"""JSON Schema `pattern` (ECMA-262 regular expressions) to grammar nodes over code points.
+
+Supported: literals and escapes (\\n \\t \\r \\f \\v \\0 \\xHH \\uHHHH \\u{H..} and identity escapes), `.`, classes with
+ranges and negation, \\d \\D \\w \\W \\s \\S (in and out of classes), groups `(...)` `(?:...)` `(?<name>...)`,
+alternation, quantifiers `* + ? {n} {n,} {n,m}` (lazy forms too: same language), and the anchors `^` / `$` at
+the start / end of a top-level alternative. Lookarounds, backreferences and word boundaries have no grammar
+equivalent and are refused.
+
+A pattern is generated as a whole-string match. Unanchored, a JSON Schema pattern only asks that the string
+*contain* a match; a string that *is* a match contains one, so generation stays valid (a subset, by design).
+"""
+
+from __future__ import annotations
+
+from .errors import ConstraintError
+from .grammar import Chars, Lit, Node, Repeat, alt, seq
+from .utf8 import normalize
+
+DIGIT = ((0x30, 0x39),)
+WORD = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
+SPACE = (
+    (0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
+    (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF),
+)  # fmt: skip
+LINE_TERMINATORS = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+_CLASS_ESCAPES = {"d": (DIGIT, False), "D": (DIGIT, True), "w": (WORD, False), "W": (WORD, True),
+                  "s": (SPACE, False), "S": (SPACE, True)}  # fmt: skip
+_CHAR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0"}
+
+
+class _Regex:
+    def __init__(self, pattern: str, where: str) -> None:
+        self.p = pattern
+        self.i = 0
+        self.where = where
+
+    def error(self, msg: str) -> ConstraintError:
+        return ConstraintError(f"{self.where}: pattern {self.p!r}, position {self.i}: {msg}")
+
+    def peek(self, k: int = 0) -> str:
+        j = self.i + k
+        return self.p[j] if j < len(self.p) else ""
+
+    def top(self) -> Node:
+        options = [self.branch(top=True)]
+        while self.peek() == "|":
+            self.i += 1
+            options.append(self.branch(top=True))
+        if self.i < len(self.p):
+            raise self.error(f"unexpected {self.peek()!r}")
+        return alt(*options)
+
+    def alternation(self) -> Node:
+        options = [self.branch(top=False)]
+        while self.peek() == "|":
+            self.i += 1
+            options.append(self.branch(top=False))
+        return alt(*options)
+
+    def branch(self, top: bool) -> Node:
+        items: list[Node] = []
+        if top and self.peek() == "^":
+            self.i += 1
+        while self.peek() and self.peek() not in "|)":
+            if top and self.peek() == "$" and self.peek(1) in ("", "|"):
+                self.i += 1
+                break
+            atom = self.atom()
+            items.append(self.quantified(atom))
+        return seq(*items) if items else Lit("")
+
+    def quantified(self, atom: Node) -> Node:
+        while True:
+            c = self.peek()
+            if c in ("*", "+", "?"):
+                self.i += 1
+                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+            elif c == "{" and (bounds := self.braces()) is not None:
+                lo, hi = bounds
+            else:
+                return atom
+            if self.peek() == "?":  # lazy: the same language
+                self.i += 1
+            atom = Repeat(atom, lo, hi)
+
+    def braces(self) -> tuple[int, int | None] | None:
+        j = self.p.find("}", self.i)
+        body = self.p[self.i + 1 : j] if j > 0 else ""
+        parts = body.split(",")
+        if (
+            j < 0
+            or len(parts) > 2
+            or not parts[0].isdigit()
+            or (len(parts) == 2 and parts[1] and not parts[1].isdigit())
+        ):
+            return None  # a literal '{' (ECMA annex B)
+        lo = int(parts[0])
+        hi = lo if len(parts) == 1 else (int(parts[1]) if parts[1] else None)
+        if hi is not None and hi < lo:
+            raise self.error(f"quantifier {{{body}}} has its maximum below its minimum")
+        self.i = j + 1
+        return lo, hi
+
+    def atom(self) -> Node:
+        c = self.peek()
+        if c == "(":
+            self.i += 1
+            if self.peek() == "?":
+                if self.p.startswith("?:", self.i):
+                    self.i += 2
+                elif self.peek(1) == "<" and self.peek(2) not in ("=", "!"):
+                    j = self.p.find(">", self.i)
+                    if j < 0:
+                        raise self.error("unterminated group name")
+                    self.i = j + 1
+                else:
+                    raise self.error("lookaround assertions are not supported")
+            inner = self.alternation()
+            if self.peek() != ")":
+                raise self.error("expecting ')'")
+            self.i += 1
+            return inner
+        if c == "[":
+            return self.char_class()
+        if c == ".":
+            self.i += 1
+            return Chars(LINE_TERMINATORS, negated=True)
+        if c == "\\":
+            return self.escape(in_class=False)
+        if c in ("^", "$"):
+            raise self.error(f"anchor {c!r} is only supported at the start/end of the pattern")
+        if c in ("*", "+", "?"):
+            raise self.error(f"nothing to repeat before {c!r}")
+        self.i += 1
+        return Lit(c)
+
+    def escape(self, in_class: bool) -> Node:
+        self.i += 1
+        e = self.peek()
+        if not e:
+            raise self.error("pattern ends with a backslash")
+        self.i += 1
+        if e in _CLASS_ESCAPES:
+            ranges, negated = _CLASS_ESCAPES[e]
+            return Chars(ranges, negated)
+        if e in _CHAR_ESCAPES and not (e == "0" and self.peek().isdigit()):
+            return Lit(_CHAR_ESCAPES[e])
+        if e == "b" and in_class:
+            return Lit("\b")
+        if e in "bB":
+            raise self.error("word boundaries are not supported")
+        if e.isdigit():
+            raise self.error("backreferences are not supported")
+        if e == "x":
+            return Lit(chr(self.hex(2)))
+        if e == "u":
+            if self.peek() == "{":
+                j = self.p.find("}", self.i)
+                if j < 0:
+                    raise self.error("unterminated \\u{...}")
+                value = int(self.p[self.i + 1 : j], 16)
+                self.i = j + 1
+                return Lit(chr(value))
+            return Lit(chr(self.hex(4)))
+        if e == "c" and self.peek().isalpha():
+            self.i += 1
+            return Lit(chr(ord(self.p[self.i - 1]) % 32))
+        if e in "pP":
+            raise self.error("Unicode property escapes (\\p{...}) are not supported")
+        return Lit(e)
+
+    def hex(self, n: int) -> int:
+        digits = self.p[self.i : self.i + n]
+        if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
+            raise self.error(f"expecting {n} hex digits")
+        self.i += n
+        return int(digits, 16)
+
+    def class_char(self) -> Node:
+        if self.peek() == "\\":
+            return self.escape(in_class=True)
+        c = self.peek()
+        self.i += 1
+        return Lit(c)
+
+    def char_class(self) -> Node:
+        self.i += 1
+        negated = self.peek() == "^"
+        if negated:
+            self.i += 1
+        ranges: list[tuple[int, int]] = []
+        subtract: list[Chars] = []  # negated escapes inside a class (\D, \W, \S)
+        first = True
+        while first or self.peek() != "]":
+            first = False
+            if not self.peek():
+                raise self.error("unterminated character class")
+            lo = self.class_char()
+            if isinstance(lo, Chars):
+                if lo.negated:
+                    subtract.append(lo)
+                else:
+                    ranges.extend(lo.ranges)
+                continue
+            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+                self.i += 1
+                hi = self.class_char()
+                if isinstance(hi, Chars):
+                    raise self.error("a class escape cannot end a range")
+                a, b = ord(lo.text), ord(hi.text)
+                if b < a:
+                    raise self.error("range out of order in character class")
+                ranges.append((a, b))
+            else:
+                ranges.append((ord(lo.text), ord(lo.text)))
+        self.i += 1
+        for neg in subtract:  # [\D...]: add the complement of \d to the set
+            ranges.extend(normalize(neg.ranges, True))
+        return Chars(tuple(normalize(tuple(ranges), False)), negated)
+
+
+def parse_pattern(pattern: str, where: str = "pattern") -> Node:
+    """Grammar nodes (over code points) for strings that fully match `pattern`."""
+    return _Regex(pattern, where).top()

@@ -1,0 +1,30 @@
+"""Samplers as a chain of small transforms, in llama.cpp's default order and with its names and defaults:
+logit bias, penalties (repetition/presence/frequency), DRY, top-n-sigma, top-k, typical-p, top-p, min-p,
+XTC, temperature (dynamic too), then a seeded draw; or mirostat v1/v2. One module per transform.
+
+    from llamay.sampling import Sampler, SamplerConfig
+    sampler = Sampler(SamplerConfig(temp=0.7, seed=42), constraint=None, tokenizer=tok)
+    token = sampler.sample(backend, logits, 0, n_vocab)          # chooses and accepts
+    result = sampler.sample_ex(backend, logits, 0, n_vocab)      # + logprobs when n_probs > 0
+
+Reproducibility: the RNG is Python's `random.Random` seeded with an int, which draws the same numbers under
+CPython and Pyodide, so a seed gives the same tokens natively and in the browser (given the same logits).
+"""
+
+from .candidates import Candidates, log_softmax, logsumexp, softmax
+from .config import DEFAULT_SAMPLERS, DEFAULT_TOP_K, LLAMA_DEFAULT_SEED, SamplerConfig
+from .sampler import Sampler, SampleResult, TokenLogprob
+
+__all__ = [
+    "DEFAULT_SAMPLERS",
+    "DEFAULT_TOP_K",
+    "LLAMA_DEFAULT_SEED",
+    "Candidates",
+    "SampleResult",
+    "Sampler",
+    "SamplerConfig",
+    "TokenLogprob",
+    "log_softmax",
+    "logsumexp",
+    "softmax",
+]

@@ -1,0 +1,70 @@
+"""Shared test helpers: compile GBNF quickly, and draw random sentences from a grammar."""
+
+from __future__ import annotations
+
+import random
+
+from llamay.constraints.automaton import Automaton
+from llamay.constraints.compile import BYTES, END, Program, compile_grammar
+from llamay.constraints.gbnf import parse
+
+
+def automaton(gbnf: str) -> Automaton:
+    return Automaton(compile_grammar(parse(gbnf)))
+
+
+def _min_lengths(prog: Program) -> list[float]:
+    """Fewest bytes each rule can derive (inf for rules that never finish)."""
+    inf = float("inf")
+    best = [inf] * len(prog.rule_alts)
+    changed = True
+    while changed:
+        changed = False
+        for r, starts in enumerate(prog.rule_alts):
+            for s in starts:
+                total, p = 0.0, s
+                while prog.kind[p] != END:
+                    total += 1 if prog.kind[p] == BYTES else best[prog.arg[p]]
+                    p += 1
+                if total < best[r]:
+                    best[r] = total
+                    changed = True
+    return best
+
+
+def sentences(prog: Program, rng: random.Random, n: int, budget: int = 60) -> list[bytes]:
+    """n random sentences of the grammar: random choices until `budget` bytes, then the shortest ways out."""
+    shortest = _min_lengths(prog)
+    out = []
+    for _ in range(n):
+        buf = bytearray()
+        todo = [("rule", prog.root)]
+        while todo:
+            what, x = todo.pop()
+            if what == "rule":
+                starts = prog.rule_alts[x]
+                if len(buf) > budget:
+                    start = min(starts, key=lambda s: _alt_length(prog, s, shortest))
+                else:
+                    start = rng.choice([s for s in starts if _alt_length(prog, s, shortest) < float("inf")])
+                elems = []
+                p = start
+                while prog.kind[p] != END:
+                    elems.append(p)
+                    p += 1
+                todo.extend(("elem", e) for e in reversed(elems))
+            elif prog.kind[x] == BYTES:
+                mask = prog.arg[x]
+                buf.append(rng.choice([b for b in range(256) if mask >> b & 1]))
+            else:
+                todo.append(("rule", prog.arg[x]))
+        out.append(bytes(buf))
+    return out
+
+
+def _alt_length(prog: Program, start: int, shortest: list[float]) -> float:
+    total, p = 0.0, start
+    while prog.kind[p] != END:
+        total += 1 if prog.kind[p] == BYTES else shortest[prog.arg[p]]
+        p += 1
+    return total

@@ -1,0 +1,101 @@
+"""Token masks: the trie walk (with its per-top-of-stack caches) gives exactly the tokens whose bytes the
+automaton accepts one by one, on three vocabularies, along walks through several grammars."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from llamay.constraints import (
+    FINISHED,
+    ConstraintError,
+    ConstraintVocab,
+    GrammarConstraint,
+    compile_grammar,
+    json_gbnf,
+    lexicon_grammar,
+    parse_gbnf,
+    schema_to_gbnf,
+)
+from llamay.constraints.trie import TokenTrie
+
+DATA = Path(__file__).parent / "data"
+SCHEMAS = json.loads((DATA / "schemas.json").read_text())["schemas"]
+
+GRAMMARS = {
+    "json": json_gbnf("object"),
+    "product": schema_to_gbnf(SCHEMAS["product"]),
+    "k8s_container": schema_to_gbnf(SCHEMAS["k8s_container"], max_string_length=12),
+    "chess": (DATA / "grammars" / "chess.gbnf").read_text(),
+    "japanese": (DATA / "grammars" / "japanese.gbnf").read_text(),
+    "lexicon": lexicon_grammar(["yes", "yesterday", "no", "maybe not"]).to_gbnf(),
+}
+
+
+def constraint(gbnf: str, vocab: ConstraintVocab) -> GrammarConstraint:
+    return GrammarConstraint(compile_grammar(parse_gbnf(gbnf)), vocab)
+
+
+def brute_force(c: GrammarConstraint, st) -> list[int]:
+    return [t for t in range(c.vocab.n_vocab) if c.accepts(st, t)]
+
+
+@pytest.mark.parametrize("grammar", sorted(GRAMMARS))
+def test_masks_equal_token_by_token_checks(grammar, vocab):
+    c = constraint(GRAMMARS[grammar], vocab)
+    rng = random.Random(grammar)
+    steps = 12 if vocab.n_vocab > 10_000 else 40
+    st = c.start()
+    for _ in range(steps):
+        mask = c.allowed(st)
+        assert mask.tokens() == brute_force(c, st)
+        choices = [t for t in mask.tokens() if t not in vocab.eog_ids]
+        if not choices:
+            break
+        # prefer longer tokens now and then, to reach deeper states in fewer steps
+        tok = max(rng.sample(choices, min(4, len(choices))), key=lambda t: len(vocab.token_bytes[t] or b""))
+        st = c.advance(st, tok)
+
+
+def test_eos_only_when_complete(vocab):
+    c = constraint('root ::= "ab" | "abc"', vocab)
+    eos = next(iter(vocab.eog_ids))
+    st = c.start()
+    assert eos not in c.allowed(st) and not c.accepts(st, eos)
+    st = c.advance_bytes(st, b"ab")
+    assert c.is_complete(st) and eos in c.allowed(st) and c.accepts(st, eos)
+    done = c.advance(st, eos)
+    assert done is FINISHED and len(c.allowed(done)) == 0 and c.is_complete(done)
+    with pytest.raises(ConstraintError, match="not allowed"):
+        c.advance(done, eos)
+
+
+def test_masks_are_cached_per_state(vocab):
+    c = constraint(GRAMMARS["json"], vocab)
+    st = c.advance_bytes(c.start(), b'{"a": "')
+    first = c.allowed(st)
+    walked = c.engine.walked_nodes
+    assert c.allowed(st).bits == first.bits and c.engine.walked_nodes == walked
+    other = c.advance_bytes(c.start(), b'{"b": [1, "')  # string content again: reuses the cut's walk
+    assert c.allowed(other).tokens() == brute_force(c, other)
+
+
+def test_token_mask_packing():
+    vocab = ConstraintVocab([b"a", b"b", None, b"ab", b"c"] + [b"x"] * 20, eog_ids=[2])
+    c = constraint('root ::= "a" "b"?', vocab)
+    mask = c.allowed(c.start())
+    assert mask.tokens() == [0, 3] and len(mask) == 2 and 3 in mask and 1 not in mask
+    assert mask.to_bytes() == bytes([0b1001, 0, 0, 0])
+    after = c.allowed(c.advance(c.start(), 0))
+    assert after.tokens() == [1, 2]  # "b", or EOS
+
+
+def test_trie_layout():
+    trie = TokenTrie([b"a", b"ab", b"b", None, b"ab", b""])
+    assert trie.byte[1:] == [ord("a"), ord("b"), ord("b")]
+    assert trie.depth == [0, 1, 2, 1] and trie.skip == [4, 3, 3, 4]
+    assert trie.node_of(b"ab") == 2 and trie.node_of(b"ba") is None
+    assert sorted(trie.tokens_below(1)) == [0, 1, 4]  # duplicate bytes share a node

@@ -1,0 +1,80 @@
+"""JSON Schema `pattern`s: whole-string matches, written as JSON string contents (escapes included); every
+generated string is checked against Python's `re` (which agrees with ECMA-262 on these patterns)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from llamay.constraints import ConstraintError, compile_grammar, parse_gbnf, schema_to_gbnf
+from tests.constraints.helpers import automaton, sentences
+
+PATTERNS = [
+    # (pattern, strings that match, strings that do not)
+    ("^[a-z]+$", ["abc", "z"], ["", "aB", "a1"]),
+    ("^\\d{3}-\\d{4}$", ["555-1234"], ["5551234", "55-1234"]),
+    ("^(ab|cd)+e?$", ["ab", "cdabe", "abcd"], ["", "abc", "e"]),
+    ("^[^\\s]+$", ["no-spaces", "é"], ["a b", "tab\there", ""]),
+    ("^\\w+@\\w+\\.com$", ["a_1@b.com"], ["a@b.org", "@b.com"]),
+    ('^say "hi"\\\\$', ['say "hi"\\'], ["say hi"]),
+    ("^a.c$", ["abc", 'a"c', "a\\c", "aéc", "a\tc"], ["a\nc", "ac"]),
+    ("^[A-Fa-f0-9]{2}(:[A-Fa-f0-9]{2}){5}$", ["00:1A:2b:3C:4d:5E"], ["00:1A:2b:3C:4d"]),
+    ("^(?:x|y)(?<tail>z*)$", ["x", "yzz"], ["xy", "z"]),
+    ("^[\\D]{2}$", ["ab", "é!"], ["a1", "12"]),
+    ("^\\u00e9\\x41\\t$", ["éA\t"], ["éA"]),
+    ("^a{2,}?b{0,2}$", ["aa", "aaab", "aabb"], ["a", "aabbb"]),
+    ("^[-+]?[0-9]*\\.?[0-9]+$", ["-1.5", "3", ".5", "+10"], ["1.", "--1"]),
+    ("^\\[\\]\\{\\}\\(\\)\\|\\+\\*\\?\\.\\^\\$$", ["[]{}()|+*?.^$"], ["[]"]),
+    ("cat", ["cat"], ["concatenate", "dog"]),  # unanchored: generated as the match itself
+    ("^x{3}|y$", ["xxx", "y"], ["xxxy"]),
+]
+
+
+def string_schema(pattern: str) -> dict:
+    return {"type": "string", "pattern": pattern}
+
+
+@pytest.mark.parametrize(("pattern", "yes", "no"), PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_pattern_strings(pattern, yes, no):
+    a = automaton(schema_to_gbnf(string_schema(pattern)))
+    assert [s for s in yes if not a.accepts_bytes(json.dumps(s, ensure_ascii=False).encode())] == []
+    assert [s for s in no if a.accepts_bytes(json.dumps(s, ensure_ascii=False).encode())] == []
+
+
+def python_pattern(pattern: str) -> str | None:
+    """The same pattern for Python's `re`, or None where the two disagree (Python's \\s also has \\x1c-\\x1f)."""
+    if "\\s" in pattern:
+        return None
+    return pattern.replace("(?<", "(?P<")
+
+
+@pytest.mark.parametrize(("pattern", "yes", "no"), PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_generated_strings_are_json_and_match(pattern, yes, no):
+    prog = compile_grammar(parse_gbnf(schema_to_gbnf(string_schema(pattern))))
+    py = python_pattern(pattern)
+    for s in sentences(prog, random.Random(pattern), 60, budget=30):
+        text = json.loads(s)
+        assert py is None or re.search(py, text), (pattern, s)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("^(?=a)a$", "lookaround"),
+        ("^(a)\\1$", "backreferences"),
+        ("^\\bword$", "word boundaries"),
+        ("^a$b", "anchor"),
+        ("^\\p{L}+$", "property escapes"),
+        ("^(ab", "expecting ')'"),
+        ("^[ab$", "unterminated"),
+        ("^*a$", "nothing to repeat"),
+        ("^a{3,1}$", "maximum below"),
+    ],
+)
+def test_unsupported_or_malformed_patterns(pattern, message):
+    with pytest.raises(ConstraintError, match=re.escape(message)) as e:
+        schema_to_gbnf(string_schema(pattern))
+    assert "#/pattern" in str(e.value)
