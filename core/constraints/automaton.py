@@ -31,9 +31,9 @@ EXIT = 1
 class State:
     """An interned set of stacks, with its transitions filled in as they are taken."""
 
-    __slots__ = ("complete", "exit", "id", "mask", "only_exit", "stacks", "trans")
+    __slots__ = ("complete", "exit", "first", "id", "loop", "mask", "only_exit", "stacks", "trans")
 
-    def __init__(self, sid: int, stacks: tuple[int, ...]) -> None:
+    def __init__(self, sid: int, stacks: tuple[int, ...], first: int = 0) -> None:
         self.id = sid
         self.stacks = stacks
         self.complete = EMPTY in stacks  # the grammar may end here
@@ -41,6 +41,8 @@ class State:
         self.only_exit = all(s <= EXIT for s in stacks)  # no byte can follow
         self.trans: list[State | bool | None] = [None] * 256  # None: not computed; False: dead
         self.mask = None  # the token mask, once computed (masks.py)
+        self.loop = -1  # bytes that lead back to this very state (a 256-bit int; -1: not computed yet)
+        self.first = first  # bytes some stack can take next (a 256-bit int)
 
     def __repr__(self) -> str:
         return f"State({self.id}, stacks={self.stacks})"
@@ -142,7 +144,12 @@ class Automaton:
         key = stacks if isinstance(stacks, tuple) else tuple(sorted(stacks))
         st = self._states.get(key)
         if st is None:
-            st = self._states[key] = State(len(self._states), key)
+            first = 0
+            arg, node_pos = self.arg, self.node_pos
+            for s in key:
+                if s > EXIT:
+                    first |= arg[node_pos[s]]
+            st = self._states[key] = State(len(self._states), key, first)
         return st
 
     def step(self, st: State, byte: int) -> State | None:
@@ -162,6 +169,16 @@ class Automaton:
         return t or None
 
     push_byte = step
+
+    def loop_bytes(self, st: State) -> int:
+        """The bytes b with step(st, b) == st (a string's plain characters, say), computed once."""
+        if st.loop < 0:
+            loop, first = 0, st.first
+            for b in range(256):
+                if first >> b & 1 and self.step(st, b) is st:
+                    loop |= 1 << b
+            st.loop = loop
+        return st.loop
 
     def push_bytes(self, st: State | None, data: bytes) -> State | None:
         for b in data:

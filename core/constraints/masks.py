@@ -9,7 +9,9 @@ A state is a set of stacks and a token is allowed when some stack accepts it, so
 of its stacks' masks. The mask of a stack depends on few of its frames: most tokens are used up within the
 top ones. So a stack is cut after its top d frames (the floor becomes EXIT) and that truncated stack is walked
 over the whole trie once; the result is cached by the truncated stack and shared by every context with the
-same top frames (all string fields of a schema share their string-content walk). Where the walk reaches EXIT
+same top frames (all string fields of a schema share their string-content walk). A subtree whose bytes all lead
+back to the state reached at its root (plain characters inside a string) is accepted whole, without walking
+it (`TokenTrie.below`, `Automaton.loop_bytes`). Where the walk reaches EXIT
 after consuming a prefix with more bytes below it in the trie, the rest of those tokens depends on the frames
 below the cut: those few subtrees are walked again from the real continuation. d starts at 1 and grows while
 those subtrees are too big (in a string, the cut must keep the frame with the closing quote).
@@ -21,6 +23,7 @@ from .automaton import EXIT, Automaton, State
 from .trie import TokenTrie
 
 _BIT = bytes(1 << k for k in range(8))
+_SHORTCUT = 16  # subtrees above this many nodes are checked for "every byte below loops back"
 
 
 class _Local:
@@ -107,7 +110,8 @@ class MaskEngine:
         subtrees below them exceed `budget` nodes."""
         trie = self.trie
         byte, depth, skip, token = trie.byte, trie.depth, trie.skip, trie.token
-        step = self.aut.step
+        below, first_tok, tok_order = trie.below, trie.first_tok, trie.tok_order
+        step, loop_bytes = self.aut.step, self.aut.loop_bytes
         states = self._scratch
         states[d0] = st0
         heavy = 0
@@ -130,8 +134,15 @@ class MaskEngine:
             elif t == -2:
                 for t in trie.extra[i]:
                     acc[t >> 3] |= _BIT[t & 7]
+            end = skip[i]
+            if end - i > _SHORTCUT and not ns.exit and not below[i] & ~ns.first:
+                loop = ns.loop if ns.loop >= 0 else loop_bytes(ns)
+                if not below[i] & ~loop:  # every byte below loops back to ns: all those tokens are allowed
+                    for t in tok_order[first_tok[i + 1] : first_tok[end]]:
+                        acc[t >> 3] |= _BIT[t & 7]
+                    i = end
+                    continue
             if ns.exit:
-                end = skip[i]
                 if exits is not None and end > i + 1:
                     exits.append(i)
                     heavy += end - i - 1

@@ -64,7 +64,28 @@ class TokenTrie:
         self.extra = extra
         self.max_depth = max(depth)
         self.n_nodes = n
-        self.token_len = [len(b) if b else 0 for b in token_bytes]
+        # tokens in preorder: those at node i or below are tok_order[first_tok[i] : first_tok[skip[i]]]
+        tok_order: list[int] = []
+        first_tok = [0] * (n + 1)
+        for i in range(n):
+            first_tok[i] = len(tok_order)
+            t = token[i]
+            if t >= 0:
+                tok_order.append(t)
+            elif t == -2:
+                tok_order.extend(extra[i])
+        first_tok[n] = len(tok_order)
+        self.tok_order = tok_order
+        self.first_tok = first_tok
+        # below[i]: the set of bytes (a 256-bit int) on the nodes strictly below i
+        below = [0] * n
+        for i in range(n - 1, -1, -1):
+            acc, j, end = 0, i + 1, skip[i]
+            while j < end:
+                acc |= (1 << byte[j]) | below[j]
+                j = skip[j]
+            below[i] = acc
+        self.below = below
 
     def node_of(self, data: bytes) -> int | None:
         """The node whose path spells `data` (None when no token starts with it)."""
