@@ -30,7 +30,7 @@ from llamay.errors import LlamayError
 from llamay.ggml_types import GGMLType, block_size, type_size
 from llamay.quants import BLOCKS, SUPPORTED_QUANTIZE, quantize
 
-DEFAULT_TYPES = "Q4_1,Q4_0,Q5_0,Q5_1,Q8_0,IQ4_NL,Q4_K,Q5_K,Q6_K,F16,BF16,F32"
+DEFAULT_TYPES = "Q4_1,Q4_0,Q5_0,Q5_1,Q8_0,IQ4_NL,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K,IQ4_XS,F16,BF16,F32"
 # SmolLM2-135M: dim 576, FFN 1536, 30 layers; n_in x n_out of ffn_gate / ffn_up (ffn_down is 1536x576)
 DEFAULT_SHAPE = "576x1536"
 

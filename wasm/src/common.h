@@ -99,13 +99,6 @@ INLINE int32_t hsum_i32x4(v128_t v) {
     return wasm_i32x4_extract_lane(v, 0);
 }
 
-/* [sum(a), sum(b), sum(c), sum(d)] */
-INLINE v128_t hsum4_f32x4(v128_t a, v128_t b, v128_t c, v128_t d) {
-    v128_t ab = wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
-    v128_t cd = wasm_f32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
-    return wasm_f32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
-}
-
 /* [sum(a), sum(b), sum(c), sum(d)] of i32x4 vectors */
 INLINE v128_t hsum4_i32x4(v128_t a, v128_t b, v128_t c, v128_t d) {
     v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
@@ -113,7 +106,7 @@ INLINE v128_t hsum4_i32x4(v128_t a, v128_t b, v128_t c, v128_t d) {
     return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
 }
 
-/* the 16-bit words at p[0..3] (as u32 lanes), and the 32-bit words */
+/* the 16-bit words at p[0..3] + off (as u32 lanes), and the 32-bit words */
 INLINE v128_t gather4_u16(const uint8_t *const *p, size_t off) {
     v128_t v = wasm_i32x4_splat(0);
     v = wasm_v128_load16_lane(p[0] + off, v, 0);

@@ -8,44 +8,43 @@
 
 #include "act.h"
 
-/* Run ROWS over the matrix, 4 weight rows by up to 2 activation rows at a time:
- *   ROWS(NA, p, arow, astride, k, res): weight rows p[0..3] against the NA (1 or 2) activation rows at arow and
- *   arow + astride; res[j] gets the 4 dot products of activation row j.
- * A tile shares each decoded weight block between its activation rows and each activation block between its
- * weight rows; the 4 rows stay in cache across the n activation rows. Past the last row the tile repeats the
- * last one (its results are not stored), so every kernel has one shape. */
-#define MATMUL_DRIVER(ROWS, ROW_BYTES, KIND)                                                           \
+/* Run ROW over the matrix, one weight row against up to 2 activation rows at a time:
+ *   ROW(NA, wrow, arow, astride, k, res): weight row wrow against the NA (1 or 2) activation rows at arow and
+ *   arow + astride; res[j] gets the dot product with activation row j.
+ * One weight row at a time keeps the reads of the weights one sequential stream: interleaving the blocks of
+ * several rows measured ~3.5x slower once a matrix no longer fits in cache (the hardware prefetcher loses the
+ * streams), which every model-sized matrix does. The row stays in L1 across the n activation rows. */
+#define MATMUL_DRIVER(ROW, ROW_BYTES, KIND)                                                            \
     do {                                                                                              \
         size_t rb_ = (ROW_BYTES), as_ = act_stride((KIND), k);                                        \
-        for (int r_ = 0; r_ < m; r_ += 4) {                                                           \
-            const uint8_t *p_[4];                                                                     \
-            for (int i_ = 0; i_ < 4; i_++) p_[i_] = w + (size_t)(r_ + i_ < m ? r_ + i_ : m - 1) * rb_; \
-            v128_t res_[2];                                                                           \
+        for (int r_ = 0; r_ < m; r_++) {                                                              \
+            const uint8_t *wr_ = w + (size_t)r_ * rb_;                                                \
+            float res_[2];                                                                            \
             int j_ = 0;                                                                               \
             for (; j_ + 2 <= n; j_ += 2) {                                                            \
-                ROWS(2, p_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                store_out(out + (size_t)j_ * m + r_, res_[0], m - r_);                                \
-                store_out(out + (size_t)(j_ + 1) * m + r_, res_[1], m - r_);                          \
+                ROW(2, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
+                out[(size_t)j_ * m + r_] = res_[0];                                                   \
+                out[(size_t)(j_ + 1) * m + r_] = res_[1];                                             \
             }                                                                                         \
             if (j_ < n) {                                                                             \
-                ROWS(1, p_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                store_out(out + (size_t)j_ * m + r_, res_[0], m - r_);                                \
+                ROW(1, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
+                out[(size_t)j_ * m + r_] = res_[0];                                                   \
             }                                                                                         \
         }                                                                                             \
     } while (0)
 
-/* the first min(avail, 4) lanes of v to o */
-INLINE void store_out(float *o, v128_t v, int avail) {
-    if (avail >= 4) {
-        wasm_v128_store(o, v);
-        return;
-    }
-    float t[4];
-    wasm_v128_store(t, v);
-    for (int i = 0; i < avail; i++) o[i] = t[i];
+/* the first `cnt` (1..4) floats / ints at p, zeros after */
+INLINE v128_t load4_f32(const float *p, int cnt) {
+    if (cnt >= 4) return wasm_v128_load(p);
+    return wasm_f32x4_make(p[0], cnt > 1 ? p[1] : 0.0f, cnt > 2 ? p[2] : 0.0f, 0.0f);
 }
 
-/* the loops over a tile's rows: fully unrolled, so the accumulators stay in registers */
+INLINE v128_t load4_i32(const int32_t *p, int cnt) {
+    if (cnt >= 4) return wasm_v128_load(p);
+    return wasm_i32x4_make(p[0], cnt > 1 ? p[1] : 0, cnt > 2 ? p[2] : 0, 0);
+}
+
+/* the loops over a kernel's activation rows and blocks: fully unrolled, so the accumulators stay in registers */
 #define UNROLL _Pragma("clang loop unroll(full)")
 
 #define MATMUL_ARGS float *out, const uint8_t *w, const uint8_t *act, int n, int k, int m
@@ -73,6 +72,12 @@ void dq_q8_0(const uint8_t *w, float *out, int k);
 void dq_iq4_nl(const uint8_t *w, float *out, int k);
 
 /* matmul_kquants.c */
+void mm_q2_k(MATMUL_ARGS);
+void mm_q3_k(MATMUL_ARGS);
+void mm_iq4_xs(MATMUL_ARGS);
+void dq_q2_k(const uint8_t *w, float *out, int k);
+void dq_q3_k(const uint8_t *w, float *out, int k);
+void dq_iq4_xs(const uint8_t *w, float *out, int k);
 void mm_q4_k(MATMUL_ARGS);
 void mm_q5_k(MATMUL_ARGS);
 void mm_q6_k(MATMUL_ARGS);

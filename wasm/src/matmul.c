@@ -73,9 +73,12 @@ EXPORT int32_t llamay_supports(int32_t type) {
     case T_Q5_1:
     case T_Q8_0:
     case T_IQ4_NL:
+    case T_Q2_K:
+    case T_Q3_K:
     case T_Q4_K:
     case T_Q5_K:
     case T_Q6_K:
+    case T_IQ4_XS:
         return 1;
     default:
         return 0;
@@ -122,6 +125,12 @@ EXPORT int32_t llamay_matmul(int32_t type, float *out, const uint8_t *w, const f
     case T_IQ4_NL:
         mm_iq4_nl(out, w, act, n, k, m);
         break;
+    case T_Q2_K:
+        mm_q2_k(out, w, act, n, k, m);
+        break;
+    case T_Q3_K:
+        mm_q3_k(out, w, act, n, k, m);
+        break;
     case T_Q4_K:
         mm_q4_k(out, w, act, n, k, m);
         break;
@@ -130,6 +139,9 @@ EXPORT int32_t llamay_matmul(int32_t type, float *out, const uint8_t *w, const f
         break;
     case T_Q6_K:
         mm_q6_k(out, w, act, n, k, m);
+        break;
+    case T_IQ4_XS:
+        mm_iq4_xs(out, w, act, n, k, m);
         break;
     default:
         return -1;
@@ -166,6 +178,12 @@ static void dequantize_row(int type, const uint8_t *w, float *out, int k) {
     case T_IQ4_NL:
         dq_iq4_nl(w, out, k);
         break;
+    case T_Q2_K:
+        dq_q2_k(w, out, k);
+        break;
+    case T_Q3_K:
+        dq_q3_k(w, out, k);
+        break;
     case T_Q4_K:
         dq_q4_k(w, out, k);
         break;
@@ -174,6 +192,9 @@ static void dequantize_row(int type, const uint8_t *w, float *out, int k) {
         break;
     case T_Q6_K:
         dq_q6_k(w, out, k);
+        break;
+    case T_IQ4_XS:
+        dq_iq4_xs(w, out, k);
         break;
     }
 }

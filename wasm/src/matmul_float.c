@@ -26,48 +26,41 @@ INLINE float load1(int T, const uint8_t *p) {
     return bf2f(load_u16(p));
 }
 
-/* 4 weight rows p[0..3] by NA activation rows (kernels.h, MATMUL_DRIVER) */
-INLINE void float_rows(int T, int NA, const uint8_t *const *p, const uint8_t *arow, size_t astride, int k,
-                       v128_t *res) {
+/* one weight row w by NA activation rows (kernels.h, MATMUL_DRIVER) */
+INLINE void float_row(int T, int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
     const float *x[2] = {(const float *)arow, (const float *)(arow + astride)};
     const size_t es = T == T_F32 ? 4 : 2; /* bytes per weight */
-    v128_t acc[2][4];
-    UNROLL for (int j = 0; j < 2; j++) UNROLL for (int r = 0; r < 4; r++) acc[j][r] = wasm_f32x4_splat(0.0f);
+    v128_t acc[2][2];
+    UNROLL for (int j = 0; j < 2; j++) acc[j][0] = acc[j][1] = wasm_f32x4_splat(0.0f);
     int i = 0;
     for (; i + 8 <= k; i += 8) {
-        UNROLL for (int r = 0; r < 4; r++) {
-            const uint8_t *wp = p[r] + i * es;
-            v128_t lo, hi;
-            if (T == T_F32)
-                load8_f32(wp, &lo, &hi);
-            else if (T == T_F16)
-                load8_f16(wp, &lo, &hi);
-            else
-                load8_bf16(wp, &lo, &hi);
-            UNROLL for (int j = 0; j < NA; j++) {
-                v128_t prod = wasm_f32x4_add(wasm_f32x4_mul(lo, wasm_v128_load(x[j] + i)),
-                                             wasm_f32x4_mul(hi, wasm_v128_load(x[j] + i + 4)));
-                acc[j][r] = wasm_f32x4_add(acc[j][r], prod);
-            }
+        const uint8_t *wp = w + i * es;
+        v128_t lo, hi;
+        if (T == T_F32)
+            load8_f32(wp, &lo, &hi);
+        else if (T == T_F16)
+            load8_f16(wp, &lo, &hi);
+        else
+            load8_bf16(wp, &lo, &hi);
+        UNROLL for (int j = 0; j < NA; j++) {
+            acc[j][0] = wasm_f32x4_add(acc[j][0], wasm_f32x4_mul(lo, wasm_v128_load(x[j] + i)));
+            acc[j][1] = wasm_f32x4_add(acc[j][1], wasm_f32x4_mul(hi, wasm_v128_load(x[j] + i + 4)));
         }
     }
-    float tail[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-    for (; i < k; i++)
-        UNROLL for (int r = 0; r < 4; r++) {
-            float wv = load1(T, p[r] + i * es);
-            UNROLL for (int j = 0; j < NA; j++) tail[j][r] += wv * x[j][i];
-        }
-    UNROLL for (int j = 0; j < NA; j++)
-        res[j] = wasm_f32x4_add(hsum4_f32x4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]), wasm_v128_load(tail[j]));
+    UNROLL for (int j = 0; j < NA; j++) {
+        float t = hsum_f32x4(wasm_f32x4_add(acc[j][0], acc[j][1]));
+        for (int e = i; e < k; e++) t += load1(T, w + e * es) * x[j][e];
+        res[j] = t;
+    }
 }
 
-#define F32_ROWS(NA, p, arow, as, k, res) float_rows(T_F32, NA, p, arow, as, k, res)
-#define F16_ROWS(NA, p, arow, as, k, res) float_rows(T_F16, NA, p, arow, as, k, res)
-#define BF16_ROWS(NA, p, arow, as, k, res) float_rows(T_BF16, NA, p, arow, as, k, res)
+#define F32_ROW(NA, w, arow, as, k, res) float_row(T_F32, NA, w, arow, as, k, res)
+#define F16_ROW(NA, w, arow, as, k, res) float_row(T_F16, NA, w, arow, as, k, res)
+#define BF16_ROW(NA, w, arow, as, k, res) float_row(T_BF16, NA, w, arow, as, k, res)
 
-void mm_f32(MATMUL_ARGS) { MATMUL_DRIVER(F32_ROWS, 4 * (size_t)k, ACT_F32); }
-void mm_f16(MATMUL_ARGS) { MATMUL_DRIVER(F16_ROWS, 2 * (size_t)k, ACT_F16); }
-void mm_bf16(MATMUL_ARGS) { MATMUL_DRIVER(BF16_ROWS, 2 * (size_t)k, ACT_BF16); }
+void mm_f32(MATMUL_ARGS) { MATMUL_DRIVER(F32_ROW, 4 * (size_t)k, ACT_F32); }
+void mm_f16(MATMUL_ARGS) { MATMUL_DRIVER(F16_ROW, 2 * (size_t)k, ACT_F16); }
+void mm_bf16(MATMUL_ARGS) { MATMUL_DRIVER(BF16_ROW, 2 * (size_t)k, ACT_BF16); }
 
 void dq_f32(const uint8_t *w, float *out, int k) { __builtin_memcpy(out, w, 4 * (size_t)k); }
 

@@ -4,9 +4,10 @@
  * acc += (float)dot * (d_w * d_x). The 4- and 5-bit quants are unsigned; their offset (8 or 16) comes off
  * as offset * sum(x_q), an integer kept per activation block. Q4_1/Q5_1 add m_w * s_x (Q8_1's s).
  *
- * A tile is 4 weight rows by 1 or 2 activation rows (kernels.h): per block, the 4 rows' integer dots are
- * reduced into one i32x4 (lane r: row r), and the 4 rows' fp16 scales are converted together, so the float
- * step is a handful of vector operations for the 4 rows. */
+ * A kernel runs one weight row against 1 or 2 activation rows (kernels.h), 4 consecutive blocks at a time: the
+ * 4 blocks' integer dots are reduced into one i32x4 (lane i: block i), their fp16 scales converted together
+ * and the activation scales (and sums) loaded as one vector, so the float step is a handful of vector
+ * operations per 4 blocks. */
 #include "kernels.h"
 
 #define LOW4 wasm_i8x16_splat(0x0f)
@@ -81,46 +82,60 @@ INLINE int has_min(int T) { return T == T_Q4_1 || T == T_Q5_1; }
 
 INLINE int offset_of(int T) { return T == T_Q4_0 ? 8 : T == T_Q5_0 ? 16 : 0; }
 
-/* 4 weight rows p[0..3] by NA activation rows (kernels.h, MATMUL_DRIVER) */
-INLINE void legacy_rows(int T, int NA, const uint8_t *const *p, const uint8_t *arow, size_t astride, int k,
-                        v128_t *res) {
+/* blocks b .. b+cnt-1 (cnt 1..4) of weight row w against NA activation rows, added to acc[j]; past cnt the last
+ * block repeats, with activation scale 0 */
+INLINE void legacy_quad(int T, int NA, const uint8_t *w, const act_q8 *a, int b, int cnt, v128_t *acc) {
     const size_t bs = block_bytes(T);
-    act_q8 a[2] = {act_q8_row(arow, k), act_q8_row(arow + astride, k)};
-    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-    for (int b = 0; b < k / QK; b++) {
-        v128_t q[4][2];
-        UNROLL for (int r = 0; r < 4; r++) decode(T, p[r] + b * bs, &q[r][0], &q[r][1]);
-        /* d (and m) of the 4 rows: the words at the start of each block */
-        v128_t dm = has_min(T) ? gather4_u32(p, b * bs) : gather4_u16(p, b * bs);
-        v128_t d = h2f_x4_lo(dm);
-        v128_t mn = has_min(T) ? h2f_x4_hi(dm) : d;
-        UNROLL for (int j = 0; j < NA; j++) {
-            v128_t x0 = wasm_v128_load(a[j].qs + QK * b), x1 = wasm_v128_load(a[j].qs + QK * b + 16);
-            v128_t s[4];
-            UNROLL for (int r = 0; r < 4; r++) s[r] = block_dot(T, q[r][0], q[r][1], x0, x1);
-            v128_t sum = hsum4_i32x4(s[0], s[1], s[2], s[3]);
-            if (offset_of(T)) sum = wasm_i32x4_sub(sum, wasm_i32x4_splat(offset_of(T) * a[j].sum[b]));
-            v128_t scale = wasm_f32x4_mul(d, wasm_f32x4_splat(a[j].d[b]));
-            acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum), scale));
-            if (has_min(T)) acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(mn, wasm_f32x4_splat(a[j].s[b])));
-        }
+    const uint8_t *blk[4];
+    int xb[4];
+    UNROLL for (int i = 0; i < 4; i++) {
+        xb[i] = b + (i < cnt ? i : cnt - 1);
+        blk[i] = w + (size_t)xb[i] * bs;
     }
-    UNROLL for (int j = 0; j < NA; j++) res[j] = acc[j];
+    v128_t q[4][2];
+    UNROLL for (int i = 0; i < 4; i++) decode(T, blk[i], &q[i][0], &q[i][1]);
+    v128_t dm = has_min(T) ? gather4_u32(blk, 0) : gather4_u16(blk, 0); /* d (and m) lead each block */
+    v128_t d = h2f_x4_lo(dm);
+    v128_t mn = has_min(T) ? h2f_x4_hi(dm) : d;
+    UNROLL for (int j = 0; j < NA; j++) {
+        v128_t s[4];
+        UNROLL for (int i = 0; i < 4; i++) {
+            const int8_t *x = a[j].qs + QK * xb[i];
+            s[i] = block_dot(T, q[i][0], q[i][1], wasm_v128_load(x), wasm_v128_load(x + 16));
+        }
+        v128_t sum = hsum4_i32x4(s[0], s[1], s[2], s[3]);
+        if (offset_of(T))
+            sum = wasm_i32x4_sub(sum, wasm_i32x4_mul(load4_i32(a[j].sum + b, cnt), wasm_i32x4_splat(offset_of(T))));
+        v128_t scale = wasm_f32x4_mul(d, load4_f32(a[j].d + b, cnt));
+        acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum), scale));
+        if (has_min(T)) acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(mn, load4_f32(a[j].s + b, cnt)));
+    }
 }
 
-#define Q4_0_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q4_0, NA, p, arow, as, k, res)
-#define Q4_1_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q4_1, NA, p, arow, as, k, res)
-#define Q5_0_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q5_0, NA, p, arow, as, k, res)
-#define Q5_1_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q5_1, NA, p, arow, as, k, res)
-#define Q8_0_ROWS(NA, p, arow, as, k, res) legacy_rows(T_Q8_0, NA, p, arow, as, k, res)
-#define IQ4_NL_ROWS(NA, p, arow, as, k, res) legacy_rows(T_IQ4_NL, NA, p, arow, as, k, res)
+/* one weight row w by NA activation rows (kernels.h, MATMUL_DRIVER), 4 blocks at a time */
+INLINE void legacy_row(int T, int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
+    const int nb = k / QK;
+    act_q8 a[2] = {act_q8_row(arow, k), act_q8_row(arow + astride, k)};
+    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    int b = 0;
+    for (; b + 4 <= nb; b += 4) legacy_quad(T, NA, w, a, b, 4, acc);
+    if (b < nb) legacy_quad(T, NA, w, a, b, nb - b, acc);
+    UNROLL for (int j = 0; j < NA; j++) res[j] = hsum_f32x4(acc[j]);
+}
 
-void mm_q4_0(MATMUL_ARGS) { MATMUL_DRIVER(Q4_0_ROWS, (size_t)(k / QK) * sizeof(block_q4_0), ACT_Q8); }
-void mm_q4_1(MATMUL_ARGS) { MATMUL_DRIVER(Q4_1_ROWS, (size_t)(k / QK) * sizeof(block_q4_1), ACT_Q8); }
-void mm_q5_0(MATMUL_ARGS) { MATMUL_DRIVER(Q5_0_ROWS, (size_t)(k / QK) * sizeof(block_q5_0), ACT_Q8); }
-void mm_q5_1(MATMUL_ARGS) { MATMUL_DRIVER(Q5_1_ROWS, (size_t)(k / QK) * sizeof(block_q5_1), ACT_Q8); }
-void mm_q8_0(MATMUL_ARGS) { MATMUL_DRIVER(Q8_0_ROWS, (size_t)(k / QK) * sizeof(block_q8_0), ACT_Q8); }
-void mm_iq4_nl(MATMUL_ARGS) { MATMUL_DRIVER(IQ4_NL_ROWS, (size_t)(k / QK) * sizeof(block_iq4_nl), ACT_Q8); }
+#define Q4_0_ROW(NA, w, arow, as, k, res) legacy_row(T_Q4_0, NA, w, arow, as, k, res)
+#define Q4_1_ROW(NA, w, arow, as, k, res) legacy_row(T_Q4_1, NA, w, arow, as, k, res)
+#define Q5_0_ROW(NA, w, arow, as, k, res) legacy_row(T_Q5_0, NA, w, arow, as, k, res)
+#define Q5_1_ROW(NA, w, arow, as, k, res) legacy_row(T_Q5_1, NA, w, arow, as, k, res)
+#define Q8_0_ROW(NA, w, arow, as, k, res) legacy_row(T_Q8_0, NA, w, arow, as, k, res)
+#define IQ4_NL_ROW(NA, w, arow, as, k, res) legacy_row(T_IQ4_NL, NA, w, arow, as, k, res)
+
+void mm_q4_0(MATMUL_ARGS) { MATMUL_DRIVER(Q4_0_ROW, (size_t)(k / QK) * sizeof(block_q4_0), ACT_Q8); }
+void mm_q4_1(MATMUL_ARGS) { MATMUL_DRIVER(Q4_1_ROW, (size_t)(k / QK) * sizeof(block_q4_1), ACT_Q8); }
+void mm_q5_0(MATMUL_ARGS) { MATMUL_DRIVER(Q5_0_ROW, (size_t)(k / QK) * sizeof(block_q5_0), ACT_Q8); }
+void mm_q5_1(MATMUL_ARGS) { MATMUL_DRIVER(Q5_1_ROW, (size_t)(k / QK) * sizeof(block_q5_1), ACT_Q8); }
+void mm_q8_0(MATMUL_ARGS) { MATMUL_DRIVER(Q8_0_ROW, (size_t)(k / QK) * sizeof(block_q8_0), ACT_Q8); }
+void mm_iq4_nl(MATMUL_ARGS) { MATMUL_DRIVER(IQ4_NL_ROW, (size_t)(k / QK) * sizeof(block_iq4_nl), ACT_Q8); }
 
 /* ---- dequantisation (get_rows): the same float operations as llamay.quants ----------------------------- */
 
