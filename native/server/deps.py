@@ -1,0 +1,17 @@
+"""FastAPI dependencies shared by the route modules."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from .service import Service
+
+
+def get_service(request: Request) -> Service:
+    """The Service the app was created with."""
+    return request.app.state.service
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]

@@ -1,0 +1,202 @@
+"""Ollama-compatible routes: generate, chat (NDJSON streaming, streaming by default), embed, tags, show, ps,
+version. The final object of a generation carries Ollama's counts and durations (nanoseconds)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from .deps import ServiceDep
+from .errors import bad_request
+from .params import from_ollama
+from .schemas import (
+    OllamaChatRequest,
+    OllamaEmbedRequest,
+    OllamaGenerateRequest,
+    OllamaShowRequest,
+)
+from .service import ServedModel, Service
+from .streaming import Generation, ndjson_stream
+from .tools import message_dicts, ollama_calls, parse_tool_calls
+
+router = APIRouter(tags=["Ollama"])
+NDJSON = "application/x-ndjson"
+DETAIL_KEYS = ("parent_model", "format", "family", "families", "parameter_size", "quantization_level")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+# -- generate -------------------------------------------------------------------------------------------------
+
+
+@router.post("/api/generate", summary="Generate a completion (NDJSON stream unless `stream: false`)",
+             responses={200: {"content": {NDJSON: {}}}})  # fmt: skip
+async def generate(body: OllamaGenerateRequest, request: Request, service: ServiceDep):
+    model = service.generative(body.model)
+    if body.images:
+        raise bad_request("images are not supported: the served model reads text only", "images")
+    if body.suffix:
+        raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
+    if not body.prompt and not body.context:
+        return {"model": model.id, "created_at": _now(), "response": "", "done": True, "done_reason": "load"}
+    if body.context:
+        prompt = service.check_ids(list(body.context), "context") + service.encode(body.prompt, add_special=False)
+    elif body.raw or body.template:
+        prompt = service.encode(body.prompt)
+    else:  # ollama renders the prompt as a one-turn chat with the model's template
+        messages = ([{"role": "system", "content": body.system}] if body.system else []) + [
+            {"role": "user", "content": body.prompt}
+        ]
+        prompt = service.chat_ids(messages)
+    params = from_ollama(body.options, body.format)
+    budget = service.budget(prompt, params.max_tokens, "num_predict")
+    gen = Generation(service, [prompt], params, [budget]).start()
+
+    def final() -> dict[str, Any]:
+        ch = gen.choices[0]
+        return {"done": True, "done_reason": ch.finish, "context": prompt + ch.tokens, **gen.timings_ns()}
+
+    if body.stream:
+        return StreamingResponse(ndjson_stream(_stream(gen, model, "response", final)), media_type=NDJSON)
+    await gen.collect(request.is_disconnected)
+    return {"model": model.id, "created_at": _now(), "response": gen.text(0), **final()}
+
+
+async def _stream(gen: Generation, model: ServedModel, key: str, final: Any) -> AsyncIterator[dict[str, Any]]:
+    async for piece in gen.pieces():
+        if piece.text:
+            value: Any = piece.text if key == "response" else {"role": "assistant", "content": piece.text}
+            yield {"model": model.id, "created_at": _now(), key: value, "done": False}
+    empty: Any = "" if key == "response" else {"role": "assistant", "content": ""}
+    yield {"model": model.id, "created_at": _now(), key: empty, **final()}
+
+
+# -- chat -----------------------------------------------------------------------------------------------------
+
+
+@router.post("/api/chat", summary="Chat (NDJSON stream unless `stream: false`)",
+             responses={200: {"content": {NDJSON: {}}}})  # fmt: skip
+async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
+    model = service.generative(body.model)
+    if not body.messages:
+        return {"model": model.id, "created_at": _now(), "message": {"role": "assistant", "content": ""},
+                "done": True, "done_reason": "load"}  # fmt: skip
+    if any(m.images for m in body.messages):
+        raise bad_request("images are not supported: the served model reads text only", "messages")
+    tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
+    prompt = service.chat_ids(message_dicts(body.messages), tools)
+    params = from_ollama(body.options, body.format)
+    budget = service.budget(prompt, params.max_tokens, "num_predict")
+    gen = Generation(service, [prompt], params, [budget]).start()
+    names = {t["function"]["name"] for t in tools} if tools else set()
+
+    def final() -> dict[str, Any]:
+        return {"done": True, "done_reason": gen.choices[0].finish, **gen.timings_ns()}
+
+    if body.stream and not names:
+        return StreamingResponse(ndjson_stream(_stream(gen, model, "message", final)), media_type=NDJSON)
+    await gen.collect(request.is_disconnected)
+    message: dict[str, Any] = {"role": "assistant", "content": gen.text(0)}
+    if names:
+        content, calls = parse_tool_calls(gen.text(0), names)
+        if calls:
+            message = {"role": "assistant", "content": content or "", "tool_calls": ollama_calls(calls)}
+    reply = {"model": model.id, "created_at": _now(), "message": message, **final()}
+    if body.stream:  # with tools the reply is parsed whole, then sent as a one-line stream
+        return StreamingResponse(ndjson_stream(_one(reply)), media_type=NDJSON)
+    return reply
+
+
+async def _one(item: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield item
+
+
+# -- embed ----------------------------------------------------------------------------------------------------
+
+
+@router.post("/api/embed", summary="Embeddings (encoder models)")
+async def embed(body: OllamaEmbedRequest, service: ServiceDep) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    texts = [body.input] if isinstance(body.input, str) else list(body.input)
+    if not texts or len(texts) > 256:
+        raise bad_request(f"between 1 and 256 inputs per request, got {len(texts)}", "input")
+    model, vectors, n_tokens = await service.embed(body.model, texts)
+    return {"model": model.id, "embeddings": vectors, "total_duration": int((time.perf_counter() - t0) * 1e9),
+            "load_duration": 0, "prompt_eval_count": n_tokens}  # fmt: skip
+
+
+# -- models ---------------------------------------------------------------------------------------------------
+
+
+def _entry(service: Service, m: ServedModel) -> dict[str, Any]:
+    d = m.details
+    modified = datetime.fromtimestamp(m.path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+    return {
+        "name": f"{m.id}:latest",
+        "model": f"{m.id}:latest",
+        "modified_at": modified,
+        "size": d["size"],
+        "digest": m.digest.removeprefix("sha256:"),
+        "details": {k: d[k] for k in DETAIL_KEYS},
+    }
+
+
+@router.get("/api/tags", summary="Models available")
+async def tags(service: ServiceDep) -> dict[str, Any]:
+    return {"models": [_entry(service, m) for m in service.models]}
+
+
+@router.get("/api/ps", summary="Models loaded (all of them, for the server's lifetime)")
+async def ps(service: ServiceDep) -> dict[str, Any]:
+    out = []
+    for m in service.models:
+        e = _entry(service, m)
+        e.pop("modified_at")
+        out.append({**e, "expires_at": "9999-12-31T23:59:59Z", "size_vram": 0})
+    return {"models": out}
+
+
+@router.post("/api/show", summary="A model's details, template and parameters")
+async def show(body: OllamaShowRequest, service: ServiceDep) -> dict[str, Any]:
+    if not (body.model or body.name):
+        raise bad_request("give the model's name in `model`", "model")
+    m = service.find(body.model or body.name)
+    model = m.model
+    cfg = model.cfg
+    info = {
+        "general.architecture": cfg.arch,
+        "general.name": model.name,
+        "general.parameter_count": m.details["parameter_count"],
+        f"{cfg.arch}.context_length": cfg.n_ctx_train,
+        f"{cfg.arch}.embedding_length": cfg.n_embd,
+        f"{cfg.arch}.block_count": cfg.n_layer,
+        f"{cfg.arch}.attention.head_count": cfg.n_head,
+        "tokenizer.ggml.model": model.file.get("tokenizer.ggml.model"),
+        "llamay.context_length": service.n_ctx if m.kind == "generate" else cfg.n_ctx_train,
+    }
+    caps = ["completion"] if m.kind == "generate" else ["embedding"]
+    if m.kind == "generate" and service.supports_tools:
+        caps.append("tools")
+    template = model.tokenizer.chat_template_source or "" if m.kind == "generate" else ""
+    return {
+        "license": model.file.get("general.license") or "",
+        "modelfile": f"FROM {m.path}\n",
+        "parameters": f"num_ctx {service.n_ctx}",
+        "template": template,
+        "details": _entry(service, m)["details"],
+        "model_info": info,
+        "capabilities": caps,
+        "modified_at": _entry(service, m)["modified_at"],
+    }
+
+
+@router.get("/api/version", summary="Server version")
+async def version(service: ServiceDep) -> dict[str, str]:
+    return {"version": service.version}

@@ -1,0 +1,266 @@
+"""OpenAI-compatible routes: chat completions, completions, embeddings, models (streaming as SSE)."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from .deps import ServiceDep
+from .errors import bad_request
+from .params import from_openai
+from .schemas import (
+    ChatCompletion,
+    ChatCompletionRequest,
+    Completion,
+    CompletionRequest,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    ModelCard,
+    ModelList,
+)
+from .service import Service
+from .streaming import SSE_HEADERS, Generation, Piece, sse_stream
+from .tools import message_dicts, openai_calls, parse_tool_calls
+
+router = APIRouter(tags=["OpenAI"])
+
+
+# -- models ---------------------------------------------------------------------------------------------------
+
+
+@router.get("/v1/models", response_model=ModelList, summary="List the served models")
+async def list_models(service: ServiceDep) -> dict[str, Any]:
+    return {"object": "list", "data": [_card(m) for m in service.models]}
+
+
+@router.get("/v1/models/{model}", response_model=ModelCard, summary="One served model")
+async def get_model(model: str, service: ServiceDep) -> dict[str, Any]:
+    return _card(service.find(model))
+
+
+def _card(m: Any) -> dict[str, Any]:
+    return {"id": m.id, "object": "model", "created": m.created, "owned_by": "llamay"}
+
+
+# -- chat -----------------------------------------------------------------------------------------------------
+
+
+@router.post(
+    "/v1/chat/completions",
+    response_model=ChatCompletion,
+    summary="Chat completion (streams SSE chunks with `stream: true`, ending in `data: [DONE]`)",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def chat_completions(body: ChatCompletionRequest, request: Request, service: ServiceDep):
+    model = service.generative(body.model)
+    tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
+    if body.tool_choice == "none":
+        tools = None
+    prompt = service.chat_ids(message_dicts(body.messages), tools)
+    max_tokens = body.max_completion_tokens or body.max_tokens
+    param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
+    budget = service.budget(prompt, max_tokens, param)
+    logprobs = (body.top_logprobs or 0) if body.logprobs else None
+    params = from_openai(body, service.tokenizer.n_vocab, max_tokens=budget, logprobs=logprobs,
+                         fmt=body.response_format)  # fmt: skip
+    gen = Generation(service, [prompt], params, [budget]).start()
+    tool_names = {t["function"]["name"] for t in tools} if tools else set()
+    head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
+            "system_fingerprint": service.fingerprint}  # fmt: skip
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        events = _chat_chunks(gen, head, tool_names, include_usage)
+        return StreamingResponse(sse_stream(events), media_type="text/event-stream", headers=SSE_HEADERS)
+    await gen.collect(request.is_disconnected)
+    choices = []
+    for i, ch in enumerate(gen.choices):
+        message: dict[str, Any] = {"role": "assistant", "content": gen.text(i)}
+        finish = ch.finish
+        if tool_names:
+            content, calls = parse_tool_calls(gen.text(i), tool_names)
+            if calls:
+                message = {"role": "assistant", "content": content, "tool_calls": openai_calls(calls)}
+                finish = "tool_calls"
+        choices.append({"index": i, "message": message, "logprobs": _chat_logprobs(service, ch.job, gen, i),
+                        "finish_reason": finish})  # fmt: skip
+    return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage()}
+
+
+async def _chat_chunks(gen: Generation, head: dict[str, Any], tool_names: set[str],
+                       include_usage: bool) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    chunk = {**head, "object": "chat.completion.chunk"}
+    if include_usage:
+        chunk["usage"] = None
+    service = gen.service
+    for i in range(len(gen.choices)):
+        yield {**chunk, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                     "finish_reason": None}]}  # fmt: skip
+    held: dict[int, list[str]] = {i: [] for i in range(len(gen.choices))}  # with tools: the reply, parsed at its end
+    async for piece in gen.pieces():
+        logprobs = _chat_logprob_piece(service, piece)
+        if tool_names:
+            held[piece.index].append(piece.text)
+            if piece.finish is None:
+                continue
+            content, calls = parse_tool_calls("".join(held[piece.index]), tool_names)
+            delta: dict[str, Any] = {"content": content}
+            if calls:
+                delta["tool_calls"] = [{"index": k, **c} for k, c in enumerate(openai_calls(calls))]
+            finish = "tool_calls" if calls else piece.finish
+            yield {**chunk, "choices": [{"index": piece.index, "delta": delta, "logprobs": None,
+                                         "finish_reason": finish}]}  # fmt: skip
+            continue
+        if piece.text or logprobs:
+            yield {**chunk, "choices": [{"index": piece.index, "delta": {"content": piece.text},
+                                         "logprobs": logprobs, "finish_reason": None}]}  # fmt: skip
+        if piece.finish is not None:
+            yield {**chunk, "choices": [{"index": piece.index, "delta": {}, "logprobs": None,
+                                         "finish_reason": piece.finish}]}  # fmt: skip
+    if include_usage:
+        yield {**chunk, "choices": [], "usage": gen.usage()}
+
+
+def _token_entry(service: Service, tok: int, lp: float) -> dict[str, Any]:
+    data = service.tokenizer.token_bytes(tok)
+    return {"token": data.decode("utf-8", "replace"), "logprob": lp, "bytes": list(data)}
+
+
+def _chat_logprob_piece(service: Service, piece: Piece) -> dict[str, Any] | None:
+    if piece.token is None or piece.logprob is None:
+        return None
+    entry = _token_entry(service, piece.token, piece.logprob)
+    entry["top_logprobs"] = [_token_entry(service, t, lp) for t, lp in piece.top]
+    return {"content": [entry]}
+
+
+def _chat_logprobs(service: Service, job: Any, gen: Generation, i: int) -> dict[str, Any] | None:
+    lps = gen.choices[i].logprobs
+    if gen.params.logprobs is None:
+        return None
+    content = []
+    for tok, lp, top in lps:
+        entry = _token_entry(service, tok, lp)
+        entry["top_logprobs"] = [_token_entry(service, t, v) for t, v in top]
+        content.append(entry)
+    return {"content": content}
+
+
+# -- completions ----------------------------------------------------------------------------------------------
+
+
+@router.post(
+    "/v1/completions",
+    response_model=Completion,
+    summary="Text completion (streams SSE chunks with `stream: true`, ending in `data: [DONE]`)",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def completions(body: CompletionRequest, request: Request, service: ServiceDep):
+    model = service.generative(body.model)
+    if body.suffix:
+        raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
+    if body.best_of is not None and body.best_of != body.n:
+        raise bad_request("best_of must equal n (candidates are not ranked)", "best_of")
+    prompts = _prompts(service, body.prompt)
+    budgets = [service.budget(p, body.max_tokens or 16) for p in prompts]
+    params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
+                         fmt=body.response_format)  # fmt: skip
+    gen = Generation(service, prompts, params, budgets).start()
+    head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
+            "system_fingerprint": service.fingerprint}  # fmt: skip
+    echo = [service.tokenizer.decode(p) if body.echo else "" for p in prompts]
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        events = _completion_chunks(gen, head, echo, include_usage)
+        return StreamingResponse(sse_stream(events), media_type="text/event-stream", headers=SSE_HEADERS)
+    await gen.collect(request.is_disconnected)
+    choices = []
+    for i, ch in enumerate(gen.choices):
+        prefix = echo[i // params.n]
+        choices.append({"index": i, "text": prefix + gen.text(i), "finish_reason": ch.finish,
+                        "logprobs": _completion_logprobs(service, gen, i, len(prefix))})  # fmt: skip
+    return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage()}
+
+
+def _prompts(service: Service, prompt: Any) -> list[list[int]]:
+    if isinstance(prompt, str):
+        items: list[Any] = [prompt]
+    elif prompt and isinstance(prompt[0], int):
+        items = [prompt]
+    else:
+        items = list(prompt)
+    if not items:
+        raise bad_request("the prompt is empty", "prompt")
+    if len(items) > 64:
+        raise bad_request(f"at most 64 prompts per request, got {len(items)}", "prompt")
+    return [service.check_ids(service.encode(p) if isinstance(p, str) else list(p)) for p in items]
+
+
+async def _completion_chunks(gen: Generation, head: dict[str, Any], echo: list[str],
+                             include_usage: bool) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    chunk = {**head, "object": "text_completion"}
+    if include_usage:
+        chunk["usage"] = None
+    n = gen.params.n
+    for i in range(len(gen.choices)):
+        if echo[i // n]:
+            yield {**chunk, "choices": [{"index": i, "text": echo[i // n], "logprobs": None, "finish_reason": None}]}
+    async for piece in gen.pieces():
+        logprobs = None
+        if piece.logprob is not None and piece.token is not None:
+            logprobs = _completion_logprob_block(gen.service, [(piece.token, piece.logprob, piece.top)], 0)
+        if piece.text or logprobs or piece.finish:
+            yield {**chunk, "choices": [{"index": piece.index, "text": piece.text, "logprobs": logprobs,
+                                         "finish_reason": piece.finish}]}  # fmt: skip
+    if include_usage:
+        yield {**chunk, "choices": [], "usage": gen.usage()}
+
+
+def _completion_logprobs(service: Service, gen: Generation, i: int, offset: int) -> dict[str, Any] | None:
+    lps = gen.choices[i].logprobs
+    if gen.params.logprobs is None:
+        return None
+    return _completion_logprob_block(service, lps, offset)
+
+
+def _completion_logprob_block(service: Service, lps: list[tuple[int, float, Any]], offset: int) -> dict[str, Any]:
+    tokens, token_lps, tops, offsets = [], [], [], []
+    for tok, lp, top in lps:
+        text = service.tokenizer.token_bytes(tok).decode("utf-8", "replace")
+        tokens.append(text)
+        token_lps.append(lp)
+        tops.append({service.tokenizer.token_bytes(t).decode("utf-8", "replace"): v for t, v in top})
+        offsets.append(offset)
+        offset += len(text)
+    return {"tokens": tokens, "token_logprobs": token_lps, "top_logprobs": tops, "text_offset": offsets}
+
+
+# -- embeddings -----------------------------------------------------------------------------------------------
+
+
+@router.post("/v1/embeddings", response_model=EmbeddingResponse, summary="Sentence embeddings (encoder models)")
+async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, Any]:
+    inp = body.input
+    if isinstance(inp, str):
+        texts = [inp]
+    elif inp and all(isinstance(x, str) for x in inp):
+        texts = list(inp)
+    else:
+        raise bad_request("input must be a string or a list of strings (token ids are not accepted)", "input")
+    if not texts or len(texts) > 256:
+        raise bad_request(f"between 1 and 256 inputs per request, got {len(texts)}", "input")
+    model, vectors, n_tokens = await service.embed(body.model, texts)
+    if body.dimensions is not None and body.dimensions != len(vectors[0]):
+        raise bad_request(f"{model.id} gives {len(vectors[0])} dimensions; it cannot be shortened", "dimensions")
+    data = []
+    for i, v in enumerate(vectors):
+        value: Any = v if body.encoding_format == "float" else base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode()
+        data.append({"object": "embedding", "index": i, "embedding": value})
+    return {"object": "list", "data": data, "model": model.id,
+            "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}}  # fmt: skip

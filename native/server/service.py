@@ -1,0 +1,265 @@
+"""What the routes share: the loaded models, their names, the scheduler, prompt building and embeddings."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llamay import __version__
+from llamay.engine import Engine
+from llamay.errors import LlamayError
+from llamay.model import Model, load_model
+
+from .context_store import ContextStore
+from .errors import ApiError, bad_request
+from .metrics import Metrics
+from .scheduler import Scheduler, SchedulerConfig
+
+DEFAULT_N_CTX = 2048
+
+
+@dataclass
+class ServedModel:
+    """A model as the APIs name and describe it."""
+
+    id: str  # the name clients use (the GGUF's file stem)
+    model: Model
+    path: Path
+    aliases: frozenset[str]
+    created: int
+    kind: str  # "generate" or "embed"
+    digest: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def matches(self, name: str) -> bool:
+        base = name.removesuffix(":latest")
+        return name in self.aliases or base in self.aliases
+
+
+def describe(model: Model, path: Path) -> tuple[str, dict[str, Any]]:
+    """A digest (over the fingerprint) and Ollama-style details: family, parameter size, quantisation."""
+    f = model.file
+    n_params = sum(t.n_elements for t in f.tensors.values())
+    by_bytes: Counter[str] = Counter()
+    for t in f.tensors.values():
+        by_bytes[t.type.name] += t.nbytes
+    quant = by_bytes.most_common(1)[0][0] if by_bytes else "unknown"
+    digest = "sha256:" + hashlib.sha256(model.fingerprint).hexdigest()
+    details = {
+        "parent_model": "",
+        "format": "gguf",
+        "family": model.cfg.arch,
+        "families": [model.cfg.arch],
+        "parameter_size": _human(n_params),
+        "quantization_level": quant,
+        "parameter_count": n_params,
+        "size": os.path.getsize(path),
+    }
+    return digest, details
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f}{unit}".replace(".0", "")
+    return str(n)
+
+
+class Service:
+    def __init__(
+        self,
+        model: Model,
+        model_path: str | os.PathLike[str],
+        *,
+        n_ctx: int | None = None,
+        parallel: int = 4,
+        queue: int = 64,
+        timeout: float = 600.0,
+        prefill_chunk: int = 256,
+        embedder: Model | None = None,
+        embedder_path: str | os.PathLike[str] | None = None,
+        aliases: tuple[str, ...] = (),
+        snapshot_dir: str | os.PathLike[str] | None = None,
+        load_seconds: float = 0.0,
+    ) -> None:
+        if not model.cfg.causal:
+            raise LlamayError(f"{model.name} is an encoder ({model.cfg.arch}); serve it with --embedding-model")
+        now = int(time.time())
+        self.started = now
+        self.load_seconds = load_seconds
+        self.metrics = Metrics()
+        n_ctx = min(n_ctx or DEFAULT_N_CTX, model.cfg.n_ctx_train or DEFAULT_N_CTX)
+        self.n_ctx = n_ctx
+        self.scheduler = Scheduler(
+            model,
+            SchedulerConfig(n_ctx=n_ctx, n_seq=parallel, queue=queue, timeout=timeout, prefill_chunk=prefill_chunk),
+            self.metrics,
+        )
+        path = Path(model_path)
+        digest, details = describe(model, path)
+        self.generator = ServedModel(path.stem, model, path, frozenset({path.stem, path.name, *aliases}), now,
+                                     "generate", digest, details)  # fmt: skip
+        self.embedder: ServedModel | None = None
+        self.embed_engine: Engine | None = None
+        if embedder is not None:
+            if embedder.cfg.causal:
+                raise LlamayError(f"{embedder.name} is a generative model without pooling: not an embedding model")
+            epath = Path(embedder_path or embedder.file.name)
+            edigest, edetails = describe(embedder, epath)
+            self.embedder = ServedModel(epath.stem, embedder, epath, frozenset({epath.stem, epath.name}), now,
+                                        "embed", edigest, edetails)  # fmt: skip
+            self.embed_engine = Engine(embedder)
+        self._embed_lock = threading.Lock()
+        self._own_snapshot_dir = snapshot_dir is None
+        self.snapshot_dir = Path(snapshot_dir or tempfile.mkdtemp(prefix="llamay-snapshots-"))
+        self.snapshot_dir.mkdir(parents=True, exist_ok=True)
+        self.contexts = ContextStore()
+        self.model_fingerprint = model.fingerprint  # what saved KV snapshots must match
+        m = self.metrics
+        st = self.scheduler.state
+        m.gauge("queue_depth", "Jobs waiting for admission.", lambda: self.scheduler.queue_depth)
+        m.gauge("running_sequences", "Sequences being prefilled or decoded.", lambda: self.scheduler.running)
+        m.gauge("batch_width", "Sequences in the last batcher step.", lambda: self.scheduler.batcher.last_batch_width)
+        m.gauge("sequences", "Sequences the server decodes together (--parallel).", lambda: st.n_seq)
+        m.gauge("kv_pages_total", "KV pages in the pool (first KV group).", lambda: st.groups[0].pages.n_pages)
+        m.gauge("kv_pages_free", "Free KV pages (first KV group).", lambda: st.groups[0].pages.n_free)
+        m.gauge("prefix_cache_pages", "Page sets held by the prefix cache.", lambda: st.prefix_cache.n_pages)
+        m.gauge("contexts", "Named contexts held.", lambda: len(self.contexts))
+
+    # -- life cycle -----------------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, model_path: str | os.PathLike[str], *, backend: str | None = None,
+             embedding_model: str | os.PathLike[str] | None = None, **kw: Any) -> Service:  # fmt: skip
+        t0 = time.perf_counter()
+        model = load_model(model_path, backend)
+        embedder = load_model(embedding_model, backend) if embedding_model else None
+        return cls(model, model_path, embedder=embedder, embedder_path=embedding_model,
+                   load_seconds=time.perf_counter() - t0, **kw)  # fmt: skip
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        self.scheduler.stop()
+        if self._own_snapshot_dir:
+            for p in self.snapshot_dir.glob("*"):
+                p.unlink(missing_ok=True)
+            self.snapshot_dir.rmdir()
+
+    @property
+    def version(self) -> str:
+        return __version__
+
+    @property
+    def fingerprint(self) -> str:
+        return f"llamay-{__version__}-{self.generator.digest[7:19]}"
+
+    # -- models ---------------------------------------------------------------------------------------------
+
+    @property
+    def models(self) -> list[ServedModel]:
+        return [self.generator] + ([self.embedder] if self.embedder else [])
+
+    @property
+    def tokenizer(self):  # llamay.tokenizer.Tokenizer of the generative model
+        return self.generator.model.tokenizer
+
+    def find(self, name: str | None, param: str = "model") -> ServedModel:
+        for m in self.models:
+            if name is not None and m.matches(name):
+                return m
+        known = ", ".join(m.id for m in self.models)
+        raise ApiError(404, f"the model {name!r} does not exist here; served: {known}", param=param,
+                       code="model_not_found")  # fmt: skip
+
+    def generative(self, name: str | None) -> ServedModel:
+        m = self.find(name)
+        if m.kind != "generate":
+            raise bad_request(f"{m.id} is an embedding model: it does not generate text", "model", "wrong_model")
+        return m
+
+    # -- prompts --------------------------------------------------------------------------------------------
+
+    def encode(self, text: str, add_special: bool = True) -> list[int]:
+        return self.tokenizer.encode(text, add_special=add_special, parse_special=True)
+
+    def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
+        tok = self.tokenizer
+        if tools and not self.supports_tools:
+            raise bad_request(
+                f"{self.generator.id}'s chat template does not support tools", "tools", "tools_not_supported"
+            )
+        try:
+            text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=tools or None)
+        except LlamayError as e:
+            raise bad_request(f"the chat template cannot render these messages: {e}", "messages") from None
+        ids = self.encode(text)
+        if len(ids) > 1 and ids[0] == ids[1] == tok.bos_id:  # the template wrote the BOS text itself
+            del ids[0]
+        return ids
+
+    @property
+    def supports_tools(self) -> bool:
+        source = self.tokenizer.chat_template_source or ""
+        return "tools" in source
+
+    def check_ids(self, ids: list[int], param: str = "prompt") -> list[int]:
+        n_vocab = self.tokenizer.n_vocab
+        if not ids:
+            raise bad_request("the prompt is empty", param)
+        bad = next((t for t in ids if not 0 <= t < n_vocab), None)
+        if bad is not None:
+            raise bad_request(f"token id {bad} is outside the vocabulary of {n_vocab}", param)
+        return ids
+
+    def budget(self, prompt: list[int], max_tokens: int | None, param: str = "max_tokens") -> int:
+        """Tokens a reply may have: the request's max, within the context; a prompt that leaves no room and an
+        absurd max_tokens are refused (never silently truncated)."""
+        n_ctx = self.n_ctx
+        if len(prompt) + 1 > n_ctx:
+            raise bad_request(
+                f"the prompt has {len(prompt)} tokens but the context holds {n_ctx} (including at least one "
+                "generated token): shorten it",
+                "messages" if param == "max_completion_tokens" else "prompt",
+                "context_length_exceeded",
+            )
+        if max_tokens is not None and max_tokens > n_ctx:
+            raise bad_request(f"{param} is {max_tokens}, more than the whole context of {n_ctx} tokens", param)
+        room = n_ctx - len(prompt)
+        return room if max_tokens is None else min(max_tokens, room)
+
+    # -- embeddings -----------------------------------------------------------------------------------------
+
+    async def embed(self, name: str, texts: list[str]) -> tuple[ServedModel, list[list[float]], int]:
+        m = self.find(name)
+        if m.kind != "embed" or self.embed_engine is None:
+            hint = (
+                f"; embeddings are served by {self.embedder.id}"
+                if self.embedder
+                else "; start the server with --embedding-model PATH (an encoder such as all-MiniLM-L6-v2)"
+            )
+            raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", "model",
+                              "model_not_embedding")  # fmt: skip
+        engine = self.embed_engine
+        n_ctx = engine.state.n_ctx
+        ids = [engine.tokenizer.encode(t) for t in texts]
+        for i, x in enumerate(ids):
+            if len(x) > n_ctx:
+                raise bad_request(f"input {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}", "input",
+                                  "context_length_exceeded")  # fmt: skip
+
+        def run() -> list[list[float]]:
+            with self._embed_lock:
+                return engine.embed(texts)
+
+        vectors = await asyncio.to_thread(run)
+        return m, vectors, sum(map(len, ids))

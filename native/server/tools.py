@@ -1,0 +1,93 @@
+"""Chat messages into the shape chat templates expect, and tool calls out of generated text.
+
+Templates that support tools (Qwen, Hermes, Llama 3.x, SmolLM3 ...) are given the request's `tools`; the model
+then answers with calls written inside `<tool_call>...</tool_call>` (the Hermes convention most templates use)
+or as a bare JSON object `{"name": ..., "arguments": ...}`. Both are recognised here; anything else is text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import uuid
+from typing import Any
+
+TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+
+def message_dicts(messages: list[Any]) -> list[dict[str, Any]]:
+    """Pydantic chat messages (OpenAI or Ollama) as template-ready dicts: text parts joined, the `developer`
+    role as `system`, tool-call arguments as objects."""
+    out = []
+    for m in messages:
+        d: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
+        if getattr(m, "name", None):
+            d["name"] = m.name
+        if getattr(m, "tool_call_id", None):
+            d["tool_call_id"] = m.tool_call_id
+        if m.tool_calls:
+            d["tool_calls"] = [_call_for_template(c) for c in m.tool_calls]
+        out.append(d)
+    return out
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.text for part in content)  # text parts only (the schema refuses others)
+
+
+def _call_for_template(call: dict[str, Any]) -> dict[str, Any]:
+    fn = dict(call.get("function") or {})
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        with contextlib.suppress(ValueError):
+            fn["arguments"] = json.loads(args)
+    return {**call, "function": fn}
+
+
+def parse_tool_calls(text: str, names: set[str]) -> tuple[str | None, list[dict[str, Any]]]:
+    """(content left, calls) of a reply; calls name one of the request's tools, arguments as parsed JSON."""
+    calls = []
+    for body in TOOL_CALL.findall(text):
+        call = _call(body, names)
+        if call:
+            calls.append(call)
+    if calls:
+        rest = TOOL_CALL.sub("", text).strip()
+        return rest or None, calls
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        call = _call(stripped, names)
+        if call:
+            return None, [call]
+    return text, []
+
+
+def _call(body: str, names: set[str]) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or obj.get("name") not in names:
+        return None
+    args = obj.get("arguments", obj.get("parameters", {}))
+    return {"name": obj["name"], "arguments": args if isinstance(args, dict) else {"value": args}}
+
+
+def openai_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)},
+        }
+        for c in calls
+    ]
+
+
+def ollama_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]

@@ -1,0 +1,81 @@
+"""The server's small parts on their own: tool-call parsing, the Prometheus page, request-to-sampler mapping."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from llamay.native.server import params
+from llamay.native.server.errors import ApiError
+from llamay.native.server.metrics import Metrics
+from llamay.native.server.schemas import CompletionRequest, OllamaOptions
+from llamay.native.server.tools import ollama_calls, openai_calls, parse_tool_calls
+
+pytestmark = pytest.mark.native_only
+
+
+def test_tool_calls_in_hermes_tags():
+    text = 'Let me look.\n<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    content, calls = parse_tool_calls(text, {"weather"})
+    assert content == "Let me look."
+    assert calls == [{"name": "weather", "arguments": {"city": "Paris"}}]
+    oa = openai_calls(calls)[0]
+    assert oa["type"] == "function" and json.loads(oa["function"]["arguments"]) == {"city": "Paris"}
+    assert oa["id"].startswith("call_")
+    assert ollama_calls(calls) == [{"function": {"name": "weather", "arguments": {"city": "Paris"}}}]
+
+
+def test_tool_calls_bare_json_and_non_calls():
+    assert parse_tool_calls('{"name": "f", "parameters": {"x": 1}}', {"f"})[1] == [{"name": "f", "arguments": {"x": 1}}]
+    assert parse_tool_calls('{"name": "other"}', {"f"}) == ('{"name": "other"}', [])
+    assert parse_tool_calls("plain text", {"f"}) == ("plain text", [])
+    assert parse_tool_calls("<tool_call>not json</tool_call>", {"f"})[1] == []
+    two = '<tool_call>{"name": "f", "arguments": {}}</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    content, calls = parse_tool_calls(two, {"f", "g"})
+    assert content is None and [c["name"] for c in calls] == ["f", "g"]
+
+
+def test_prometheus_page():
+    m = Metrics()
+    m.requests[("POST", "/v1/completions", 200)] += 3
+    m.rejected['odd"reason'] += 1
+    m.generated_tokens = 42
+    m.gauge("queue_depth", "Jobs waiting.", lambda: 2)
+    page = m.render()
+    assert 'llamay_requests_total{method="POST",route="/v1/completions",status="200"} 3' in page
+    assert 'llamay_rejected_requests_total{reason="odd\\"reason"} 1' in page
+    assert "llamay_generated_tokens_total 42" in page
+    assert "# TYPE llamay_queue_depth gauge\nllamay_queue_depth 2" in page
+    for line in page.splitlines():
+        assert line.startswith("# ") or line.startswith("llamay_")
+
+
+def test_openai_fields_to_params():
+    req = CompletionRequest(model="m", prompt="x", temperature=0.5, seed=3, stop="END", n=2, logit_bias={"7": 1.5})
+    p = params.from_openai(req, n_vocab=100, max_tokens=10, logprobs=2)
+    assert (p.temperature, p.seed, p.stop, p.n, p.logprobs, p.logit_bias) == (0.5, 3, ("END",), 2, 2, {7: 1.5})
+    s0, s1 = params.sampler_for(p, 0), params.sampler_for(p, 1)
+    assert s0.cfg.seed == 3 and s1.cfg.seed == 4
+    assert s0.cfg.temperature == 0.5
+
+
+def test_ollama_options_to_params():
+    p = params.from_ollama(OllamaOptions(num_predict=-1, temperature=0, stop=["a", ""]), "json")
+    assert p.max_tokens is None and p.temperature == 0 and p.stop == ("a",)
+    assert p.response_format == {"type": "json_object"}
+    schema = {"type": "object"}
+    assert params.from_ollama(None, schema).response_format["json_schema"]["schema"] == schema
+    with pytest.raises(ApiError):
+        params.from_ollama(None, "yaml")
+
+
+def test_unsupported_values_are_refused_by_name():
+    fields = params._config_fields()
+    p = params.GenParams(max_tokens=1, presence_penalty=0.0, logit_bias={})
+    params.check_supported(p)  # neutral values always pass
+    if "presence_penalty" not in fields:
+        with pytest.raises(ApiError, match="presence_penalty"):
+            params.check_supported(params.GenParams(max_tokens=1, presence_penalty=1.0))
