@@ -8,9 +8,9 @@
 
 #include "act.h"
 
-/* Run ROW over the matrix, one weight row against up to 2 activation rows at a time:
- *   ROW(NA, wrow, arow, astride, k, res): weight row wrow against the NA (1 or 2) activation rows at arow and
- *   arow + astride; res[j] gets the dot product with activation row j.
+/* Run ROW over the matrix, one weight row against up to 4 activation rows at a time:
+ *   ROW(NA, wrow, arow, astride, k, res): weight row wrow against the NA (1, 2 or 4) activation rows at arow +
+ *   j * astride; res[j] gets the dot product with activation row j.
  * One weight row at a time keeps the reads of the weights one sequential stream: interleaving the blocks of
  * several rows measured ~3.5x slower once a matrix no longer fits in cache (the hardware prefetcher loses the
  * streams), which every model-sized matrix does. The row stays in L1 across the n activation rows. */
@@ -19,8 +19,12 @@
         size_t rb_ = (ROW_BYTES), as_ = act_stride((KIND), k);                                        \
         for (int r_ = 0; r_ < m; r_++) {                                                              \
             const uint8_t *wr_ = w + (size_t)r_ * rb_;                                                \
-            float res_[2];                                                                            \
+            float res_[4];                                                                            \
             int j_ = 0;                                                                               \
+            for (; j_ + 4 <= n; j_ += 4) {                                                            \
+                ROW(4, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
+                for (int i_ = 0; i_ < 4; i_++) out[(size_t)(j_ + i_) * m + r_] = res_[i_];            \
+            }                                                                                         \
             for (; j_ + 2 <= n; j_ += 2) {                                                            \
                 ROW(2, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
                 out[(size_t)j_ * m + r_] = res_[0];                                                   \
@@ -32,6 +36,8 @@
             }                                                                                         \
         }                                                                                             \
     } while (0)
+
+#define MAX_NA 4 /* activation rows a kernel call takes at most */
 
 /* the first `cnt` (1..4) floats / ints at p, zeros after */
 INLINE v128_t load4_f32(const float *p, int cnt) {

@@ -28,10 +28,11 @@ INLINE float load1(int T, const uint8_t *p) {
 
 /* one weight row w by NA activation rows (kernels.h, MATMUL_DRIVER) */
 INLINE void float_row(int T, int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
-    const float *x[2] = {(const float *)arow, (const float *)(arow + astride)};
+    const float *x[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) x[j] = (const float *)(arow + j * astride);
     const size_t es = T == T_F32 ? 4 : 2; /* bytes per weight */
-    v128_t acc[2][2];
-    UNROLL for (int j = 0; j < 2; j++) acc[j][0] = acc[j][1] = wasm_f32x4_splat(0.0f);
+    v128_t acc[MAX_NA][2];
+    UNROLL for (int j = 0; j < NA; j++) acc[j][0] = acc[j][1] = wasm_f32x4_splat(0.0f);
     int i = 0;
     for (; i + 8 <= k; i += 8) {
         const uint8_t *wp = w + i * es;

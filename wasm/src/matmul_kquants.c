@@ -38,9 +38,11 @@ INLINE v128_t high_bit(v128_t h, int i) {
 INLINE void q45_k_row(int FIVE, int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
     const size_t bs = FIVE ? sizeof(block_q5_k) : sizeof(block_q4_k);
     const size_t qs_at = FIVE ? offsetof(block_q5_k, qs) : offsetof(block_q4_k, qs);
-    act_q8k a[2] = {act_q8k_row(arow, k), act_q8k_row(arow + astride, k)};
-    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-    float mins[2] = {0.0f, 0.0f};
+    act_q8k a[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) a[j] = act_q8k_row(arow + j * astride, k);
+    v128_t acc[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) acc[j] = wasm_f32x4_splat(0.0f);
+    float mins[MAX_NA] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int b = 0; b < k / QK_K; b++) {
         const uint8_t *blk = w + b * bs;
         const uint8_t *qs = blk + qs_at;
@@ -51,7 +53,8 @@ INLINE void q45_k_row(int FIVE, int NA, const uint8_t *w, const uint8_t *arow, s
             h0 = wasm_v128_load(((const block_q5_k *)blk)->qh);
             h1 = wasm_v128_load(((const block_q5_k *)blk)->qh + 16);
         }
-        v128_t isum[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+        v128_t isum[MAX_NA];
+        UNROLL for (int j = 0; j < NA; j++) isum[j] = wasm_i32x4_splat(0);
         for (int c = 0; c < 4; c++) {
             v128_t q0 = wasm_v128_load(qs + 32 * c), q1 = wasm_v128_load(qs + 32 * c + 16);
             v128_t l0 = wasm_v128_and(q0, LOW4), l1 = wasm_v128_and(q1, LOW4);
@@ -129,14 +132,16 @@ void dq_q5_k(const uint8_t *w, float *out, int k) {
 
 /* one weight row w by NA activation rows (kernels.h, MATMUL_DRIVER) */
 INLINE void q6_k_row(int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
-    act_q8k a[2] = {act_q8k_row(arow, k), act_q8k_row(arow + astride, k)};
-    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    act_q8k a[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) a[j] = act_q8k_row(arow + j * astride, k);
+    v128_t acc[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) acc[j] = wasm_f32x4_splat(0.0f);
     const v128_t three = wasm_i8x16_splat(3);
     for (int b = 0; b < k / QK_K; b++) {
         const block_q6_k *blk = (const block_q6_k *)w + b;
         v128_t scales = wasm_v128_load(blk->scales);
         v128_t sc0 = wasm_i16x8_extend_low_i8x16(scales), sc1 = wasm_i16x8_extend_high_i8x16(scales);
-        v128_t isum[2];
+        v128_t isum[MAX_NA];
         UNROLL for (int j = 0; j < NA; j++) { /* the offset: -32 * sum(scale * bsum) */
             v128_t bs0 = wasm_v128_load(a[j].bsums + 16 * b), bs1 = wasm_v128_load(a[j].bsums + 16 * b + 8);
             v128_t off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(bs0, sc0), wasm_i32x4_dot_i16x8(bs1, sc1));
@@ -200,14 +205,16 @@ void dq_q6_k(const uint8_t *w, float *out, int k) {
  * element 128h + 32j + 16p + l: crumb j of qs[32h + 16p + l], sub-block 8h + 2j + p */
 
 INLINE void q2_k_row(int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
-    act_q8k a[2] = {act_q8k_row(arow, k), act_q8k_row(arow + astride, k)};
-    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    act_q8k a[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) a[j] = act_q8k_row(arow + j * astride, k);
+    v128_t acc[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) acc[j] = wasm_f32x4_splat(0.0f);
     const v128_t three = wasm_i8x16_splat(3);
     for (int b = 0; b < k / QK_K; b++) {
         const block_q2_k *blk = (const block_q2_k *)w + b;
         v128_t mins = wasm_u8x16_shr(wasm_v128_load(blk->scales), 4);
         v128_t mn0 = wasm_u16x8_extend_low_u8x16(mins), mn1 = wasm_u16x8_extend_high_u8x16(mins);
-        v128_t isum[2], msum[2];
+        v128_t isum[MAX_NA], msum[MAX_NA];
         UNROLL for (int j = 0; j < NA; j++) {
             const int16_t *bs = a[j].bsums + 16 * b;
             msum[j] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(bs), mn0),
@@ -265,8 +272,10 @@ INLINE void q3_scales(const uint8_t *s, int *sc) {
 }
 
 INLINE void q3_k_row(int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
-    act_q8k a[2] = {act_q8k_row(arow, k), act_q8k_row(arow + astride, k)};
-    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    act_q8k a[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) a[j] = act_q8k_row(arow + j * astride, k);
+    v128_t acc[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) acc[j] = wasm_f32x4_splat(0.0f);
     const v128_t three = wasm_i8x16_splat(3), one = wasm_i8x16_splat(1);
     for (int b = 0; b < k / QK_K; b++) {
         const block_q3_k *blk = (const block_q3_k *)w + b;
@@ -274,7 +283,7 @@ INLINE void q3_k_row(int NA, const uint8_t *w, const uint8_t *arow, size_t astri
         q3_scales(blk->scales, sc);
         v128_t sc0 = wasm_i16x8_make(sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6], sc[7]);
         v128_t sc1 = wasm_i16x8_make(sc[8], sc[9], sc[10], sc[11], sc[12], sc[13], sc[14], sc[15]);
-        v128_t isum[2];
+        v128_t isum[MAX_NA];
         UNROLL for (int j = 0; j < NA; j++) { /* the offset: -4 * sum(scale * bsum) */
             const int16_t *bs = a[j].bsums + 16 * b;
             v128_t off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(bs), sc0),
@@ -329,12 +338,15 @@ INLINE int iq4_xs_scale(const block_iq4_xs *blk, int ib) {
 }
 
 INLINE void iq4_xs_row(int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
-    act_q8k a[2] = {act_q8k_row(arow, k), act_q8k_row(arow + astride, k)};
-    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    act_q8k a[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) a[j] = act_q8k_row(arow + j * astride, k);
+    v128_t acc[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) acc[j] = wasm_f32x4_splat(0.0f);
     const v128_t levels = wasm_i8x16_make(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
     for (int b = 0; b < k / QK_K; b++) {
         const block_iq4_xs *blk = (const block_iq4_xs *)w + b;
-        v128_t isum[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+        v128_t isum[MAX_NA];
+        UNROLL for (int j = 0; j < NA; j++) isum[j] = wasm_i32x4_splat(0);
         for (int ib = 0; ib < 8; ib++) {
             v128_t q = wasm_v128_load(blk->qs + 16 * ib);
             v128_t lo = lookup16(levels, wasm_v128_and(q, LOW4)), hi = lookup16(levels, wasm_u8x16_shr(q, 4));

@@ -115,8 +115,10 @@ INLINE void legacy_quad(int T, int NA, const uint8_t *w, const act_q8 *a, int b,
 /* one weight row w by NA activation rows (kernels.h, MATMUL_DRIVER), 4 blocks at a time */
 INLINE void legacy_row(int T, int NA, const uint8_t *w, const uint8_t *arow, size_t astride, int k, float *res) {
     const int nb = k / QK;
-    act_q8 a[2] = {act_q8_row(arow, k), act_q8_row(arow + astride, k)};
-    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    act_q8 a[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) a[j] = act_q8_row(arow + j * astride, k);
+    v128_t acc[MAX_NA];
+    UNROLL for (int j = 0; j < NA; j++) acc[j] = wasm_f32x4_splat(0.0f);
     int b = 0;
     for (; b + 4 <= nb; b += 4) legacy_quad(T, NA, w, a, b, 4, acc);
     if (b < nb) legacy_quad(T, NA, w, a, b, nb - b, acc);
