@@ -4,7 +4,7 @@
  * sub-blocks are summed with their scales in i32 (i32x4.dot_i16x8 applies the scale while widening), and
  * only then does one float step per super-block apply d_w * d_x. Mins (Q4_K, Q5_K) and Q6_K's offset of 32
  * come off through Q8_K's bsums (sums of the activation quants by 16); so do Q2_K's mins and Q3_K's offset of 4.
- * Each kernel runs one weight row against 1 or 2 activation rows (kernels.h); per super-block the integer sums
+ * Each kernel runs one weight row against up to 4 activation rows (kernels.h); per super-block the integer sums
  * (an i32x4 of partial sums) take one float step: acc += (float)isum * d_w * d_x. */
 #include "kernels.h"
 

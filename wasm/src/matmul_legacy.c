@@ -4,7 +4,7 @@
  * acc += (float)dot * (d_w * d_x). The 4- and 5-bit quants are unsigned; their offset (8 or 16) comes off
  * as offset * sum(x_q), an integer kept per activation block. Q4_1/Q5_1 add m_w * s_x (Q8_1's s).
  *
- * A kernel runs one weight row against 1 or 2 activation rows (kernels.h), 4 consecutive blocks at a time: the
+ * A kernel runs one weight row against up to 4 activation rows (kernels.h), 4 consecutive blocks at a time: the
  * 4 blocks' integer dots are reduced into one i32x4 (lane i: block i), their fp16 scales converted together
  * and the activation scales (and sums) loaded as one vector, so the float step is a handful of vector
  * operations per 4 blocks. */
