@@ -104,18 +104,21 @@ class WasmBackend:
         if n_out == 1 and t != GGMLType.F32:  # a vector: decoded once for the elementwise kernels
             f32 = self.rt.alloc(F32 * n_in)
             self.write_i32(self._ids, (0,))
-            self._check(self.fn["llamay_get_rows"](int(t), f32, addr, self._ids, 1, n_in), name)
+            self._check(self.fn["llamay_get_rows"](int(t), f32, addr, self._ids, 1, n_in, 1), name)
         return Weight(name, t, n_in, n_out, WasmWeight(addr, f32, data))
 
     @staticmethod
     def _check(rc: int, what: str) -> None:
-        if rc:
+        if rc:  # -1: type not run, -2: rows not whole blocks (bind refuses both first)
             raise LlamayError(f"wasm kernel failed on {what} (code {rc})")
 
     # -- kernels --------------------------------------------------------------------------------------------
 
     def get_rows(self, out: int, w: Weight, ids: int, n: int) -> None:
-        self._check(self.fn["llamay_get_rows"](int(w.type), out, w.handle.addr, ids, n, w.n_in), w.name)
+        rc = self.fn["llamay_get_rows"](int(w.type), out, w.handle.addr, ids, n, w.n_in, w.n_out)
+        if rc == -3:
+            raise LlamayError(f"{w.name}: a row id is outside 0..{w.n_out - 1}")
+        self._check(rc, w.name)
 
     def matmul(self, out: int, w: Weight, x: int, n: int) -> None:
         t = int(w.type)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from ..errors import LlamayError
 from ..platform import IS_PYODIDE
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 PLAIN, RELAXED = "simd128", "relaxed"
 MODULES = {PLAIN: "llamay_kernels.wasm", RELAXED: "llamay_kernels_relaxed.wasm"}
 VARIANT_ENV = "LLAMAY_WASM_VARIANT"  # simd128 | relaxed: force one module instead of detecting
@@ -35,7 +35,7 @@ SIGNATURES: dict[str, tuple[str, str]] = {
     "llamay_act_bytes": ("i", "iii"),
     "llamay_round_row": ("i", "iiiiii"),
     "llamay_matmul": ("i", "iiiiiiii"),
-    "llamay_get_rows": ("i", "iiiiii"),
+    "llamay_get_rows": ("i", "iiiiiii"),
     "llamay_rms_norm": ("v", "iiiiid"),
     "llamay_layer_norm": ("v", "iiiiiid"),
     "llamay_add_bias": ("v", "iiii"),

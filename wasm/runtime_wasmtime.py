@@ -14,7 +14,9 @@ Nothing else in llamay imports wasmtime.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import weakref
 from typing import Any
 
 import wasmtime
@@ -68,6 +70,17 @@ def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close stores and engines while wasmtime's module is still whole: left to interpreter shutdown, their
+    finalizers can run after its ctypes bindings are gone and print TypeErrors."""
+    for rt in list(_LIVE):
+        rt.close()
+
+
 def _i32(v: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
@@ -88,6 +101,14 @@ class WasmtimeRuntime:
         self._check_exports(module)
         if self.fn["llamay_abi_version"]() != ABI_VERSION:
             raise LlamayError(f"{MODULES[self.variant]}: ABI {self.fn['llamay_abi_version']()}, expected {ABI_VERSION}")
+        _LIVE.add(self)
+
+    def close(self) -> None:
+        """Free the store (and with it the memory and instance) and the engine; the runtime is unusable after."""
+        for obj in (getattr(self, "store", None), getattr(self, "engine", None)):
+            if obj is not None:
+                obj.close()
+        self.fn = {}
 
     def detect(self) -> str:
         """RELAXED if this engine validates the relaxed module, else PLAIN."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from llamay.errors import UnsupportedTypeError
+from llamay.errors import LlamayError, UnsupportedTypeError
 from llamay.ggml_types import GGMLType, block_size, type_size
 from llamay.kernels import get_backend
 from llamay.kernels.activations import VEC_DOT_TYPE, round_row
@@ -167,6 +167,14 @@ def test_get_rows_is_exact_for_every_type(be, t):
         b.get_rows(out, b.bind("w", t, (n_in, n_out), memoryview(data)), idb, len(ids))
         outs.append(array("f", b.read_f32(out, 0, len(ids) * n_in)).tobytes())
     assert outs[0] == outs[1]
+
+
+def test_get_rows_refuses_ids_out_of_range(be):
+    w = be.bind("token_embd.weight", GGMLType.F32, (4, 3), memoryview(bytes(4 * 12)))
+    out, ids = be.alloc_f32(8), be.alloc_i32(2)
+    be.write_i32(ids, [1, 3])
+    with pytest.raises(LlamayError, match=r"outside 0\.\.2"):
+        be.get_rows(out, w, ids, 2)
 
 
 # ---- activation rounding: bit for bit ---------------------------------------------------------------------

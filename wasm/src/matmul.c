@@ -2,7 +2,7 @@
  * what the Python side asks about the module (ABI version, build variant, struct sizes). */
 #include "kernels.h"
 
-#define ABI_VERSION 1
+#define ABI_VERSION 2
 
 EXPORT int32_t llamay_abi_version(void) { return ABI_VERSION; }
 
@@ -199,11 +199,14 @@ static void dequantize_row(int type, const uint8_t *w, float *out, int k) {
     }
 }
 
-/* out (n, k) = rows ids[0..n) of w (rows of k elements of `type`), dequantised exactly. Returns 0 or -1/-2. */
-EXPORT int32_t llamay_get_rows(int32_t type, float *out, const uint8_t *w, const int32_t *ids, int32_t n,
-                               int32_t k) {
+/* out (n, k) = rows ids[0..n) of w (m rows of k elements of `type`), dequantised exactly. Returns 0, -1 for a type
+ * it does not run, -2 for k not a whole number of blocks, -3 for an id outside 0..m-1 (nothing written). */
+EXPORT int32_t llamay_get_rows(int32_t type, float *out, const uint8_t *w, const int32_t *ids, int32_t n, int32_t k,
+                               int32_t m) {
     if (!llamay_supports(type)) return -1;
     if (k % block_elements(type)) return -2;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m) return -3;
     size_t rb = (size_t)(k / block_elements(type)) * (size_t)llamay_block_sizeof(type);
     for (int i = 0; i < n; i++) dequantize_row(type, w + (size_t)ids[i] * rb, out + (size_t)i * k, k);
     return 0;
