@@ -22,6 +22,7 @@ def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> None:
         counts[s] = counts.get(s, 0) + 1
     for s, c in counts.items():
         seq = st.sequences[s]
+        seq.active = True
         if seq.n_past + c > st.n_ctx:
             raise LlamayError(f"sequence {s}: {seq.n_past + c} positions exceed the context of {st.n_ctx}")
         for g, table in zip(st.groups, seq.tables, strict=True):

@@ -27,7 +27,7 @@ class Sequence:
     index: int  # its row in each group's page_off / seq_len
     tables: list[list[int]]
     tokens: list[int] = field(default_factory=list)
-    active: bool = False
+    active: bool = False  # acquired, or written by a forward pass (so `acquire` never hands it out)
 
     @property
     def n_past(self) -> int:
@@ -125,7 +125,6 @@ class State:
         self.logits = None  # (n_outputs, n_vocab)
         self.reserve_outputs(n_outputs)
         self.sequences = [Sequence(i, [[] for _ in self.groups]) for i in range(n_seq)]
-        self.sequences[0].active = True  # single-sequence users never acquire
         self.prefix_cache: RadixCache | None = None
         if prefix_cache:
             self.prefix_cache = RadixCache([g.pages for g in self.groups], page_size)
@@ -156,8 +155,7 @@ class State:
         if cache:
             self.cache_prefix(seq)
         self.truncate(seq, 0)
-        if seq != 0 or self.n_seq > 1:
-            self.sequences[seq].active = False
+        self.sequences[seq].active = False
 
     def truncate(self, seq: int, n: int) -> None:
         """Keep the first n cached positions of a sequence; pages past them go back to the pool."""

@@ -163,14 +163,10 @@ class Scheduler:
         self.cfg = cfg
         self.metrics = metrics or Metrics()
         pages_per_seq = -(-cfg.n_ctx // cfg.page_size)
-        # A State of one sequence belongs to a single user (its sequence 0 is never released), so the State has
-        # at least two; admission keeps to cfg.n_seq running jobs.
         self.state = model.new_state(
-            n_ctx=cfg.n_ctx, n_batch=cfg.n_batch, n_seq=max(cfg.n_seq, 2), n_outputs=cfg.n_seq,
+            n_ctx=cfg.n_ctx, n_batch=cfg.n_batch, n_seq=cfg.n_seq, n_outputs=cfg.n_seq,
             page_size=cfg.page_size, n_pages=(cfg.n_seq + cfg.spare_contexts) * pages_per_seq, prefix_cache=True,
         )  # fmt: skip
-        # State marks sequence 0 busy for single-sequence users; here every sequence is acquired at admission
-        self.state.sequences[0].active = False
         self.batcher = _KeepingBatcher(model, self.state, prefill_chunk=cfg.prefill_chunk)
         self._cond = threading.Condition()
         self._pending: collections.deque[Job] = collections.deque()
