@@ -197,7 +197,11 @@ class GGUFFile:
             if use_mmap:
                 m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 return cls(m, name, owner=m)
-            return cls(f.read(), name)
+            # no mmap (Pyodide): one writable buffer, so kernels that need a writable view read weights in place
+            buf = bytearray(size)
+            if f.readinto(buf) != size:
+                raise GGUFError(f"{name}: offset 0: the file changed size while being read")
+            return cls(buf, name)
 
     def close(self) -> None:
         view, self._view = getattr(self, "_view", None), None

@@ -36,10 +36,9 @@ def get_backend(name: str | None = None) -> Backend:
     if name not in _instances:
         module, cls = BACKENDS[name]
         try:
-            mod = importlib.import_module(module)
-        except ImportError as e:
+            _instances[name] = getattr(importlib.import_module(module), cls)()
+        except (ImportError, OSError) as e:  # a missing runtime, also when the constructor loads it
             raise LlamayError(f"backend {name!r} is not available here: {e}") from e
-        _instances[name] = getattr(mod, cls)()
     return _instances[name]
 
 
