@@ -5,7 +5,8 @@ picks the type's kernels once, from the tables below; the hot methods only call 
 `llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`).
 
 Threads: numba's parallel loops (matmul rows, attention heads). The count is `LLAMAY_THREADS`, else numba's
-default, never more than the cores this process may run on; `set_threads(n)` changes it.
+default, never more than the cores this process may run on; `set_threads(n)` changes it. Kernels with less
+than `LLAMAY_PARALLEL_MIN_WORK` multiply-adds (default PARALLEL_MIN_WORK) run on one thread.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .kernels import matmul_float as mf
 from .kernels import matmul_kquants as mk
 from .kernels import matmul_legacy as ml
 from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
+from .kernels.panels import PANEL
 
 # activation scratch kinds: what a weight type's matmul quantises x into
 FLOAT, Q8, Q8K = "float", "q8", "q8k"
@@ -52,6 +54,10 @@ KERNELS: dict[GGMLType, tuple[Callable, str, Callable]] = {
     GGMLType.Q6_K: (mk.matmul_q6_k, Q8K, dq.get_rows_q6_k),
     GGMLType.IQ4_XS: (mk.matmul_iq4_xs, Q8K, dq.get_rows_iq4_xs),
 }
+
+
+# multiply-adds below which a kernel runs on one thread (about 100 µs of one core's work)
+PARALLEL_MIN_WORK = 2_000_000
 
 
 def available_cores() -> int:
@@ -83,10 +89,14 @@ class NumbaBackend:
         env = os.environ.get("LLAMAY_THREADS", "").strip()
         self.n_threads = 0
         self.set_threads(int(env) if env else numba.config.NUMBA_NUM_THREADS)
+        min_work = os.environ.get("LLAMAY_PARALLEL_MIN_WORK", "").strip()
+        self.parallel_min_work = int(min_work) if min_work else PARALLEL_MIN_WORK
         self._one = np.ones(1, np.float32)  # stands in for an absent weight vector
-        self._cap = 0  # activation elements the scratch below holds
+        self._cap = 0  # activation elements (rows × n_in) the scratch holds
+        self._panel_in = 0  # the longest row the panel scratch holds
+        self._panel_q = np.zeros((0, 0), np.uint8)
         self._scratch: dict[str, tuple[np.ndarray, ...]] = {}
-        self._grow(QK8_K)
+        self._grow(1, QK8_K)
         self._scores = np.zeros((1, 1), np.float32)  # (threads, n_slots): attention scores
         self._slots = np.zeros((1, 1), np.int32)  # (threads, n_slots): the cache slots of the keys
         self._cos_sin = np.zeros(2, np.float64)  # (n_rot,): rope's cos and sin per pair
@@ -96,14 +106,17 @@ class NumbaBackend:
     def set_threads(self, n: int) -> int:
         """Use n threads (at least 1, at most the cores and numba's pool); returns the count in effect."""
         self.n_threads = max(1, min(int(n), available_cores(), numba.config.NUMBA_NUM_THREADS))
-        self._use_threads()
         return self.n_threads
 
-    def _use_threads(self) -> None:
+    def _threads_for(self, work: int) -> None:
+        """Run the next parallel kernel on all threads if it has `work` multiply-adds to share, else on one:
+        below PARALLEL_MIN_WORK the fork and join cost about what a second thread saves, and a thread that the
+        OS has preempted (a busy machine) stalls the whole kernel for a time slice."""
+        n = self.n_threads if work >= self.parallel_min_work else 1
         # numba's thread count belongs to the calling Python thread: set it wherever kernels are called from
-        if getattr(self._tls, "n", 0) != self.n_threads:
-            numba.set_num_threads(self.n_threads)
-            self._tls.n = self.n_threads
+        if getattr(self._tls, "n", 0) != n:
+            numba.set_num_threads(n)
+            self._tls.n = n
 
     # -- memory ---------------------------------------------------------------------------------------------
 
@@ -127,18 +140,31 @@ class NumbaBackend:
     def copy(self, dst: np.ndarray, dst_off: int, src: np.ndarray, src_off: int, n: int) -> None:
         dst[dst_off : dst_off + n] = src[src_off : src_off + n]
 
-    def _grow(self, n_elements: int) -> None:
-        """Activation scratch for n_elements (rows × n_in) values; grown, never shrunk, between calls."""
-        if n_elements <= self._cap:
-            return
-        n = self._cap = max(n_elements, 2 * self._cap)
-        nb, nbk = n // QK8_0 + 1, n // QK8_K + 1
-        xq = np.zeros(n, np.int8)  # (rows, n_in) int8 quants, shared by Q8_0/Q8_1 and Q8_K
-        self._scratch = {
-            FLOAT: (np.zeros(n, np.float32),),  # (rows, n_in) x rounded to fp16 / bf16
-            Q8: (xq, np.zeros(nb, np.float32), np.zeros(nb, np.float32), np.zeros(nb, np.int32)),  # xd, xs, xsum
-            Q8K: (xq, np.zeros(nbk, np.float32), np.zeros(n // QK8_K_SUM + 1, np.int32)),  # kd, bsum
-        }
+    def _grow(self, n: int, n_in: int) -> None:
+        """Scratch for matmuls of n rows of n_in; grown, never shrunk, between calls."""
+        size = max(n * n_in, 2 * self._cap) if n * n_in > self._cap else self._cap
+        panel_in = max(n_in, self._panel_in)
+        threads = max(self.n_threads, len(self._panel_q))
+        if size != self._cap:
+            self._cap = size
+            self._xq = np.zeros(size, np.int8)  # (rows, n_in) quants, shared by Q8_0/Q8_1 and Q8_K
+            nb, nbk = size // QK8_0 + 1, size // QK8_K + 1
+            self._xf = (np.zeros(size, np.float32),)  # (rows, n_in): x rounded to fp16 / bf16
+            self._x8 = (np.zeros(nb, np.float32), np.zeros(nb, np.float32))  # (rows, n_in / 32): xd, xs
+            self._x8k = (np.zeros(nbk, np.float32), np.zeros(size // QK8_K_SUM + 1, np.int32))  # kd, bsum
+        if panel_in != self._panel_in or threads != len(self._panel_q):
+            self._panel_in = panel_in
+            self._panel_q = np.zeros((threads, PANEL * panel_in), np.uint8)  # unpacked quants per thread
+            self._panel_d = np.zeros((threads, PANEL * panel_in // QK8_0 + 1), np.float32)
+            self._panel_e = np.zeros((threads, PANEL * panel_in // QK8_0 + 1), np.float32)
+            self._panel_f = np.zeros((threads, PANEL * panel_in // QK8_K + 1), np.float32)
+            self._panel_sc = np.zeros((threads, PANEL * panel_in // QK8_K_SUM + 1), np.int32)
+            self._panel_ei = np.zeros((threads, PANEL * panel_in // QK8_K_SUM + 1), np.int32)
+        t = self.n_threads
+        panels = (self._panel_q[:t], self._panel_d[:t], self._panel_e[:t])
+        panels_k = (self._panel_q[:t], self._panel_d[:t], self._panel_f[:t], self._panel_sc[:t], self._panel_ei[:t])
+        self._scratch = {FLOAT: self._xf, Q8: (self._xq, *self._x8, *panels), Q8K: (self._xq, *self._x8k, *panels_k)}
+        self._scratch_threads = t
 
     # -- weights --------------------------------------------------------------------------------------------
 
@@ -171,9 +197,9 @@ class NumbaBackend:
 
     def matmul(self, out: np.ndarray, w: Weight, x: np.ndarray, n: int) -> None:
         h: NumbaWeight = w.handle
-        if n * w.n_in > self._cap:
-            self._grow(n * w.n_in)
-        self._use_threads()
+        if n * w.n_in > self._cap or w.n_in > self._panel_in or self._scratch_threads != self.n_threads:
+            self._grow(n, w.n_in)
+        self._threads_for(n * w.n_out * w.n_in)
         h.matmul(out, h.data, h.row_bytes, w.n_out, x, n, w.n_in, *self._scratch[h.act])
 
     def add_bias(self, x: np.ndarray, b: Weight, n: int) -> None:
@@ -255,8 +281,8 @@ class NumbaBackend:
         if scores.shape[0] < self.n_threads or scores.shape[1] < n_slots:
             scores = self._scores = np.zeros((self.n_threads, n_slots), np.float32)
             slots = self._slots = np.zeros((self.n_threads, n_slots), np.int32)
-        self._use_threads()
         b = batch
+        self._threads_for(b.n * n_head * (int(b.pos[b.n - 1]) + 1) * (head_dim + head_dim_v))
         att.attention(
             out, q, k_cache, v_cache, layer, n_slots,
             (b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len, b.page_size),

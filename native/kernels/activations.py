@@ -2,11 +2,12 @@
 
 Each quantiser writes the int8 quants and per-block scales the block dots read:
 - Q8_0 / Q8_1 (blocks of 32): xq (n, n_in) int8, xd (n, nb) the fp16-rounded scale, xs (n, nb) Q8_1's
-  s = fp16(d·Σq), xsum (n, nb) Σq (for the -8 / -16 offsets of Q4_0 / Q5_0);
+  s = fp16(d·Σq) (the Q4_1 / Q5_1 dots multiply it by the weight's min);
 - Q8_K (blocks of 256): xq, kd (n, nb) the float32 scale, bsum (n, n_in / 16) sums of q by 16;
 - F16 / BF16: xr (n, n_in) float32 holding the rounded values.
-Same float32 operations as the reference: d = amax / 127, 1 / d, x · (1/d) each rounded to float32, then C's
-roundf (half away from zero, done in float64 where x + 0.5 is exact) or nearest-even (`np.rint`) for Q8_K.
+Same float32 operations as the reference (ggml's x86 quantize_row_q8_0 / q8_1 / q8_K): d = amax / 127, the
+inverse scale 127 / amax (Q8_0, Q8_1) or -127 / max (Q8_K), x times it, each rounded to float32, then to the
+nearest integer, ties to even (`np.rint`).
 """
 
 from __future__ import annotations
@@ -24,15 +25,8 @@ ONE = np.float32(1.0)
 
 
 @njit(cache=True, fastmath=False)
-def _round_half_away(y):
-    """C's roundf of a float32, in float64 (where y ± 0.5 is exact)."""
-    v = np.float64(y)
-    return np.int64(np.floor(v + 0.5)) if v >= 0.0 else -np.int64(np.floor(0.5 - v))
-
-
-@njit(cache=True, fastmath=False)
-def quantize_q8(x, n, n_in, xq, xd, xs, xsum):
-    """x (n, n_in) float32 → xq (n, n_in) int8; per 32: xd = fp16(d), xs = fp16(d·Σq), xsum = Σq."""
+def quantize_q8(x, n, n_in, xq, xd, xs):
+    """x (n, n_in) float32 → xq (n, n_in) int8; per 32: xd = fp16(d), xs = fp16(d·Σq)."""
     nb = n_in // QK8_0
     for i in range(n):
         for b in range(nb):
@@ -41,15 +35,14 @@ def quantize_q8(x, n, n_in, xq, xd, xs, xsum):
             for j in range(QK8_0):
                 amax = max(amax, abs(x[o + j]))
             d = amax / Q8_MAX
-            inv = ONE / d if d != 0.0 else np.float32(0.0)
+            inv = Q8_MAX / amax if amax != 0.0 else np.float32(0.0)
             total = 0
             for j in range(QK8_0):
-                q = _round_half_away(x[o + j] * inv)
+                q = np.int64(np.rint(x[o + j] * inv))
                 xq[o + j] = q
                 total += q
             xd[i * nb + b] = round_f16(d)
             xs[i * nb + b] = round_f16(np.float32(total) * d)
-            xsum[i * nb + b] = total
 
 
 @njit(cache=True, fastmath=False)

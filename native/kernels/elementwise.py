@@ -103,9 +103,12 @@ def swiglu(out, gate, up, count):
         out[i] = g / (ONE + np.exp(-g)) * up[i]
 
 
-@njit(cache=True, fastmath=False)
+@njit(cache=True, fastmath=False, inline="always")
 def _gelu(v):
-    return 0.5 * v * (1.0 + math.tanh(SQRT_2_OVER_PI * v * (1.0 + GELU_COEF_A * v * v)))
+    """tanh GELU in float64, tanh(y) as (1 - e) / (1 + e) with e = exp(-2|y|): one exp, no tanh call."""
+    y = SQRT_2_OVER_PI * v * (1.0 + GELU_COEF_A * v * v)
+    e = math.exp(-2.0 * abs(y))
+    return 0.5 * v * (1.0 + math.copysign((1.0 - e) / (1.0 + e), y))
 
 
 @njit(cache=True, fastmath=False)

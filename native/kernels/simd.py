@@ -19,15 +19,19 @@ Loads take an array and an offset in its own elements (bytes for the uint8 weigh
 
 from __future__ import annotations
 
+import math
+
 import llvmlite.binding as llvm
 import numba
+import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F16, F32 = ir.HalfType(), ir.FloatType()
+HALF_MAX = 65504.0
 
 
 def _target_features() -> frozenset[str]:
@@ -39,6 +43,9 @@ def _target_features() -> frozenset[str]:
 
 
 _FEATURES = _target_features()
+_X86 = llvm.get_process_triple().split("-")[0] in ("x86_64", "i386", "i686")
+# fp16 <-> float32 in hardware (F16C on x86; every aarch64); else integer code, bit-exact too
+HAS_F16 = "f16c" in _FEATURES or not _X86
 HAS_VNNI = ("avx512vnni" in _FEATURES and "avx512vl" in _FEATURES) or "avxvnni" in _FEATURES
 HAS_AVX2 = "avx2" in _FEATURES
 DOT4_IMPL = "vnni" if HAS_VNNI else "avx2" if HAS_AVX2 else "generic"
@@ -121,6 +128,24 @@ def _halves_sum(builder, v, add):
     return builder.extract_element(v, ir.Constant(I32, 0))
 
 
+def _half_to_float(builder, ptr, n: int):
+    """The fp16 value(s) at ptr as float32 (n lanes, or a scalar for n = 0), exactly."""
+    if HAS_F16:
+        return builder.fpext(_load(builder, ptr, _vt(F16, n) if n else F16), _vt(F32, n) if n else F32)
+    i32, f32 = (_vt(I32, n), _vt(F32, n)) if n else (I32, F32)
+
+    def c(v):
+        return _const(I32, n, v) if n else ir.Constant(I32, v)
+
+    h = builder.zext(_load(builder, ptr, _vt(I16, n) if n else I16), i32)
+    sign = builder.shl(builder.and_(h, c(0x8000)), c(16))
+    bits = builder.shl(builder.and_(h, c(0x7FFF)), c(13))  # exponent and mantissa in float32 position
+    scaled = builder.fmul(builder.bitcast(bits, f32), _const(F32, n, 2.0**112) if n else ir.Constant(F32, 2.0**112))
+    special = builder.icmp_unsigned("==", builder.and_(h, c(0x7C00)), c(0x7C00))  # inf, nan
+    value = builder.select(special, builder.or_(bits, c(0x7F800000)), builder.bitcast(scaled, i32))
+    return builder.bitcast(builder.or_(value, sign), f32)
+
+
 # -- loads --------------------------------------------------------------------------------------------------
 
 
@@ -148,8 +173,7 @@ def load_f16x8(typingctx, ary, offset):
     """8 fp16 at ary[offset], widened to float32 (exact)."""
 
     def codegen(context, builder, sig, args):
-        h = _load(builder, _address(context, builder, sig.args[0], args[0], args[1]), _vt(F16, 8))
-        return builder.fpext(h, _vt(F32, 8))
+        return _half_to_float(builder, _address(context, builder, sig.args[0], args[0], args[1]), 8)
 
     return f32x8(ary, offset), codegen
 
@@ -171,8 +195,7 @@ def load_f16(typingctx, ary, offset):
     """The fp16 at ary[offset] as float32 (exact)."""
 
     def codegen(context, builder, sig, args):
-        h = _load(builder, _address(context, builder, sig.args[0], args[0], args[1]), F16)
-        return builder.fpext(h, F32)
+        return _half_to_float(builder, _address(context, builder, sig.args[0], args[0], args[1]), 0)
 
     return types.float32(ary, offset), codegen
 
@@ -198,13 +221,27 @@ def load_u32(typingctx, ary, offset):
 
 
 @intrinsic
-def round_f16(typingctx, x):
-    """x (float32) rounded to the nearest fp16 (ties to even, as ggml's FP32_TO_FP16), back as float32."""
-
+def _round_f16_hw(typingctx, x):
     def codegen(context, builder, sig, args):
         return builder.fpext(builder.fptrunc(args[0], F16), F32)
 
     return types.float32(types.float32), codegen
+
+
+@njit(cache=True, fastmath=False)
+def _round_f16_soft(x):
+    """x rounded to fp16 in float64 arithmetic: the 11 significant bits kept (fewer below 2^-14), ties to even."""
+    v = np.float64(x)
+    if v == 0.0 or not math.isfinite(v):
+        return x
+    e = math.frexp(v)[1]
+    k = max(e - 11, -24)  # the fp16 ulp at this magnitude is 2^k
+    r = math.ldexp(np.rint(math.ldexp(v, -k)), k)
+    return np.float32(r if abs(r) <= HALF_MAX else math.copysign(math.inf, v))
+
+
+# x (float32) rounded to the nearest fp16 (ties to even, as ggml's FP32_TO_FP16), back as float32
+round_f16 = _round_f16_hw if HAS_F16 else _round_f16_soft
 
 
 # -- unpacking weight quants (u8x32 / u8x16) ---------------------------------------------------------------
@@ -246,15 +283,18 @@ def or_shifted(typingctx, a, b, shift):
 
 
 @intrinsic
-def word_bits(typingctx, word):
-    """The 32 bits of a uint32 (little-endian bit j → byte j), each 0 or 1."""
+def word_bits(typingctx, ary, offset):
+    """The 32 bits of the little-endian uint32 at ary[offset] (bit j → byte j), each 0 or 1: each byte of the
+    word repeated 8 times, tested against the 8 bit masks."""
 
     def codegen(context, builder, sig, args):
-        w = _splat(builder, builder.trunc(args[0], I32), 32)
-        bits = builder.and_(builder.lshr(w, _lanes(list(range(32)))), _const(I32, 32, 1))
-        return builder.trunc(bits, _vt(I8, 32))
+        word = _load(builder, _address(context, builder, sig.args[0], args[0], args[1]), _vt(I8, 4))
+        spread = builder.shuffle_vector(word, word, _lanes([j // 8 for j in range(32)]))
+        masks = ir.Constant(_vt(I8, 32), [1 << (j % 8) for j in range(32)])
+        hit = builder.icmp_unsigned("!=", builder.and_(spread, masks), _const(I8, 32, 0))
+        return builder.select(hit, _const(I8, 32, 1), _const(I8, 32, 0))
 
-    return u8x32(types.int64), codegen
+    return u8x32(ary, offset), codegen
 
 
 # IQ4_NL / IQ4_XS levels (ggml's kvalues_iq4nl; llamay.quants.iq_tables.KVALUES_IQ4NL)
@@ -295,6 +335,13 @@ def _dot4_ir(builder, a, b):
     return _pair_sums(builder, _pair_sums(builder, prod))
 
 
+def _sign_onto(builder, a, b):
+    """(|a|, b with a's sign): a signed · b signed as unsigned · signed (b must not be -128)."""
+    neg = builder.icmp_signed("<", a, _const(I8, 32, 0))
+    magnitude = builder.select(neg, builder.sub(_const(I8, 32, 0), a), a)
+    return magnitude, builder.select(neg, builder.sub(_const(I8, 32, 0), b), b)
+
+
 @intrinsic
 def dot4(typingctx, a, b):
     """i32x8: lane l = Σ_{k<4} a[4l+k]·b[4l+k], a unsigned (u8x32, values ≤ 128), b signed (i8x32)."""
@@ -314,11 +361,7 @@ def dot4_signed(typingctx, a, b):
         return None
 
     def codegen(context, builder, sig, args):
-        a_, b_ = args
-        neg = builder.icmp_signed("<", a_, _const(I8, 32, 0))
-        magnitude = builder.select(neg, builder.sub(_const(I8, 32, 0), a_), a_)
-        signed_b = builder.select(neg, builder.sub(_const(I8, 32, 0), b_), b_)
-        return _dot4_ir(builder, magnitude, signed_b)
+        return _dot4_ir(builder, *_sign_onto(builder, args[0], args[1]))
 
     return i32x8(a, b), codegen
 
@@ -377,13 +420,23 @@ def fzero(typingctx):
 
 @intrinsic
 def fma_i32(typingctx, acc, v, s):
-    """acc + float(v) · s, lane-wise (a multiply then an add, each rounded: no contraction)."""
+    """fma(float(v), s, acc) lane-wise, rounded once: ggml's _mm256_fmadd_ps(d, float(sumi), acc)."""
 
     def codegen(context, builder, sig, args):
         f = builder.sitofp(args[1], _vt(F32, 8))
-        return builder.fadd(args[0], builder.fmul(f, _splat(builder, args[2], 8)))
+        return _call(builder, "llvm.fma.v8f32", _vt(F32, 8), [f, _splat(builder, args[2], 8), args[0]])
 
     return f32x8(f32x8, i32x8, types.float32), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a · b + c rounded once (float32): what a C compiler makes of `c += a * b` where it contracts."""
+
+    def codegen(context, builder, sig, args):
+        return _call(builder, "llvm.fma.f32", F32, list(args))
+
+    return types.float32(types.float32, types.float32, types.float32), codegen
 
 
 @intrinsic
@@ -457,3 +510,172 @@ def fmul(typingctx, a, b):
         return builder.fmul(args[0], args[1])
 
     return f32x8(f32x8, f32x8), codegen
+
+
+@intrinsic
+def store_vec(typingctx, ary, offset, v):
+    """ary[offset ...] = the lanes of v (any vector; the array's element type must match its lanes)."""
+    if not isinstance(v, Vec):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _address(context, builder, sig.args[0], args[0], args[1])
+        builder.store(args[2], builder.bitcast(ptr, args[2].type.as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return types.none(ary, offset, v), codegen
+
+
+@intrinsic
+def load_q32(typingctx, ary, offset):
+    """32 quants from a uint8 array (u8x32) or an int8 array (i8x32): the array's dtype picks the kind."""
+    if not isinstance(ary, types.Array) or ary.dtype not in (types.uint8, types.int8):
+        return None
+    vec = u8x32 if ary.dtype == types.uint8 else i8x32
+
+    def codegen(context, builder, sig, args):
+        return _load(builder, _address(context, builder, sig.args[0], args[0], args[1]), _vt(I8, 32))
+
+    return vec(ary, offset), codegen
+
+
+@intrinsic
+def dot(typingctx, a, b):
+    """dot4 (a unsigned) or dot4_signed (a signed), chosen by a's kind when the kernel is compiled."""
+    if not (isinstance(a, Vec) and a.kind in ("u8", "i8") and isinstance(b, Vec) and b.kind == "i8"):
+        return None
+    signed = a.kind == "i8"
+
+    def codegen(context, builder, sig, args):
+        a_, b_ = args
+        if signed:
+            a_, b_ = _sign_onto(builder, a_, b_)
+        return _dot4_ir(builder, a_, b_)
+
+    return i32x8(a, b), codegen
+
+
+load_i32x8 = _loader(i32x8, "8 int32 at ary[offset] (an int32 array).")
+
+
+@intrinsic
+def iadd(typingctx, a, b):
+    """a + b, lane-wise int32."""
+
+    def codegen(context, builder, sig, args):
+        return builder.add(args[0], args[1])
+
+    return i32x8(i32x8, i32x8), codegen
+
+
+@intrinsic
+def imul(typingctx, a, b):
+    """a · b, lane-wise int32."""
+
+    def codegen(context, builder, sig, args):
+        return builder.mul(args[0], args[1])
+
+    return i32x8(i32x8, i32x8), codegen
+
+
+@intrinsic
+def ihalves(typingctx, s0, s1):
+    """i32x8 with s0 on lanes 0..3 and s1 on lanes 4..7 (the scales of two 16-element groups)."""
+
+    def codegen(context, builder, sig, args):
+        a = _splat(builder, builder.trunc(args[0], I32), 8)
+        b = _splat(builder, builder.trunc(args[1], I32), 8)
+        return builder.shuffle_vector(a, b, _lanes([0, 1, 2, 3, 8, 9, 10, 11]))
+
+    return i32x8(types.int64, types.int64), codegen
+
+
+@intrinsic
+def bytes8(typingctx, lo, hi):
+    """i32x8 of the 8 bytes of two little-endian 32-bit words (lo's bytes in lanes 0..3), zero-extended."""
+
+    def codegen(context, builder, sig, args):
+        words = ir.Constant(_vt(I32, 2), ir.Undefined)
+        words = builder.insert_element(words, builder.trunc(args[0], I32), ir.Constant(I32, 0))
+        words = builder.insert_element(words, builder.trunc(args[1], I32), ir.Constant(I32, 1))
+        return builder.zext(builder.bitcast(words, _vt(I8, 8)), _vt(I32, 8))
+
+    return i32x8(types.int64, types.int64), codegen
+
+
+@intrinsic
+def load_i8_as_i32x8(typingctx, ary, offset):
+    """8 signed bytes at ary[offset], sign-extended to i32x8."""
+
+    def codegen(context, builder, sig, args):
+        v = _load(builder, _address(context, builder, sig.args[0], args[0], args[1]), _vt(I8, 8))
+        return builder.sext(v, _vt(I32, 8))
+
+    return i32x8(ary, offset), codegen
+
+
+@intrinsic
+def lane_splat(typingctx, v, j):
+    """Lane j of v in all 8 lanes (a constant j folds to one shuffle)."""
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, builder.extract_element(args[0], builder.trunc(args[1], I32)), 8)
+
+    return i32x8(i32x8, types.int64), codegen
+
+
+@intrinsic
+def lane_halves(typingctx, v, j0, j1):
+    """Lane j0 of v in lanes 0..3 and lane j1 in lanes 4..7."""
+
+    def codegen(context, builder, sig, args):
+        a = _splat(builder, builder.extract_element(args[0], builder.trunc(args[1], I32)), 8)
+        b = _splat(builder, builder.extract_element(args[0], builder.trunc(args[2], I32)), 8)
+        return builder.shuffle_vector(a, b, _lanes([0, 1, 2, 3, 8, 9, 10, 11]))
+
+    return i32x8(i32x8, types.int64, types.int64), codegen
+
+
+@intrinsic
+def pair_sums16(typingctx, ary, offset):
+    """The 16 int32 at ary[offset] summed in pairs: lane l = a[2l] + a[2l + 1]."""
+
+    def codegen(context, builder, sig, args):
+        v = _load(builder, _address(context, builder, sig.args[0], args[0], args[1]), _vt(I32, 16))
+        return _pair_sums(builder, v)
+
+    return i32x8(ary, offset), codegen
+
+
+@intrinsic
+def dot4_offset(typingctx, a, b, k):
+    """i32x8: lane l = Σ_{j<4} (a[4l+j] - k)·b[4l+j], exactly (the dot of the offset quants of Q4_0 / Q5_0 /
+    Q6_K, as ggml computes it in integers): dot4(a, b) - dot4(k, b)."""
+
+    def codegen(context, builder, sig, args):
+        kk = _splat(builder, builder.trunc(args[2], I8), 32)
+        return builder.sub(_dot4_ir(builder, args[0], args[1]), _dot4_ir(builder, kk, args[1]))
+
+    return i32x8(u8x32, i8x32, types.int64), codegen
+
+
+@intrinsic
+def offset_by(typingctx, q, k):
+    """q - k as signed bytes (the signed quants of the offset types)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.sub(args[0], _splat(builder, builder.trunc(args[1], I8), 32))
+
+    return i8x32(u8x32, types.int64), codegen
+
+
+@intrinsic
+def pair_lanes(typingctx, v):
+    """i32x8 with lane k = v[2k] + v[2k + 1] for k < 4, lanes 4..7 zero (ggml's _mm_madd_epi16 of 8 pairs)."""
+
+    def codegen(context, builder, sig, args):
+        pairs = _pair_sums(builder, args[0])  # <4 x i32>
+        zero = ir.Constant(_vt(I32, 4), [0] * 4)
+        return builder.shuffle_vector(pairs, zero, _lanes(list(range(8))))
+
+    return i32x8(i32x8), codegen

@@ -48,14 +48,34 @@ def test_runnable_types():
     assert NumbaBackend.runnable_types >= REQUIRED
 
 
+def _small_matmul(be):
+    out, x = be.alloc_f32(2), be.alloc_f32(64)
+    w = be.bind("w", GGMLType.F32, (64, 2), memoryview(bytes(4 * 128)))
+    be.matmul(out, w, x, 1)
+
+
 def test_set_threads(monkeypatch):
     be = NumbaBackend()
+    be.parallel_min_work = 0
     assert be.set_threads(1) == 1
+    _small_matmul(be)
     assert numba.get_num_threads() == 1
     assert be.set_threads(10_000) == min(available_cores(), numba.config.NUMBA_NUM_THREADS)
+    _small_matmul(be)
+    assert numba.get_num_threads() == be.n_threads
     assert be.set_threads(0) == 1
     monkeypatch.setenv("LLAMAY_THREADS", "1")
-    assert NumbaBackend().n_threads == 1
+    monkeypatch.setenv("LLAMAY_PARALLEL_MIN_WORK", "123")
+    be = NumbaBackend()
+    assert (be.n_threads, be.parallel_min_work) == (1, 123)
+
+
+def test_small_kernels_run_on_one_thread():
+    be = NumbaBackend()
+    be.set_threads(available_cores())
+    be.parallel_min_work = 10**12
+    _small_matmul(be)
+    assert numba.get_num_threads() == 1
 
 
 def test_threads_apply_in_other_python_threads():
@@ -63,13 +83,12 @@ def test_threads_apply_in_other_python_threads():
     import threading
 
     be = NumbaBackend()
+    be.parallel_min_work = 0
     be.set_threads(1)
     seen = []
 
     def work():
-        out, x = be.alloc_f32(2), be.alloc_f32(64)
-        w = be.bind("w", GGMLType.F32, (64, 2), memoryview(bytes(4 * 128)))
-        be.matmul(out, w, x, 1)
+        _small_matmul(be)
         seen.append(numba.get_num_threads())
 
     t = threading.Thread(target=work)
@@ -107,3 +126,35 @@ def test_greedy_text_matches_portable_on_stories():
             texts.append(model.tokenizer.decode(out))
     assert texts[0] == texts[1]
     assert texts[0].startswith(", there was a little girl named Lily.")
+
+
+@pytest.mark.parametrize("t", sorted(NumbaBackend.runnable_types), ids=lambda t: t.name)
+@pytest.mark.parametrize(("n", "n_out"), [(4, 2), (9, 33), (13, 70)])
+def test_batched_matmul_equals_portable_and_row_by_row(t, n, n_out):
+    """Batches of TILE_TOKENS tokens or more take the panel path: compare it with portable and with the
+    one-token path, with a remainder of tokens and an odd number of rows."""
+    import random
+
+    from llamay.ggml_types import block_size
+    from llamay.kernels import get_backend
+    from tests.kernels.data import floats, weight_bytes
+    from tests.kernels.test_kernels import close
+
+    rng = random.Random(f"batched/{t.name}/{n}")
+    n_in = 2 * max(block_size(t), 64)
+    data = weight_bytes(rng, t, n_in, n_out)
+    x = floats(rng, n * n_in)
+    x[n_in : n_in + 32] = floats(rng, 32, 0.0)
+    be, ref = NumbaBackend(), get_backend("portable")
+    w = be.bind("w", t, (n_in, n_out), memoryview(data))
+    out = be.alloc_f32(n * n_out)
+    be.matmul(out, w, np.asarray(x, np.float32), n)
+    rows = be.alloc_f32(n * n_out)
+    for i in range(n):
+        one = be.alloc_f32(n_out)
+        be.matmul(one, w, np.asarray(x[i * n_in : (i + 1) * n_in], np.float32), 1)
+        rows[i * n_out : (i + 1) * n_out] = one
+    want = ref.alloc_f32(n * n_out)
+    ref.matmul(want, ref.bind("w", t, (n_in, n_out), memoryview(data)), x, n)
+    close(out.tolist(), want.tolist(), 5e-5, f"{t.name} batched")
+    close(out.tolist(), rows.tolist(), 2e-6, f"{t.name} batched vs row by row")
