@@ -5,14 +5,16 @@ picks the type's kernels once, from the tables below; the hot methods only call 
 `llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`).
 
 Threads: numba's parallel loops (matmul rows, attention heads). The count is `LLAMAY_THREADS`, else numba's
-default, never more than the cores this process may run on; `set_threads(n)` changes it. Kernels with less
-than `LLAMAY_PARALLEL_MIN_WORK` multiply-adds (default PARALLEL_MIN_WORK) run on one thread.
+default, never more than the cores this process may run on; `set_threads(n)` changes it. Which kernels use
+them is `llamay.native.threads.ThreadPolicy`'s call: not those below `LLAMAY_PARALLEL_MIN_WORK` multiply-adds,
+nor small ones while the machine is too busy to give every thread its core.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,7 @@ from .kernels import matmul_kquants as mk
 from .kernels import matmul_legacy as ml
 from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
 from .kernels.panels import PANEL
+from .threads import SMALL_WORK, ThreadPolicy
 
 # activation scratch kinds: what a weight type's matmul quantises x into
 FLOAT, Q8, Q8K = "float", "q8", "q8k"
@@ -54,10 +57,6 @@ KERNELS: dict[GGMLType, tuple[Callable, str, Callable]] = {
     GGMLType.Q6_K: (mk.matmul_q6_k, Q8K, dq.get_rows_q6_k),
     GGMLType.IQ4_XS: (mk.matmul_iq4_xs, Q8K, dq.get_rows_iq4_xs),
 }
-
-
-# multiply-adds below which a kernel runs on one thread (about 100 µs of one core's work)
-PARALLEL_MIN_WORK = 2_000_000
 
 
 def available_cores() -> int:
@@ -87,10 +86,10 @@ class NumbaBackend:
     def __init__(self) -> None:
         self._tls = threading.local()
         env = os.environ.get("LLAMAY_THREADS", "").strip()
+        min_work = os.environ.get("LLAMAY_PARALLEL_MIN_WORK", "").strip()
+        self.policy = ThreadPolicy(1, int(min_work) if min_work else SMALL_WORK)
         self.n_threads = 0
         self.set_threads(int(env) if env else numba.config.NUMBA_NUM_THREADS)
-        min_work = os.environ.get("LLAMAY_PARALLEL_MIN_WORK", "").strip()
-        self.parallel_min_work = int(min_work) if min_work else PARALLEL_MIN_WORK
         self._one = np.ones(1, np.float32)  # stands in for an absent weight vector
         self._cap = 0  # activation elements (rows × n_in) the scratch holds
         self._panel_in = 0  # the longest row the panel scratch holds
@@ -106,17 +105,22 @@ class NumbaBackend:
     def set_threads(self, n: int) -> int:
         """Use n threads (at least 1, at most the cores and numba's pool); returns the count in effect."""
         self.n_threads = max(1, min(int(n), available_cores(), numba.config.NUMBA_NUM_THREADS))
+        self.policy.n_threads = self.n_threads
         return self.n_threads
 
-    def _threads_for(self, work: int) -> None:
-        """Run the next parallel kernel on all threads if it has `work` multiply-adds to share, else on one:
-        below PARALLEL_MIN_WORK the fork and join cost about what a second thread saves, and a thread that the
-        OS has preempted (a busy machine) stalls the whole kernel for a time slice."""
-        n = self.n_threads if work >= self.parallel_min_work else 1
+    def _parallel(self, kernel: Callable, work: int, *args: Any) -> None:
+        """Run a parallel kernel of `work` multiply-adds on the threads the policy gives it, timing it if asked."""
+        n = self.policy.threads(work)
         # numba's thread count belongs to the calling Python thread: set it wherever kernels are called from
         if getattr(self._tls, "n", 0) != n:
             numba.set_num_threads(n)
             self._tls.n = n
+        if n > 1 and self.policy.watched(work):
+            start = time.perf_counter()
+            kernel(*args)
+            self.policy.observe(time.perf_counter() - start)
+        else:
+            kernel(*args)
 
     # -- memory ---------------------------------------------------------------------------------------------
 
@@ -199,8 +203,8 @@ class NumbaBackend:
         h: NumbaWeight = w.handle
         if n * w.n_in > self._cap or w.n_in > self._panel_in or self._scratch_threads != self.n_threads:
             self._grow(n, w.n_in)
-        self._threads_for(n * w.n_out * w.n_in)
-        h.matmul(out, h.data, h.row_bytes, w.n_out, x, n, w.n_in, *self._scratch[h.act])
+        work = n * w.n_out * w.n_in
+        self._parallel(h.matmul, work, out, h.data, h.row_bytes, w.n_out, x, n, w.n_in, *self._scratch[h.act])
 
     def add_bias(self, x: np.ndarray, b: Weight, n: int) -> None:
         ew.add_bias(x, b.handle.vec, n, b.n_in)
@@ -282,9 +286,9 @@ class NumbaBackend:
             scores = self._scores = np.zeros((self.n_threads, n_slots), np.float32)
             slots = self._slots = np.zeros((self.n_threads, n_slots), np.int32)
         b = batch
-        self._threads_for(b.n * n_head * (int(b.pos[b.n - 1]) + 1) * (head_dim + head_dim_v))
-        att.attention(
-            out, q, k_cache, v_cache, layer, n_slots,
+        work = b.n * n_head * (int(b.pos[b.n - 1]) + 1) * (head_dim + head_dim_v)
+        self._parallel(
+            att.attention, work, out, q, k_cache, v_cache, layer, n_slots,
             (b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len, b.page_size),
             (n_head, n_head_kv, head_dim, head_dim_v), np.float32(kq_scale), causal, window,
             scores[: self.n_threads], slots[: self.n_threads],

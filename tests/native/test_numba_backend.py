@@ -56,7 +56,7 @@ def _small_matmul(be):
 
 def test_set_threads(monkeypatch):
     be = NumbaBackend()
-    be.parallel_min_work = 0
+    be.policy.small_work = 0
     assert be.set_threads(1) == 1
     _small_matmul(be)
     assert numba.get_num_threads() == 1
@@ -67,15 +67,33 @@ def test_set_threads(monkeypatch):
     monkeypatch.setenv("LLAMAY_THREADS", "1")
     monkeypatch.setenv("LLAMAY_PARALLEL_MIN_WORK", "123")
     be = NumbaBackend()
-    assert (be.n_threads, be.parallel_min_work) == (1, 123)
+    assert (be.n_threads, be.policy.small_work) == (1, 123)
 
 
 def test_small_kernels_run_on_one_thread():
     be = NumbaBackend()
     be.set_threads(available_cores())
-    be.parallel_min_work = 10**12
+    be.policy.small_work = 10**12
     _small_matmul(be)
     assert numba.get_num_threads() == 1
+
+
+def test_thread_policy_backs_off_when_threads_stall():
+    from llamay.native import threads as th
+
+    p = th.ThreadPolicy(2)
+    small, big = th.SMALL_WORK, th.BIG_WORK
+    assert (p.threads(small - 1), p.threads(small), p.threads(big)) == (1, 2, 2)
+    for _ in range(th.WINDOW):  # occasional stalls, spread out: no back-off
+        assert p.threads(small) == 2
+        p.observe(th.STALL_S if _ % (th.WINDOW // 2) == 0 else 1e-5)
+    assert p.back_offs == 0
+    for _ in range(th.STALLS):
+        p.observe(10 * th.STALL_S)
+    assert p.back_offs == 1
+    assert [p.threads(small) for _ in range(th.BACK_OFF)] == [1] * th.BACK_OFF
+    assert p.threads(big) == 2 and p.threads(small) == 2
+    assert th.ThreadPolicy(1).threads(big) == 1
 
 
 def test_threads_apply_in_other_python_threads():
@@ -83,7 +101,7 @@ def test_threads_apply_in_other_python_threads():
     import threading
 
     be = NumbaBackend()
-    be.parallel_min_work = 0
+    be.policy.small_work = 0
     be.set_threads(1)
     seen = []
 
