@@ -1,4 +1,5 @@
-"""`llamay run` as a user runs it: the prompt echoed, then the continuation streamed."""
+"""`llamay run` as a user runs it: the prompt echoed, then the continuation streamed; `llamay bench` wiring on a
+tiny model (speed itself is for the benchmark, not for tests)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,12 @@ def test_run_refuses_a_prompt_longer_than_the_context(capsys):
     args = ["run", "-m", str(paths.stories("f32")), "-p", "Once upon a time " * 20, "-c", "16"]
     assert main(args) == 1
     assert "context" in capsys.readouterr().err
+
+
+@pytest.mark.skipif("numba" not in available_backends(), reason="needs the numba backend")
+def test_bench_prints_a_table(capsys):
+    assert main(["bench", "-m", str(paths.stories("q4_0")), "-p", "16", "-n", "4", "-r", "1", "-t", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "prompt 16 tokens, 4 generated" in out
+    assert any(line.split()[:2] == ["1", "llamay"] for line in out.splitlines())
+    assert "peak RSS (llamay)" in out

@@ -79,7 +79,7 @@ def test_small_kernels_run_on_one_thread():
 
 
 def test_thread_policy_backs_off_when_threads_stall():
-    from llamay.native import threads as th
+    from llamay.native import numba_backend as th
 
     p = th.ThreadPolicy(2)
     small, big = th.SMALL_WORK, th.BIG_WORK
@@ -176,3 +176,50 @@ def test_batched_matmul_equals_portable_and_row_by_row(t, n, n_out):
     ref.matmul(want, ref.bind("w", t, (n_in, n_out), memoryview(data)), x, n)
     close(out.tolist(), want.tolist(), 5e-5, f"{t.name} batched")
     close(out.tolist(), rows.tolist(), 2e-6, f"{t.name} batched vs row by row")
+
+
+def _ties_row(n: int) -> list[float]:
+    """Blocks whose quants fall on .5 exactly (amax 127: the inverse scale is 1), then random values."""
+    import random
+
+    rng = random.Random(5)
+    row = []
+    for b in range(n // 32):
+        if b % 3 == 0:
+            row += [127.0] + [((j % 9) - 4) + 0.5 for j in range(31)]
+        elif b % 3 == 1:
+            row += [0.0] * 32
+        else:
+            row += [rng.gauss(0.0, 1.0) for _ in range(32)]
+    return row
+
+
+@pytest.mark.parametrize("vdt", ["Q8_0", "Q8_1", "Q8_K", "F16", "BF16"])
+def test_activation_rounding_is_bit_identical_to_portable(vdt):
+    from array import array
+
+    from llamay.kernels.activations import round_row
+    from llamay.native.kernels import activations as act
+
+    n_in, n = 512, 3
+    rows = [_ties_row(n_in), [v * 1e-3 for v in _ties_row(n_in)][::-1], [(-1) ** j * j / 7 for j in range(n_in)]]
+    x = np.asarray([v for r in rows for v in r], np.float32)
+    xq = np.zeros(n * n_in, np.int8)
+    if vdt in ("Q8_0", "Q8_1"):
+        xd, xs = np.zeros(n * n_in // 32, np.float32), np.zeros(n * n_in // 32, np.float32)
+        act.quantize_q8(x, n, n_in, xq, xd, xs)
+        got = (xq.reshape(-1, 32) * xd[:, None]).astype(np.float32).reshape(-1)
+    elif vdt == "Q8_K":
+        kd, bsum = np.zeros(n * n_in // 256, np.float32), np.zeros(n * n_in // 16, np.int32)
+        act.quantize_q8_k(x, n, n_in, xq, kd, bsum)
+        got = (xq.reshape(-1, 256).astype(np.float32) * kd[:, None]).reshape(-1)
+        assert (bsum == xq.reshape(-1, 16).sum(axis=1)).all()
+    else:
+        got = np.zeros_like(x)
+        (act.round_f16_rows if vdt == "F16" else act.round_bf16_rows)(x, len(x), got)
+    want = array("f", bytes(4 * len(x)))
+    for i in range(n):
+        out = array("f", bytes(4 * n_in))
+        round_row(getattr(GGMLType, vdt), array("f", x[i * n_in : (i + 1) * n_in].tobytes()), out)
+        want[i * n_in : (i + 1) * n_in] = out
+    assert got.tobytes() == want.tobytes()
