@@ -1,6 +1,7 @@
 """numba kernels of the native backend (`llamay.native.numba_backend`), by family:
 
-- `simd`: short LLVM vectors as numba values and the operations the block dots need (`dot4`: W4A8);
+- `simd`: short LLVM vectors as numba values (loads, stores, fp16, float arithmetic); `quantops`: integer
+  operations on quants (unpacking blocks, the W4A8 `dot4`, int32 lanes of super-block scales);
 - `activations`: activation rows rounded / quantised to a weight type's vec_dot_type, bit-exact;
 - `matmul_legacy`, `matmul_kquants`, `matmul_float`: matmuls per weight type; `panels`: their batched (prefill)
   tiles; `dequant`: get_rows;
@@ -9,7 +10,7 @@
 Every kernel is `@njit(cache=True, fastmath=False)`; `blocks` holds the block layouts as plain ints.
 
 numba's cache keys a compiled kernel on its own source file only, while a kernel here inlines code from its
-siblings (`simd`, `activations`, `panels`): an edit to one of those would leave stale machine code in the
+siblings (`simd`, `quantops`, `activations`, `panels`): an edit to one of those would leave stale machine code in the
 others' cache entries. So the cache next to these sources is dropped whenever any of them changes.
 """
 

@@ -13,7 +13,8 @@ from numba import njit
 
 from . import blocks as bl
 from .matmul_kquants import _byte, _i8, q3_scale, scale_min_k4
-from .simd import IQ4_LEVELS, load_bf16, load_f16, load_f32, load_u16, load_u32
+from .quantops import IQ4_LEVELS
+from .simd import load_bf16, load_f16, load_f32, load_u16, load_u32
 
 F32_BYTES, HALF_BYTES = 4, 2
 QK, QK_K = 32, 256

@@ -10,17 +10,7 @@ from __future__ import annotations
 from numba import njit, prange
 
 from .activations import round_bf16_rows, round_f16_rows
-from .simd import (
-    fmul_add,
-    fsum,
-    fzero,
-    load_bf16,
-    load_bf16x8,
-    load_f16,
-    load_f16x8,
-    load_f32,
-    load_f32x8,
-)
+from .simd import fmul_add, fsum, fzero, load_bf16, load_bf16x8, load_f16, load_f16x8, load_f32, load_f32x8
 
 F32_BYTES, HALF_BYTES = 4, 2
 LANES = 8

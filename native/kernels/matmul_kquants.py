@@ -22,15 +22,12 @@ from numba import njit, prange
 from . import blocks as bl
 from .activations import QK8_K, QK8_K_SUM, quantize_q8_k
 from .panels import PANEL, TILE_TOKENS, panel_matmul_k
-from .simd import (
+from .quantops import (
     bits_of,
     bytes8,
     dot4,
     dot4_offset,
     dot4_signed,
-    fma_i32,
-    fsum,
-    fzero,
     iadd,
     imul,
     imul_add,
@@ -39,19 +36,14 @@ from .simd import (
     izero,
     lane_halves,
     lane_splat,
-    load_f16,
     load_i8_as_i32x8,
-    load_i8x32,
-    load_u8x16,
-    load_u8x32,
-    load_u16,
-    load_u32,
     nibbles,
     or_shifted,
     pair_lanes,
     pair_sums16,
     store_vec,
 )
+from .simd import fma_i32, fsum, fzero, load_f16, load_i8x32, load_u8x16, load_u8x32, load_u16, load_u32
 
 QK = QK8_K
 SUMS = QK8_K // QK8_K_SUM  # bsums per super-block

@@ -24,24 +24,8 @@ from numba import njit, prange
 from . import blocks as bl
 from .activations import QK8_0, quantize_q8
 from .panels import PANEL, TILE_TOKENS, panel_matmul
-from .simd import (
-    dot4,
-    dot4_offset,
-    dot4_signed,
-    fma,
-    fma_i32,
-    fsum,
-    fzero,
-    iq4_levels,
-    load_f16,
-    load_i8x32,
-    load_u8x16,
-    nibbles,
-    offset_by,
-    or_shifted,
-    store_vec,
-    word_bits,
-)
+from .quantops import dot4, dot4_offset, dot4_signed, iq4_levels, nibbles, offset_by, or_shifted, store_vec, word_bits
+from .simd import fma, fma_i32, fsum, fzero, load_f16, load_i8x32, load_u8x16
 
 QK = QK8_0
 Q4_OFFSET = 8  # Q4_0 stores q + 8

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .simd import dot, fma, fma_i32, fsum, fzero, iadd, ihalves, imul, izero, load_i8x32, load_i32x8, load_q32
+from .quantops import dot, iadd, ihalves, imul, izero, load_q32
+from .simd import fma, fma_i32, fsum, fzero, load_i8x32, load_i32x8
 
 PANEL = 32  # weight rows unpacked at a time (a multiple of 2)
 TILE_TOKENS = 4  # tokens per tile; below this many tokens the row dots read the packed weights directly
