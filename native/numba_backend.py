@@ -12,6 +12,7 @@ nor small ones while the machine is too busy to give every thread its core.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -25,6 +26,7 @@ import numpy as np
 
 from llamay.errors import UnsupportedTypeError
 from llamay.ggml_types import GGMLType, block_size, row_bytes
+from llamay.kernels.gelu import gelu_table
 from llamay.kernels.interface import BatchView, Weight
 
 from .kernels import attention as att
@@ -312,14 +314,20 @@ class NumbaBackend:
     def add(self, out: np.ndarray, a: np.ndarray, b: np.ndarray, count: int) -> None:
         ew.add(out, a, b, count)
 
+    @staticmethod
+    @functools.cache
+    def _gelu_table() -> np.ndarray:
+        """ggml's fp16 GELU table, the one portable uses (built on first use: only GELU models need it)."""
+        return np.frombuffer(gelu_table(), dtype=np.float32)
+
     def swiglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
         ew.swiglu(out, gate, up, count)
 
     def geglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
-        ew.geglu(out, gate, up, count)
+        ew.geglu(out, gate, up, count, self._gelu_table())
 
     def gelu(self, x: np.ndarray, count: int) -> None:
-        ew.gelu(x, count)
+        ew.gelu(x, count, self._gelu_table())
 
     def kv_store(
         self, cache: np.ndarray, layer: int, n_slots: int, slots: np.ndarray, src: np.ndarray, n: int, dim: int

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import LlamayError, UnsupportedTypeError
 from ..ggml_types import GGMLType, block_size
+from ..kernels.gelu import gelu_table
 from ..kernels.interface import BatchView, Weight
 from .runtime import Runtime, load_runtime
 
@@ -52,6 +53,15 @@ class WasmBackend:
         self._act_bytes: dict[tuple[int, int, int], int] = {}  # (type, n, k) -> scratch bytes of a matmul
         self._ids = self.rt.alloc(F32)  # one int32: the row id when a vector is decoded at bind
         self._topk = (0, 0, 0)  # (capacity, indices address, values address)
+        self._gelu_addr = 0  # ggml's fp16 GELU table in linear memory, written on first use
+
+    def _gelu_table(self) -> int:
+        """The address of ggml's GELU table (core/kernels/gelu.py), copied into linear memory once."""
+        if not self._gelu_addr:
+            table = gelu_table()
+            self._gelu_addr = self.alloc_f32(len(table))
+            self.write_f32(self._gelu_addr, table)
+        return self._gelu_addr
 
     # -- memory ---------------------------------------------------------------------------------------------
 
@@ -169,10 +179,10 @@ class WasmBackend:
         self.fn["llamay_swiglu"](out, gate, up, count)
 
     def geglu(self, out: int, gate: int, up: int, count: int) -> None:
-        self.fn["llamay_geglu"](out, gate, up, count)
+        self.fn["llamay_geglu"](out, gate, up, count, self._gelu_table())
 
     def gelu(self, x: int, count: int) -> None:
-        self.fn["llamay_gelu"](x, count)
+        self.fn["llamay_gelu"](x, count, self._gelu_table())
 
     def kv_store(self, cache: int, layer: int, n_slots: int, slots: int, src: int, n: int, dim: int) -> None:
         self.fn["llamay_kv_store"](cache, layer, n_slots, slots, src, n, dim)

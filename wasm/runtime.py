@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from ..errors import LlamayError
 from ..platform import IS_PYODIDE
 
-ABI_VERSION = 2
+ABI_VERSION = 3  # 3: GELU and GeGLU take the fp16 table
 PLAIN, RELAXED = "simd128", "relaxed"
 MODULES = {PLAIN: "llamay_kernels.wasm", RELAXED: "llamay_kernels_relaxed.wasm"}
 VARIANT_ENV = "LLAMAY_WASM_VARIANT"  # simd128 | relaxed: force one module instead of detecting
@@ -43,8 +43,8 @@ SIGNATURES: dict[str, tuple[str, str]] = {
     "llamay_scale": ("v", "idi"),
     "llamay_add": ("v", "iiii"),
     "llamay_swiglu": ("v", "iiii"),
-    "llamay_geglu": ("v", "iiii"),
-    "llamay_gelu": ("v", "ii"),
+    "llamay_geglu": ("v", "iiiii"),
+    "llamay_gelu": ("v", "iii"),
     "llamay_argmax": ("i", "ii"),
     "llamay_top_k": ("i", "iiiii"),
     "llamay_mean_pool": ("v", "iiii"),

@@ -15,10 +15,9 @@ from typing import Any
 from ..ggml_types import GGMLType, block_size, row_bytes, type_size
 from ..quants import SUPPORTED_DEQUANTIZE, dequantize
 from .activations import QK8_0, VEC_DOT_TYPE, round_row
+from .gelu import gelu as _gelu
 from .interface import BatchView, Weight
 
-GELU_COEF_A = 0.044715
-SQRT_2_OVER_PI = 0.7978845608028654
 # weights up to this many elements are dequantised once and kept (the stories260K fixtures, norms, biases)
 CACHE_ELEMENTS = 1 << 22
 _HALF = struct.Struct("<e")
@@ -274,5 +273,3 @@ class PortableBackend:
             x[:dim] = array("f", (v / norm for v in x[:dim]))
 
 
-def _gelu(x: float) -> float:
-    return 0.5 * x * (1.0 + math.tanh(SQRT_2_OVER_PI * x * (1.0 + GELU_COEF_A * x * x)))

@@ -12,8 +12,10 @@ import math
 import numpy as np
 from numba import njit
 
-GELU_COEF_A = 0.044715
-SQRT_2_OVER_PI = 0.7978845608028654
+GELU_CLAMP = np.float32(10.0)  # ggml's table covers (-10, 10): 0 below, x itself above
+F16_MIN_NORMAL_AS_F32_BITS = 0x38800000  # 2^-14 as float32 bits: below it fp16 is subnormal
+F16_REBIAS = (127 - 15) << 10  # float32 exponent bias minus fp16's, in fp16 exponent position
+TWO_POW_24 = 16777216.0  # fp16 subnormals are multiples of 2^-24
 ONE = np.float32(1.0)
 
 
@@ -104,23 +106,40 @@ def swiglu(out, gate, up, count):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _gelu(v):
-    """tanh GELU in float64, tanh(y) as (1 - e) / (1 + e) with e = exp(-2|y|): one exp, no tanh call."""
-    y = SQRT_2_OVER_PI * v * (1.0 + GELU_COEF_A * v * v)
-    e = math.exp(-2.0 * abs(y))
-    return 0.5 * v * (1.0 + math.copysign((1.0 - e) / (1.0 + e), y))
+def _half_bits(u):
+    """fp16 bit pattern of the float32 whose bits are u, rounded to nearest even (|value| < 65504)."""
+    sign = (u >> 16) & 0x8000
+    a = u & 0x7FFFFFFF
+    if a < F16_MIN_NORMAL_AS_F32_BITS:  # an fp16 subnormal: count units of 2^-24, ties to even
+        mag = np.float64(np.abs(np.uint32(a).view(np.float32)))
+        return sign | np.int64(np.rint(mag * TWO_POW_24))
+    a = a + 0x0FFF + ((a >> 13) & 1)
+    return sign | ((a >> 13) - F16_REBIAS)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _gelu(v, bits, table):
+    """ggml's GELU (core/kernels/gelu.py): 0 below -10, v above 10, else table[fp16 bits of v]."""
+    if v <= -GELU_CLAMP:
+        return np.float32(0.0)
+    if v >= GELU_CLAMP:
+        return v
+    return table[_half_bits(np.int64(bits))]
 
 
 @njit(cache=True, fastmath=False)
-def geglu(out, gate, up, count):
+def geglu(out, gate, up, count, table):
+    """out = gelu(gate) · up, in float32."""
+    bits = gate.view(np.uint32)
     for i in range(count):
-        out[i] = _gelu(np.float64(gate[i])) * np.float64(up[i])
+        out[i] = _gelu(gate[i], bits[i], table) * up[i]
 
 
 @njit(cache=True, fastmath=False)
-def gelu(x, count):
+def gelu(x, count, table):
+    bits = x.view(np.uint32)
     for i in range(count):
-        x[i] = _gelu(np.float64(x[i]))
+        x[i] = _gelu(x[i], bits[i], table)
 
 
 @njit(cache=True, fastmath=False)

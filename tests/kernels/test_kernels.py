@@ -189,3 +189,22 @@ def test_argmax_and_top_k(backend, ref):
         top = be.top_k(buf, 0, 1000, 5)
         assert [i for i, _ in top[:2]] == [500, 900]
         assert [round(v, 5) for _, v in top] == [round(v, 5) for v in sorted(x, reverse=True)[:5]]
+
+
+def test_gelu_is_ggmls_fp16_table_exactly(backend, ref):
+    """ggml's GELU: 0 at or below -10, x at or above 10, else a table of fp16 outputs at the fp16-rounded input
+    (ties to even, subnormals included) — every backend reads the same table, so results are identical."""
+    rng = random.Random(5)
+    edge = [-10.0, 10.0, -9.9999, 9.9999, 0.0, -0.0, 1e-6, -1e-7, 6.0e-5, -6.1e-5, 2.98e-8, 1.0009765625, 3.00048828125]
+    x = edge + [rng.gauss(0.0, 4.0) for _ in range(997)]
+    up = [rng.gauss(0.0, 1.0) for _ in x]
+    outs = []
+    for be in (backend, ref):
+        xb, ub, out = _vec(be, x), _vec(be, up), be.alloc_f32(len(x))
+        be.geglu(out, xb, ub, len(x))
+        be.gelu(xb, len(x))
+        outs.append((be.read_f32(xb, 0, len(x)), be.read_f32(out, 0, len(x))))
+    assert outs[0] == outs[1]
+    from llamay.kernels.gelu import gelu
+
+    assert outs[1][0][:4] == [0.0, 10.0, gelu(-9.9999), gelu(9.9999)]

@@ -1,9 +1,13 @@
 /* Norms, rotary embedding, elementwise activations and reductions over float32 buffers.
  *
  * Where llamay's portable backend computes in double (norm statistics, the rotary products, scale), these do
- * too, so results round the same way; the activations (SiLU, GELU) use float32 exp_x4. */
+ * too, so results round the same way; SiLU uses float32 exp_x4, GELU ggml's fp16 table. */
 #include "common.h"
 #include "mathf.h"
+
+#define GELU_CLAMP 10.0f                      /* ggml's table covers (-10, 10) */
+#define F16_MIN_NORMAL_AS_F32_BITS 0x38800000u /* 2^-14: below it fp16 is subnormal */
+#define F16_REBIAS ((127u - 15u) << 10)       /* float32 exponent bias minus fp16's, in fp16 position */
 
 /* apply F to count floats of x (and y, z) 4 at a time, the tail through a padded copy */
 #define FOR_X4(count, BODY)                                                                             \
@@ -142,29 +146,39 @@ INLINE v128_t silu_x4(v128_t g) {
     return wasm_f32x4_div(g, wasm_f32x4_add(wasm_f32x4_splat(1.0f), e));
 }
 
-INLINE v128_t gelu_x4(v128_t x) {
-    v128_t x2 = wasm_f32x4_mul(x, x);
-    v128_t inner = wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_splat(0.7978845608028654f), x),
-                                  wasm_f32x4_add(wasm_f32x4_splat(1.0f), wasm_f32x4_mul(wasm_f32x4_splat(0.044715f), x2)));
-    v128_t t = wasm_f32x4_add(wasm_f32x4_splat(1.0f), tanh_x4(inner));
-    return wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_splat(0.5f), x), t);
+/* fp16 bit pattern of x, rounded to nearest even (|x| < 65504): the index into ggml's GELU table */
+INLINE uint32_t half_bits(float x) {
+    uint32_t u;
+    __builtin_memcpy(&u, &x, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a < F16_MIN_NORMAL_AS_F32_BITS) /* an fp16 subnormal: units of 2^-24, ties to even */
+        return sign | (uint32_t)__builtin_rint((double)__builtin_fabsf(x) * 16777216.0);
+    a += 0x0fffu + ((a >> 13) & 1u);
+    return sign | ((a >> 13) - F16_REBIAS);
+}
+
+/* ggml's GELU (core/kernels/gelu.py): 0 below -10, x above 10, else the fp16 table at fp16(x) */
+INLINE float gelu_1(float x, const float *table) {
+    if (x <= -GELU_CLAMP) return 0.0f;
+    if (x >= GELU_CLAMP) return x;
+    return table[half_bits(x)];
 }
 
 #define SWIGLU_BODY(i, m) store_n(out + (i), wasm_f32x4_mul(silu_x4(load_n(gate + (i), m)), load_n(up + (i), m)), m)
-#define GEGLU_BODY(i, m) store_n(out + (i), wasm_f32x4_mul(gelu_x4(load_n(gate + (i), m)), load_n(up + (i), m)), m)
-#define GELU_BODY(i, m) store_n(x + (i), gelu_x4(load_n(x + (i), m)), m)
 
 /* out = silu(gate) * up */
 EXPORT void llamay_swiglu(float *out, const float *gate, const float *up, int32_t count) {
     FOR_X4(count, SWIGLU_BODY);
 }
 
-/* out = gelu(gate) * up, tanh GELU */
-EXPORT void llamay_geglu(float *out, const float *gate, const float *up, int32_t count) {
-    FOR_X4(count, GEGLU_BODY);
+/* out = gelu(gate) * up with ggml's fp16 GELU table (65,536 floats, passed in by the loader) */
+EXPORT void llamay_geglu(float *out, const float *gate, const float *up, int32_t count, const float *table) {
+    for (int32_t i = 0; i < count; i++) out[i] = gelu_1(gate[i], table) * up[i];
 }
 
-EXPORT void llamay_gelu(float *x, int32_t count) { FOR_X4(count, GELU_BODY); }
+EXPORT void llamay_gelu(float *x, int32_t count, const float *table) {
+    for (int32_t i = 0; i < count; i++) x[i] = gelu_1(x[i], table);
+}
 
 /* the index of the largest of x[0..n), the lowest index on ties */
 EXPORT int32_t llamay_argmax(const float *x, int32_t n) {
