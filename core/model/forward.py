@@ -49,6 +49,36 @@ def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> None:
         g.batch.n = n
 
 
+def begin(
+    model,  # llamay.model.Model
+    st: State,
+    tokens: Seq[int],
+    seqs: Seq[int] | None = None,
+    outputs: Seq[int] | None = None,
+) -> Pass:
+    """Place a batch in the cache and return the Pass the layers run over (`forward` = begin, embed, blocks,
+    output, finish; `llamay verify` steps through the same pieces layer by layer)."""
+    n = len(tokens)
+    seqs = [0] * n if seqs is None else list(seqs)
+    if outputs is None:
+        last = {s: i for i, s in enumerate(seqs)}
+        outputs = sorted(last.values())
+    st.reserve_outputs(len(outputs))
+    place_batch(st, tokens, seqs)
+    return Pass(model.backend, model.cfg, st, model.weights, n, len(outputs), tuple(outputs))
+
+
+def finish(st: State, tokens: Seq[int], seqs: Seq[int] | None = None) -> None:
+    """Record the batch's tokens as computed; window groups free the pages no later query can reach."""
+    seqs = [0] * len(tokens) if seqs is None else seqs
+    for t, s in zip(tokens, seqs, strict=True):
+        st.sequences[s].tokens.append(t)
+    for s in set(seqs):
+        seq = st.sequences[s]
+        for g, table in zip(st.groups, seq.tables, strict=True):
+            g.slide(table, seq.n_past)
+
+
 def forward(
     model,  # llamay.model.Model
     st: State,
@@ -61,25 +91,13 @@ def forward(
     outputs: batch indices that need logits (default: the last token of each sequence). Row j of
     `st.logits` then holds the logits of token outputs[j].
     """
-    n = len(tokens)
-    if n == 0:
+    if not tokens:
         return 0
-    seqs = [0] * n if seqs is None else list(seqs)
-    if outputs is None:
-        last = {s: i for i, s in enumerate(seqs)}
-        outputs = sorted(last.values())
-    st.reserve_outputs(len(outputs))
-    place_batch(st, tokens, seqs)
-    p = Pass(model.backend, model.cfg, st, model.weights, n, len(outputs), tuple(outputs))
+    p = begin(model, st, tokens, seqs, outputs)
     arch = model.arch
     arch.embed(p)
     for il, layer in enumerate(model.weights.layers):
         arch.block(p, layer, il)
     arch.output(p)
-    for i, s in enumerate(seqs):
-        st.sequences[s].tokens.append(tokens[i])
-    for s in set(seqs):
-        seq = st.sequences[s]
-        for g, table in zip(st.groups, seq.tables, strict=True):
-            g.slide(table, seq.n_past)
-    return len(outputs)
+    finish(st, tokens, seqs)
+    return p.n_out
