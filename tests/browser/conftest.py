@@ -77,3 +77,89 @@ def page(browser):
     pg = context.new_page()
     yield pg
     context.close()
+
+
+# ---- the demo page and the widget (test_demo.py, test_widget.py, test_api.py): `llamay web`'s server ----
+
+SCREENSHOTS = paths.REPO / "artifacts" / "screenshots"  # git-ignored; the tests save what they saw here
+NOT_A_MODEL = b"These are my notes about lemons, not a model.\n"
+
+
+def write_unsupported_architecture(src: Path, out: Path, arch: str = "mamba") -> Path:
+    """A stories260K file with `general.architecture` renamed: a valid GGUF that no architecture of llamay handles."""
+    from llamay.gguf import GGUFFile
+    from llamay.gguf.writer import GGUFWriter
+
+    with GGUFFile.open(src) as f:
+        w = GGUFWriter.from_file(f)
+        vtype, _ = w.fields["general.architecture"]
+        w.fields["general.architecture"] = (vtype, arch)
+        out.write_bytes(w.to_bytes())
+    return out
+
+
+@pytest.fixture(scope="session")
+def web_models(tmp_path_factory) -> Path:
+    """The folder served at /models/: stories260K (f32, q8_0), SmolLM2 when the store has it, a text file named
+    .gguf and a GGUF of an unsupported architecture."""
+    d = tmp_path_factory.mktemp("models")
+    for t in ("f32", "q8_0"):
+        (d / paths.stories(t).name).symlink_to(paths.stories(t))
+    smol = paths.REGISTRY_CACHE / paths.SMOLLM2
+    if smol.exists():
+        (d / paths.SMOLLM2).symlink_to(smol)
+    (d / "all-MiniLM-L6-v2-f16.gguf").symlink_to(paths.MINILM)
+    (d / "notes.gguf").write_bytes(NOT_A_MODEL)
+    write_unsupported_architecture(paths.stories("q8_0"), d / "mamba.gguf")
+    return d
+
+
+@pytest.fixture(scope="session")
+def web_app(web_models):
+    """`llamay web` (its server, in a thread) on 127.0.0.1: web/ at /, web_models at /models/; `log` lists the
+    (method, path) of every request it answered."""
+    require_target("chromium", web_missing())
+    from llamay.native.commands.web import WebServer
+
+    srv = WebServer(WEB, web_models, log=[]).start()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def site(browser, web_app):
+    """A page in a fresh browser context (its own, empty Cache API) that can reach nothing but web_app's origin:
+    any other request is aborted and recorded in `page.outside`; uncaught page errors go to `page.errors`."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    origin = web_app.url.rstrip("/")
+    outside: list[str] = []
+
+    def only_our_origin(route) -> None:
+        url = route.request.url
+        if url.startswith((origin + "/", "data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", only_our_origin)
+    page = context.new_page()
+    page.outside = outside
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.set_default_timeout(120_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot():
+    """screenshot(page, name): save the page as artifacts/screenshots/NAME.png."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def save(page, name: str, **kwargs) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), **kwargs)
+        return path
+
+    return save

@@ -5,7 +5,9 @@ Pyodide's file system at boot, not part of the llamay wheel: the engine itself i
 
 - `install_wheel(path, site)`: unpack a pure wheel into site-packages (no micropip: nothing comes from a CDN);
 - `new_model_buffer(size)`: the one buffer in Pyodide's heap that a GGUF is streamed into, chunk by chunk;
-- `Session`: a model bound to a kernel backend, from that buffer, and an `Engine` over it;
+- `Session`: a model bound to a kernel backend, from that buffer, and an `Engine` over it: OpenAI-style
+  generation (`generate`), the model card, embeddings, tokenization;
+- `describe_buffer(buf, name)`: the model card of a GGUF that failed to bind (unsupported architecture or type);
 - `run_pytest(args)`: the repository's tests/ under Pyodide, with the outcome counts.
 """
 
@@ -53,6 +55,34 @@ def new_model_buffer(size: int) -> bytearray:
     return bytearray(size)
 
 
+DEFAULT_MAX_TOKENS = 512  # a chat or completion request that names no max_tokens
+
+
+def describe_buffer(buf: bytearray, name: str) -> dict | None:
+    """The model card of a GGUF in `buf` (when binding it failed: its architecture or a tensor type is not
+    supported), or None when even its header cannot be read."""
+    from llamay.errors import LlamayError
+    from llamay.gguf import GGUFFile
+
+    try:
+        f = GGUFFile.from_buffer(buf, name)
+    except LlamayError:
+        return None
+    try:
+        return _card(f)
+    finally:
+        f.close()
+
+
+def _card(f) -> dict:
+    """llamay.model_card.describe, without the per-tensor list (its counts by type stay)."""
+    from llamay.model_card import describe
+
+    card = describe(f)
+    card["n_tensors"] = len(card.pop("tensors"))
+    return card
+
+
 class Session:
     """A model read in place from `buf` (the no-mmap path), bound to `backend`, and an engine over it."""
 
@@ -68,6 +98,21 @@ class Session:
             f.close()
             raise
         self.engine = Engine(self.model)
+
+    def warm_up(self) -> None:
+        """Import what the first request needs and compile the chat template (jinja2: about a second under
+        Pyodide), so the first reply's time to first token does not include them. The worker runs it right after
+        a load, while the person types."""
+        import contextlib
+
+        import llamay.constraints
+        import llamay.sampling  # noqa: F401
+
+        # the model's own template only (a model without one mostly continues text); one that fails here fails
+        # again, with its message, on the first chat
+        if self.model.cfg.causal and self.model.tokenizer.chat_template_source:
+            with contextlib.suppress(Exception):
+                self.model.tokenizer.apply_chat_template([{"role": "user", "content": "hi"}])
 
     def info(self) -> dict:
         cfg = self.model.cfg
@@ -99,6 +144,44 @@ class Session:
         cfg = SamplerConfig(temperature=temperature, seed=seed, **{k: v for k, v in given.items() if v is not None})
         return self.engine.complete(prompt, max_tokens, cfg, stop=list(stop or ()))
 
+    def card(self) -> dict:
+        """The model card (architecture, size, tensor types, context, tokenizer, the tensor audit)."""
+        return _card(self.model.file)
+
+    def generate(self, kind: str, payload, params: dict | None = None) -> Iterator[str]:
+        """Text pieces for an OpenAI-style request: kind "chat" (payload: the messages) or "complete" (payload:
+        the prompt). `params` carries the request's fields: max_tokens, temperature, top_p, top_k, min_p, seed,
+        stop, the penalties, logit_bias, response_format / json_schema / grammar, tools."""
+        from llamay.constraints import constraint_from_request
+        from llamay.sampling import SamplerConfig
+
+        params = dict(params or {})
+        max_tokens = params.get("max_completion_tokens") or params.get("max_tokens") or DEFAULT_MAX_TOKENS
+        stop = params.get("stop") or ()
+        stop = [stop] if isinstance(stop, str) else list(stop)
+        sampling = SamplerConfig.from_params(params)
+        constraint = constraint_from_request(params, self.model.tokenizer)
+        if kind == "chat":
+            messages = [dict(m) for m in payload]
+            tools = params.get("tools") or None
+            return self.engine.chat(messages, int(max_tokens), sampling, stop, tools=tools, constraint=constraint)
+        if kind == "complete":
+            return self.engine.complete(str(payload), int(max_tokens), sampling, stop, constraint=constraint)
+        raise ValueError(f"unknown generation kind {kind!r} (chat, complete)")
+
+    def generated(self) -> int:
+        """Tokens generated so far by the running request."""
+        return self.engine.stats.generated_tokens
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self.engine.embed([str(t) for t in texts])
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        return self.model.tokenizer.encode(text, add_special=add_special, parse_special=parse_special)
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.model.tokenizer.decode([int(i) for i in ids])
+
     def reset(self) -> None:
         """A fresh KV state: after an interrupt (KeyboardInterrupt mid-step) the old one may be half-written."""
         from llamay.engine import Engine
@@ -113,6 +196,8 @@ class Session:
             "generated_tokens": s.generated_tokens,
             "prompt_tps": s.prompt_tps,
             "generate_tps": s.generate_tps,
+            "prompt_seconds": s.prompt_seconds,
+            "generate_seconds": s.generate_seconds,
             "finish_reason": s.finish_reason,
         }
 

@@ -35,10 +35,13 @@ async function importLoadPyodide(distURL) {
  * @param {Record<string,string>} [opts.env] environment variables inside Python (e.g. LLAMAY_BACKEND)
  * @param {(line: string) => void} [opts.stdout] Python's stdout, line by line
  * @param {(line: string) => void} [opts.stderr] Python's stderr, line by line
- * @returns {Promise<{pyodide: object, web: object, manifest: object}>} the interpreter, the imported
- *   `llamay_web` helper module (a PyProxy) and the manifest of what was installed
+ * @returns {Promise<{pyodide: object, web: object, manifest: object, timings: object}>} the interpreter, the
+ *   imported `llamay_web` helper module (a PyProxy), the manifest of what was installed, and how long each step
+ *   took ({pyodide_ms, wheels_ms, kernels_ms}: starting the interpreter, fetching + unpacking the wheels, the
+ *   kernel modules)
  */
 export async function bootPyodide(opts = {}) {
+  const t0 = performance.now();
   const distURL = new URL(opts.distURL ?? DEFAULT_DIST_URL);
   const groups = opts.groups ?? ["llamay", "engine"];
   const manifestURL = new URL("manifest.json", distURL);
@@ -55,6 +58,7 @@ export async function bootPyodide(opts = {}) {
   if (opts.stdout) config.stdout = opts.stdout;
   if (opts.stderr) config.stderr = opts.stderr;
   const pyodide = await loadPyodide(config);
+  const t1 = performance.now();
 
   // the helper first (stdlib only), then the wheels, unpacked by it into site-packages
   pyodide.FS.mkdirTree("/llamay-web");
@@ -72,6 +76,7 @@ export async function bootPyodide(opts = {}) {
     web.install_wheel(tmp);
     pyodide.FS.unlink(tmp);
   }
+  const t2 = performance.now();
   // the kernel modules, where llamay.wasm looks for them (unless the llamay wheel already carried them)
   if (groups.includes("llamay")) {
     for (const name of manifest.wasm ?? []) {
@@ -81,5 +86,6 @@ export async function bootPyodide(opts = {}) {
     }
   }
   pyodide.runPython("import importlib; importlib.invalidate_caches()");
-  return { pyodide, web, manifest };
+  const timings = { pyodide_ms: t1 - t0, wheels_ms: t2 - t1, kernels_ms: performance.now() - t2 };
+  return { pyodide, web, manifest, timings };
 }

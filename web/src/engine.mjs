@@ -1,10 +1,16 @@
-// The page's side of the browser runtime: a small client over engine-worker.mjs (load + complete for now;
-// the OpenAI-shaped createEngine API builds on it). Every call is a message to the worker; replies carry its id.
+// The page's side of the browser runtime: a small client over engine-worker.mjs (the OpenAI-shaped
+// createEngine API of llamay.mjs builds on it). Every call is a message to the worker; replies carry its id.
 //
 //   const engine = await Engine.create();                       // boots Pyodide in a Web Worker
 //   await engine.load("/models/stories260K-f32.gguf", { backend: "wasm", onProgress });  // or a File
 //   for await (const piece of engine.stream("Once upon a time", { maxTokens: 32, temperature: 0 })) ...
 //   const { text, stats } = await engine.complete("Once upon a time", { maxTokens: 32 }, onPiece);
+
+import { LlamayWebError } from "./errors.mjs";
+
+/** How long abort() waits for the worker to stop between two tokens before it interrupts Python mid-step. */
+export const ABORT_GRACE_MS = 250;
+const GENERATIONS = new Set(["complete", "generate"]);
 
 export class Engine {
   /** @param {Worker} worker a worker running engine-worker.mjs */
@@ -12,6 +18,7 @@ export class Engine {
     this.worker = worker;
     this.nextId = 1;
     this.pending = new Map(); // id -> {resolve, reject, onEvent}
+    this.generations = new Set(); // ids of the generation requests not answered yet
     this.interrupt = null;
     this.onStdout = (text) => console.log(text);
     this.onStderr = (text) => console.warn(text);
@@ -30,6 +37,7 @@ export class Engine {
     const booted = await engine.#request({ type: "boot", distURL, env: opts.env, groups: opts.groups });
     engine.interrupt = booted.interrupt;
     engine.manifest = booted.manifest;
+    engine.booted = booted; // {timings, memoryBudget, crossOriginIsolated, ...}
     return engine;
   }
 
@@ -82,10 +90,32 @@ export class Engine {
     await done; // rethrows a generation error
   }
 
-  /** Stop the running generation: at once through the interrupt buffer, else before the next token. */
+  /**
+   * Stop the generations asked for and not finished: the worker stops before the next token (the KV state
+   * stays valid, the next turn reuses it); one still running after ABORT_GRACE_MS (a long prompt being read) is
+   * interrupted mid-step through the interrupt buffer, when the page is cross-origin isolated.
+   */
   abort() {
-    if (this.interrupt) Atomics.store(this.interrupt, 0, 2); // SIGINT: KeyboardInterrupt inside Python
-    this.worker.postMessage({ type: "abort" });
+    const ids = [...this.generations];
+    if (!ids.length) {
+      this.worker.postMessage({ type: "abort" });
+      return;
+    }
+    for (const target of ids) this.worker.postMessage({ type: "abort", target });
+    if (this.interrupt) {
+      setTimeout(() => {
+        // SIGINT: KeyboardInterrupt inside Python, if the first of them is still running
+        if (this.generations.has(ids[0])) Atomics.store(this.interrupt, 0, 2);
+      }, ABORT_GRACE_MS);
+    }
+  }
+
+  /**
+   * Send any request of the worker protocol (engine-worker.mjs); onEvent gets its progress and piece replies.
+   * @returns {Promise<any>} the result's value; an error reply rejects with a LlamayWebError (message, kind)
+   */
+  request(msg, onEvent) {
+    return this.#request(msg, onEvent);
   }
 
   unload() {
@@ -99,6 +129,7 @@ export class Engine {
 
   #request(msg, onEvent) {
     const id = this.nextId++;
+    if (GENERATIONS.has(msg.type)) this.generations.add(id);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onEvent });
       this.worker.postMessage({ ...msg, id });
@@ -112,8 +143,9 @@ export class Engine {
     if (!p) return;
     if (msg.type === "result" || msg.type === "error") {
       this.pending.delete(msg.id);
+      this.generations.delete(msg.id);
       if (msg.type === "result") p.resolve(msg.value);
-      else p.reject(new Error(msg.message));
+      else p.reject(new LlamayWebError(msg.message, msg.kind, msg.details));
     } else {
       p.onEvent?.(msg);
     }
@@ -122,5 +154,6 @@ export class Engine {
   #failAll(err) {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
+    this.generations.clear();
   }
 }

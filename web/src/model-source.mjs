@@ -2,25 +2,65 @@
 // a Python bytearray of the file's size is allocated first, then each chunk is written into its memory
 // through a PyBuffer view (the heap's own bytes). The wasm kernels later read the weights there in place.
 //
-// A source is a URL (http(s):, or file: under Node), a path under Node, a File/Blob, or bytes
-// (ArrayBuffer / typed array: copied once into the heap; meant for small models and tests).
+// A source is a URL (http(s):, or file: under Node), a path under Node, a File/Blob, a fetch Response (e.g. one
+// from the Cache API), or bytes (ArrayBuffer / typed array: copied once into the heap; meant for small models).
+//
+// Before anything is allocated, the first bytes must be the GGUF magic and the size must fit `maxBytes`: a file
+// that is not a model, or one too large for the browser, fails at once with a clear message (LlamayWebError).
 
 import { IS_NODE } from "./boot.mjs";
+import { LlamayWebError, toWebError } from "./errors.mjs";
 
 export const CHUNK_BYTES = 8 << 20;
+export const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
 
-function describe(source) {
+/** The file name of a source: what messages call it. */
+export function sourceName(source) {
   if (typeof source === "string") return source.split(/[\\/]/).pop() || source;
   if (source instanceof URL) return source.pathname.split("/").pop();
   if (typeof Blob !== "undefined" && source instanceof Blob) return source.name || "model.gguf";
+  if (typeof Response !== "undefined" && source instanceof Response) {
+    return decodeURIComponent(new URL(source.url || "http://x/model.gguf").pathname.split("/").pop());
+  }
   return "model.gguf";
+}
+
+const MB = (n) => (n < 1e5 ? `${(n / 1e3).toFixed(1)} kB` : `${(n / 1e6).toFixed(n < 1e7 ? 1 : 0)} MB`);
+
+/** Throws a "not-gguf" LlamayWebError unless `head` (the first bytes) is the GGUF magic. */
+export function checkMagic(head, name) {
+  if (GGUF_MAGIC.every((b, i) => head[i] === b)) return;
+  const shown = Array.from(head.subarray(0, 4), (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : "."));
+  const what = head.length ? `it starts with "${shown.join("")}"` : "it is empty";
+  throw new LlamayWebError(
+    `${name} is not a GGUF file: ${what}, and a GGUF model starts with "GGUF". ` +
+      "Pick a .gguf model file (llama.cpp's format).",
+    "not-gguf",
+  );
+}
+
+export const HEAP_LIMIT_REASON = "WebAssembly's 4 GiB address space, less what Python and the KV cache need";
+
+/** Throws a "too-large" LlamayWebError when `size` exceeds `maxBytes` (what the browser can hold, and why). */
+export function checkSize(size, name, maxBytes, reason = HEAP_LIMIT_REASON) {
+  if (maxBytes === undefined || maxBytes === null || size <= maxBytes) return;
+  throw new LlamayWebError(
+    `${name} is ${MB(size)}: too large for this browser's memory, which can hold a model of at most ` +
+      `${MB(Math.max(0, maxBytes))} (${reason}). Try a smaller or more strongly quantized model, or run it ` +
+      "natively with `llamay serve`.",
+    "too-large",
+  );
 }
 
 /** Calls write(offset, chunk) for every chunk; `size` first. */
 class HeapWriter {
   constructor(web, size) {
     this.size = size;
-    this.buffer = web.new_model_buffer(size); // a PyProxy of the bytearray
+    try {
+      this.buffer = web.new_model_buffer(size); // a PyProxy of the bytearray
+    } catch (err) {
+      throw toWebError(err); // MemoryError, or the heap's growth refused: "too-large"
+    }
     this.offset = 0;
   }
 
@@ -47,11 +87,15 @@ class HeapWriter {
   }
 }
 
-async function fromNodePath(web, path, onProgress) {
+async function fromNodePath(web, path, onProgress, opts) {
   const { open } = await import("node:fs/promises");
   const fh = await open(path, "r");
   try {
     const { size } = await fh.stat();
+    const head = new Uint8Array(4);
+    const { bytesRead: got } = await fh.read(head, 0, 4, 0);
+    checkMagic(head.subarray(0, got), opts.name);
+    checkSize(size, opts.name, opts.maxBytes, opts.maxBytesReason);
     const w = new HeapWriter(web, size);
     while (w.offset < size) {
       // read straight into the heap: the file's bytes are copied once, from the OS into the bytearray
@@ -68,7 +112,9 @@ async function fromNodePath(web, path, onProgress) {
   }
 }
 
-async function fromBlob(web, blob, onProgress) {
+async function fromBlob(web, blob, onProgress, opts) {
+  checkMagic(new Uint8Array(await blob.slice(0, 4).arrayBuffer()), opts.name);
+  checkSize(blob.size, opts.name, opts.maxBytes, opts.maxBytesReason);
   const w = new HeapWriter(web, blob.size);
   for (let at = 0; at < blob.size; at += CHUNK_BYTES) {
     const part = blob.slice(at, Math.min(at + CHUNK_BYTES, blob.size));
@@ -78,18 +124,55 @@ async function fromBlob(web, blob, onProgress) {
   return w.finish();
 }
 
-async function fromURL(web, url, onProgress) {
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
-  const length = Number(res.headers.get("content-length"));
+async function fromURL(web, url, onProgress, opts) {
+  let res;
+  try {
+    res = await fetch(url, opts.fetchInit);
+  } catch (err) {
+    throw new LlamayWebError(`${url} cannot be fetched: ${err.message ?? err}`, "network");
+  }
+  if (!res.ok) throw new LlamayWebError(`${url}: HTTP ${res.status} ${res.statusText}`.trim(), "network");
+  return fromResponse(web, res, onProgress, opts);
+}
+
+/** A Response's body into the heap. Its size comes from x-llamay-size (a cached model) or Content-Length. */
+async function fromResponse(web, res, onProgress, opts) {
+  const length = Number(res.headers.get("x-llamay-size") || res.headers.get("content-length"));
   const encoded = res.headers.get("content-encoding");
+  const reader = res.body.getReader();
+  // the first bytes before anything is allocated: a file that is not a GGUF stops here
+  const first = [];
+  let seen = 0;
+  while (seen < 4) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    first.push(value);
+    seen += value.byteLength;
+  }
+  const head = concat(first, Math.min(seen, 4));
+  try {
+    checkMagic(head, opts.name);
+    const known = length && !(encoded && encoded !== "identity");
+    if (known) checkSize(length, opts.name, opts.maxBytes, opts.maxBytesReason);
+  } catch (err) {
+    reader.cancel().catch(() => {});
+    throw err;
+  }
   if (!length || (encoded && encoded !== "identity")) {
     // no size known up front: gather the chunks, then copy them in once
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    return fromBytes(web, bytes, onProgress);
+    const chunks = first;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      seen += value.byteLength;
+      checkSize(seen, opts.name, opts.maxBytes, opts.maxBytesReason);
+    }
+    return fromBytes(web, concat(chunks, seen), onProgress);
   }
   const w = new HeapWriter(web, length);
-  const reader = res.body.getReader();
+  for (const chunk of first) w.write(chunk);
+  onProgress?.(w.offset, length);
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -97,6 +180,19 @@ async function fromURL(web, url, onProgress) {
     onProgress?.(w.offset, length);
   }
   return w.finish();
+}
+
+function concat(chunks, n) {
+  if (chunks.length === 1 && chunks[0].byteLength === n) return chunks[0];
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    const part = c.subarray(0, Math.min(c.byteLength, n - at));
+    out.set(part, at);
+    at += part.byteLength;
+    if (at === n) break;
+  }
+  return out;
 }
 
 function fromBytes(web, bytes, onProgress) {
@@ -112,25 +208,34 @@ function fromBytes(web, bytes, onProgress) {
 /**
  * Stream a model into Pyodide's heap.
  * @param {object} web the `llamay_web` helper module (from bootPyodide)
- * @param {string|URL|Blob|ArrayBuffer|ArrayBufferView} source
+ * @param {string|URL|Blob|Response|ArrayBuffer|ArrayBufferView} source
  * @param {(done: number, total: number) => void} [onProgress]
+ * @param {{name?: string, maxBytes?: number, maxBytesReason?: string, fetchInit?: RequestInit}} [opts] the name
+ *   errors use (default: the source's file name), the largest size accepted and where that limit comes from,
+ *   and fetch's options for a URL
  * @returns {Promise<{buffer: object, name: string, size: number}>} the bytearray (a PyProxy) and a name
  */
-export async function streamModel(web, source, onProgress) {
-  const name = describe(source);
+export async function streamModel(web, source, onProgress, opts = {}) {
+  const name = opts.name ?? sourceName(source);
+  opts = { ...opts, name };
   let buffer;
   if (typeof Blob !== "undefined" && source instanceof Blob) {
-    buffer = await fromBlob(web, source, onProgress);
+    buffer = await fromBlob(web, source, onProgress, opts);
+  } else if (typeof Response !== "undefined" && source instanceof Response) {
+    buffer = await fromResponse(web, source, onProgress, opts);
   } else if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    const u8 = source instanceof Uint8Array ? source : new Uint8Array(source.buffer ?? source, source.byteOffset ?? 0);
+    checkMagic(u8.subarray(0, 4), name);
+    checkSize(u8.byteLength, name, opts.maxBytes, opts.maxBytesReason);
     buffer = fromBytes(web, source, onProgress);
   } else {
     const text = String(source);
     const isURL = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) && !/^[a-z]:\\/i.test(text);
     if (IS_NODE && (!isURL || text.startsWith("file:"))) {
       const { fileURLToPath } = await import("node:url");
-      buffer = await fromNodePath(web, text.startsWith("file:") ? fileURLToPath(text) : text, onProgress);
+      buffer = await fromNodePath(web, text.startsWith("file:") ? fileURLToPath(text) : text, onProgress, opts);
     } else {
-      buffer = await fromURL(web, isURL ? text : new URL(text, globalThis.location?.href).href, onProgress);
+      buffer = await fromURL(web, isURL ? text : new URL(text, globalThis.location?.href).href, onProgress, opts);
     }
   }
   return { buffer, name, size: buffer.length };

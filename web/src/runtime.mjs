@@ -3,9 +3,37 @@
 // directly. Generation yields to the event loop between tokens, so an abort message can arrive mid-stream.
 
 import { bootPyodide } from "./boot.mjs";
-import { streamModel } from "./model-source.mjs";
+import { LlamayWebError, toWebError } from "./errors.mjs";
+import { cacheKeyFor, cachedModel, deleteCachedModel, storeModel } from "./model-cache.mjs";
+import { sourceName, streamModel } from "./model-source.mjs";
 
-const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+// Yield to the event loop (so an abort message can arrive) between two tokens. A MessageChannel message, not
+// setTimeout(0): browsers clamp nested timeouts to 4 ms, which would cap a small model at 250 tokens/s.
+const yieldChannel = typeof MessageChannel !== "undefined" ? new MessageChannel() : null;
+const waiting = [];
+if (yieldChannel) {
+  yieldChannel.port1.onmessage = () => waiting.shift()?.();
+  yieldChannel.port1.unref?.(); // under Node: an idle channel must not keep the process alive
+  yieldChannel.port2.unref?.();
+}
+const nextTask = () =>
+  new Promise((resolve) => {
+    if (!yieldChannel) return setTimeout(resolve, 0);
+    waiting.push(resolve);
+    yieldChannel.port2.postMessage(0);
+  });
+const toJs = (proxy) => {
+  try {
+    return proxy?.toJs ? proxy.toJs({ dict_converter: Object.fromEntries }) : proxy;
+  } finally {
+    proxy?.destroy?.();
+  }
+};
+
+/** Pyodide's heap is wasm32 memory: at most 4 GiB less a page (emscripten's getHeapMax). */
+export const HEAP_MAX_BYTES = 4294901760;
+/** Heap kept free beside a model's bytes: Python's own objects, the KV cache, the compute buffers. */
+export const HEAP_RESERVE_BYTES = 384 << 20;
 
 export class LlamayRuntime {
   /** @param {object} booted the result of bootPyodide */
@@ -15,6 +43,21 @@ export class LlamayRuntime {
     this.manifest = booted.manifest;
     this.session = null;
     this.aborted = false;
+    this.bootTimings = booted.timings;
+    this.baseHeap = this.pyodide._module?.HEAPU8?.length ?? 0; // the heap Python needs with no model
+    this.modelCard = null;
+  }
+
+  /**
+   * The largest model (in bytes) this runtime accepts: the wasm32 heap less what Python used at boot and a
+   * reserve for the KV cache; where the browser tells its memory (navigator.deviceMemory, in GiB), at most
+   * half of it.
+   */
+  memoryBudget() {
+    let budget = HEAP_MAX_BYTES - this.baseHeap - HEAP_RESERVE_BYTES;
+    const gib = globalThis.navigator?.deviceMemory;
+    if (gib) budget = Math.min(budget, (gib * 2 ** 30) / 2);
+    return budget;
   }
 
   /** Boot Pyodide and install llamay (see bootPyodide for the options). */
@@ -39,6 +82,105 @@ export class LlamayRuntime {
     return this.info();
   }
 
+  /**
+   * Load a model as a page asks for it: from the browser's Cache API when it holds the model (`cache`), else from
+   * its source (then stored there once it has bound); refused early when it is not a GGUF or too large.
+   * @param {string|URL|Blob|ArrayBuffer} source an absolute URL, a File, or bytes
+   * @param {{backend?: string, name?: string, cache?: boolean|"reload", maxBytes?: number,
+   *          onProgress?: (phase: string, done: number, total: number) => void}} [opts]
+   *   phases: "download" | "cache-read" | "file" | "bind" | "cache-write" (bind has no byte counts)
+   * @returns {Promise<object>} the model's info, with its card, where it came from ("url" | "cache" | "file" |
+   *   "bytes"), whether it is cached now (or why not), and the timings of each step
+   */
+  async openModel(source, opts = {}) {
+    try {
+      return await this.#open(source, opts);
+    } catch (err) {
+      // a cached copy that no longer reads as a GGUF (a storage fault): forget it, and fetch the source again
+      if (err.fromCache && (err.kind === "not-gguf" || err.kind === "malformed-gguf")) {
+        await deleteCachedModel(err.fromCache).catch(() => {});
+        return this.#open(source, { ...opts, cache: "reload" });
+      }
+      throw err;
+    }
+  }
+
+  async #open(source, opts) {
+    this.unloadModel();
+    const progress = (phase) => (done, total) => opts.onProgress?.(phase, done, total);
+    const t0 = performance.now();
+    const name = opts.name ?? sourceName(source);
+    const isBlob = typeof Blob !== "undefined" && source instanceof Blob;
+    let from = isBlob ? "file" : typeof source === "string" || source instanceof URL ? "url" : "bytes";
+    const key = opts.cache ? cacheKeyFor(source) : null;
+    let src = source instanceof URL ? source.href : source;
+    if (key && opts.cache !== "reload") {
+      const hit = await cachedModel(key).catch(() => null);
+      if (hit) {
+        src = hit;
+        from = "cache";
+      }
+    }
+    const phase = { url: "download", cache: "cache-read", file: "file", bytes: "file" }[from];
+    const budget = this.memoryBudget();
+    const maxBytes = Math.min(opts.maxBytes ?? budget, budget);
+    const maxBytesReason = maxBytes < budget ? "the limit this page sets" : undefined;
+    const fetchInit = key ? { cache: "no-store" } : undefined; // the Cache API keeps it: not the HTTP cache too
+    const streamOpts = { name, maxBytes, maxBytesReason, fetchInit };
+    const fail = (err) => {
+      if (from === "cache") err.fromCache = key;
+      throw err;
+    };
+    const { buffer, size } = await streamModel(this.web, src, progress(phase), streamOpts).catch(fail);
+    const t1 = performance.now();
+    let cacheError = key ? null : "this source cannot be cached";
+    let t2;
+    let t3;
+    try {
+      opts.onProgress?.("bind", 0, 0);
+      await nextTask(); // let the progress message out before the long synchronous bind
+      try {
+        this.session = this.web.Session.callKwargs(buffer, name, { backend: opts.backend ?? undefined });
+      } catch (err) {
+        const e = toWebError(err);
+        if (["unsupported-architecture", "unsupported-type", "model"].includes(e.kind)) {
+          e.details = { card: toJs(this.web.describe_buffer(buffer, name)) };
+        }
+        fail(e);
+      }
+      t2 = performance.now();
+      this.modelCard = toJs(this.session.card());
+      t3 = performance.now();
+      if (key && from !== "cache") {
+        const readChunk = (offset, n) => {
+          const pb = buffer.getBuffer("u8");
+          try {
+            return pb.data.slice(offset, offset + n);
+          } finally {
+            pb.release();
+          }
+        };
+        cacheError = await storeModel(key, size, readChunk, {
+          name,
+          source: from,
+          onProgress: progress("cache-write"),
+        });
+      }
+    } finally {
+      buffer.destroy(); // the JS handle only: the model holds the bytearray
+    }
+    const t4 = performance.now();
+    return {
+      ...this.info(),
+      card: this.modelCard,
+      source: from,
+      cacheKey: key,
+      cached: from === "cache" || (key !== null && cacheError === null),
+      cacheError: from === "cache" ? null : cacheError,
+      timings: { read_ms: t1 - t0, bind_ms: t2 - t1, card_ms: t3 - t2, cache_write_ms: t4 - t3, total_ms: t4 - t0 },
+    };
+  }
+
   info() {
     if (!this.session) return null;
     const info = this.session.info();
@@ -54,6 +196,96 @@ export class LlamayRuntime {
       this.session.close();
       this.session.destroy();
       this.session = null;
+      this.modelCard = null;
+      this.pyodide.runPython("import gc; gc.collect()"); // the model's bytes go back to the heap now
+    }
+  }
+
+  #needSession() {
+    if (!this.session) throw new LlamayWebError("no model is loaded: load one first", "no-model");
+  }
+
+  /**
+   * Generate for an OpenAI-style request: kind "chat" (input: the messages) or "complete" (input: the prompt),
+   * `params` its fields in OpenAI's names (max_tokens, temperature, top_p, top_k, min_p, seed, stop,
+   * response_format, ...). onPiece(text, completionTokens) gets each streamed piece.
+   * @returns {Promise<{text: string, stats: object|null, aborted: boolean, finish_reason: string}>}
+   */
+  async generate(kind, input, params = {}, onPiece = () => {}) {
+    this.#needSession();
+    this.aborted = false;
+    const py = this.pyodide;
+    const pyInput = kind === "chat" ? py.toPy(input) : input;
+    const pyParams = py.toPy(params);
+    let gen;
+    try {
+      gen = this.session.generate(kind, pyInput, pyParams);
+    } catch (err) {
+      throw toWebError(err);
+    } finally {
+      pyParams.destroy();
+      if (kind === "chat") pyInput.destroy();
+    }
+    let text = "";
+    let interrupted = false;
+    try {
+      for (;;) {
+        const step = gen.next();
+        if (step.done) break;
+        text += step.value;
+        onPiece(step.value, this.session.generated());
+        await nextTask();
+        if (this.aborted) break;
+      }
+    } catch (err) {
+      if (err.type !== "KeyboardInterrupt") throw toWebError(err);
+      interrupted = true;
+      this.session.reset(); // interrupted mid-step: the KV state may be half-written
+    } finally {
+      gen.destroy();
+    }
+    const aborted = this.aborted || interrupted;
+    const stats = interrupted ? null : toJs(this.session.stats());
+    const finish_reason = aborted ? "abort" : (stats?.finish_reason ?? "stop");
+    return { text, stats, aborted, finish_reason };
+  }
+
+  /** Prepare the first request (imports, the chat template) ahead of it; a no-op without a model. */
+  warmUp() {
+    this.session?.warm_up();
+  }
+
+  /** The loaded model's card (llamay.model_card.describe, without the per-tensor list). */
+  card() {
+    this.#needSession();
+    return this.modelCard;
+  }
+
+  /** One pooled, L2-normalised embedding per text (an encoder model, such as all-MiniLM). */
+  embed(texts) {
+    this.#needSession();
+    const pyTexts = this.pyodide.toPy(texts);
+    try {
+      return toJs(this.session.embed(pyTexts));
+    } catch (err) {
+      throw toWebError(err);
+    } finally {
+      pyTexts.destroy();
+    }
+  }
+
+  tokenize(text, { add_special = true, parse_special = true } = {}) {
+    this.#needSession();
+    return toJs(this.session.tokenize(text, add_special, parse_special));
+  }
+
+  detokenize(ids) {
+    this.#needSession();
+    const pyIds = this.pyodide.toPy(ids);
+    try {
+      return this.session.detokenize(pyIds);
+    } finally {
+      pyIds.destroy();
     }
   }
 

@@ -1,0 +1,370 @@
+// <llamay-chat>: a chat box that runs a GGUF model in the visitor's browser. One module script and one tag:
+//
+//   <script type="module" src="/llamay/widget/llamay-chat.mjs"></script>
+//   <llamay-chat model="/models/SmolLM2-135M-Instruct.Q4_1.gguf" system="You are a friendly baker."
+//                max-tokens="200" label="Ask the kitchen"></llamay-chat>
+//
+// Attributes: model (a URL on the page's origin; required), system (a system prompt), max-tokens (default 256),
+// temperature (default 0.7), top-p, seed, backend ("wasm" | "portable"), label (the heading), placeholder,
+// greeting (a first assistant line, shown, not sent). A model without a chat template continues the text sent.
+//
+// Style it from outside with CSS custom properties (it lives in a shadow root): --llamay-accent, --llamay-bg,
+// --llamay-fg, --llamay-muted, --llamay-border, --llamay-radius, --llamay-font, --llamay-font-size,
+// --llamay-user-bg, --llamay-user-fg, --llamay-assistant-bg, --llamay-assistant-fg, --llamay-height; or its
+// parts: ::part(box | header | transcript | form | input | send | stop).
+//
+// Keyboard: Enter sends, Shift+Enter adds a line, Escape stops a reply. The transcript is an aria-live log.
+// Test hooks (data-testid): llamay-input, llamay-send, llamay-stop, llamay-transcript, llamay-status.
+// Events (bubbling, composed): llamay-ready {model}, llamay-error {kind, message}, llamay-reply {content,
+// finish_reason, usage, timings}. Methods: send(text), stop(); property engine (the createEngine engine).
+
+import { createEngine } from "../src/llamay.mjs";
+
+const STYLE = `
+:host {
+  display: block;
+  --_accent: var(--llamay-accent, #2f5bd3);
+  --_bg: var(--llamay-bg, #ffffff);
+  --_fg: var(--llamay-fg, #1b1f27);
+  --_muted: var(--llamay-muted, #646d7e);
+  --_border: var(--llamay-border, #dde1e8);
+  --_radius: var(--llamay-radius, 14px);
+  font-family: var(--llamay-font, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif);
+  font-size: var(--llamay-font-size, 15px);
+  color: var(--_fg);
+}
+:host([hidden]) { display: none; }
+* { box-sizing: border-box; }
+.box {
+  display: flex; flex-direction: column; height: var(--llamay-height, 28rem); background: var(--_bg);
+  border: 1px solid var(--_border); border-radius: var(--_radius); overflow: hidden;
+}
+header {
+  display: flex; align-items: center; justify-content: space-between; gap: 0.5rem; padding: 0.65rem 0.9rem;
+  border-bottom: 1px solid var(--_border);
+}
+h2 { margin: 0; font-size: 1em; font-weight: 650; }
+.status { font-size: 0.78em; color: var(--_muted); text-align: right; }
+.status.error { color: #b3261e; }
+.bar { height: 3px; background: transparent; }
+.bar > div { height: 100%; width: 0; background: var(--_accent); transition: width 0.2s; }
+.bar.indeterminate > div { width: 30%; animation: slide 1.2s ease-in-out infinite; }
+@keyframes slide { from { margin-left: -30%; } to { margin-left: 100%; } }
+.transcript {
+  flex: 1; overflow-y: auto; padding: 0.8rem; display: flex; flex-direction: column; gap: 0.6rem;
+}
+.transcript:focus-visible, textarea:focus-visible, button:focus-visible {
+  outline: 3px solid color-mix(in srgb, var(--_accent) 45%, transparent); outline-offset: 1px;
+}
+.msg {
+  max-width: 88%; padding: 0.5rem 0.75rem; border-radius: 12px; white-space: pre-wrap; overflow-wrap: anywhere;
+  line-height: 1.45;
+}
+.user {
+  align-self: flex-end; background: var(--llamay-user-bg, var(--_accent)); color: var(--llamay-user-fg, #fff);
+  border-bottom-right-radius: 4px;
+}
+.assistant {
+  align-self: flex-start; background: var(--llamay-assistant-bg, #f0f2f6);
+  color: var(--llamay-assistant-fg, var(--_fg)); border-bottom-left-radius: 4px;
+}
+.assistant.streaming::after { content: "▍"; color: var(--_accent); animation: blink 1s steps(2) infinite; }
+@keyframes blink { 50% { opacity: 0; } }
+.note { align-self: flex-start; font-size: 0.75em; color: var(--_muted); margin-top: -0.35rem; }
+.hello { color: var(--_muted); font-style: italic; }
+form { display: flex; gap: 0.45rem; padding: 0.65rem; border-top: 1px solid var(--_border); align-items: flex-end; }
+textarea {
+  flex: 1; resize: none; font: inherit; color: inherit; background: transparent; min-height: 3.4em; max-height: 8em;
+  border: 1px solid var(--_border); border-radius: 10px; padding: 0.45rem 0.6rem;
+}
+button {
+  font: inherit; font-weight: 600; border-radius: 10px; padding: 0.45rem 0.8rem; cursor: pointer;
+  border: 1px solid var(--_accent); background: var(--_accent); color: #fff;
+}
+button.stop { background: transparent; color: var(--_accent); }
+button:disabled { opacity: 0.4; cursor: not-allowed; }
+.sr-only {
+  position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); clip-path: inset(50%);
+  white-space: nowrap;
+}
+footer { font-size: 0.7em; color: var(--_muted); padding: 0 0.8rem 0.5rem; }
+`;
+
+let instances = 0;
+
+export class LlamayChat extends HTMLElement {
+  static observedAttributes = ["model", "backend", "label", "placeholder"];
+
+  constructor() {
+    super();
+    this.uid = ++instances;
+    this.engine = null;
+    this.history = [];
+    this.generating = false;
+    this.chatMode = true;
+    this.loadToken = 0;
+    const root = this.attachShadow({ mode: "open" });
+    const id = (s) => `llamay-${this.uid}-${s}`;
+    root.innerHTML = `
+      <style>${STYLE}</style>
+      <section class="box" part="box" aria-labelledby="${id("title")}">
+        <header part="header">
+          <h2 id="${id("title")}"></h2>
+          <span class="status" data-testid="llamay-status" role="status"></span>
+        </header>
+        <div class="bar" aria-hidden="true"><div></div></div>
+        <div class="transcript" part="transcript" data-testid="llamay-transcript" role="log" aria-live="polite"
+             aria-relevant="additions text" aria-labelledby="${id("title")}" tabindex="0"></div>
+        <form part="form">
+          <label class="sr-only" for="${id("input")}">Message</label>
+          <textarea id="${id("input")}" part="input" rows="2" data-testid="llamay-input"
+                    aria-describedby="${id("keys")}" disabled></textarea>
+          <button type="submit" part="send" data-testid="llamay-send" disabled>Send</button>
+          <button type="button" class="stop" part="stop" data-testid="llamay-stop" aria-label="Stop the reply"
+                  disabled>Stop</button>
+        </form>
+        <footer id="${id("keys")}">Enter sends · Shift+Enter new line · Esc stops · runs in your browser</footer>
+      </section>`;
+    this.$ = (sel) => root.querySelector(sel);
+    this.ui = {
+      title: this.$("h2"),
+      status: this.$(".status"),
+      bar: this.$(".bar"),
+      transcript: this.$(".transcript"),
+      form: this.$("form"),
+      input: this.$("textarea"),
+      send: this.$("button[type=submit]"),
+      stop: this.$("button.stop"),
+    };
+    this.ui.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.#submit();
+    });
+    this.ui.input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        this.#submit();
+      }
+    });
+    this.ui.stop.addEventListener("click", () => this.stop());
+    this.shadowRoot.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && this.generating) {
+        e.preventDefault();
+        this.stop();
+      }
+    });
+  }
+
+  connectedCallback() {
+    this.#label();
+    if (!this.engine && !this.loading) this.#load();
+  }
+
+  disconnectedCallback() {
+    // moved within the page: connectedCallback comes right back; removed: free the worker
+    queueMicrotask(() => {
+      if (this.isConnected) return;
+      this.loadToken++;
+      this.engine?.terminate();
+      this.engine = null;
+      this.loading = false;
+    });
+  }
+
+  attributeChangedCallback(name, before, after) {
+    if (before === after) return;
+    if (name === "label" || name === "placeholder") this.#label();
+    else if (this.isConnected && (this.engine || this.loading)) this.#load(); // another model or backend
+  }
+
+  /** Send a message as the visitor would (returns when the reply is complete). */
+  async send(text) {
+    if (!this.engine?.model || this.generating || !String(text).trim()) return;
+    text = String(text);
+    this.generating = true;
+    this.#controls();
+    this.#bubble("user", text);
+    const reply = this.#bubble("assistant", "");
+    reply.classList.add("streaming");
+    const out = document.createTextNode("");
+    reply.append(out);
+    let content = "";
+    let final = null;
+    const num = (name, dflt) => (this.hasAttribute(name) ? Number(this.getAttribute(name)) : dflt);
+    const params = {
+      stream: true,
+      max_tokens: num("max-tokens", 256),
+      temperature: num("temperature", 0.7),
+      top_p: num("top-p", undefined),
+      seed: num("seed", undefined),
+    };
+    this.#status("Writing…");
+    try {
+      let stream;
+      if (this.chatMode) {
+        const system = this.getAttribute("system");
+        const messages = [...(system ? [{ role: "system", content: system }] : []), ...this.history];
+        stream = this.engine.chat({ ...params, messages: [...messages, { role: "user", content: text }] });
+      } else {
+        stream = this.engine.complete({ ...params, prompt: text });
+      }
+      for await (const chunk of stream) {
+        const c = chunk.choices[0];
+        const delta = this.chatMode ? (c.delta.content ?? "") : c.text;
+        if (delta) {
+          content += delta;
+          out.appendData(delta);
+          this.ui.transcript.scrollTop = this.ui.transcript.scrollHeight;
+        }
+        if (c.finish_reason) final = chunk;
+      }
+    } catch (err) {
+      this.#fail(err);
+    } finally {
+      this.generating = false;
+      reply.classList.remove("streaming");
+    }
+    if (!content) out.appendData("…");
+    if (this.chatMode) this.history.push({ role: "user", content: text }, { role: "assistant", content });
+    const reason = final?.choices[0].finish_reason;
+    if (reason === "abort" || reason === "length") {
+      const note = document.createElement("span");
+      note.className = "note";
+      note.dataset.testid = "llamay-finish";
+      note.dataset.reason = reason;
+      note.textContent = reason === "abort" ? "stopped" : "reached the length limit";
+      this.ui.transcript.append(note);
+    }
+    if (final) {
+      const t = final.timings;
+      const speed = t?.predicted_per_second ? ` · ${t.predicted_per_second.toFixed(1)} tok/s` : "";
+      this.#status(`${final.usage?.completion_tokens ?? 0} tokens${speed}`);
+      this.#emit("llamay-reply", { content, finish_reason: reason, usage: final.usage, timings: t });
+    }
+    this.#controls();
+    if (this.contains(document.activeElement) || this.shadowRoot.activeElement) this.ui.input.focus();
+  }
+
+  /** Stop the reply being written. */
+  stop() {
+    if (this.generating) this.engine?.abort();
+  }
+
+  #label() {
+    this.ui.title.textContent = this.getAttribute("label") ?? "Chat";
+    this.ui.input.placeholder = this.getAttribute("placeholder") ?? "Ask something…";
+  }
+
+  async #load() {
+    const token = ++this.loadToken;
+    const model = this.getAttribute("model");
+    this.engine?.terminate();
+    this.engine = null;
+    this.history = [];
+    this.ui.transcript.replaceChildren();
+    this.#controls();
+    if (!model) {
+      this.#status("No model: set the model attribute", true);
+      return;
+    }
+    this.loading = true;
+    this.#progress(null);
+    this.#status("Starting…");
+    const name = decodeURIComponent(new URL(model, document.baseURI).pathname.split("/").pop());
+    const phases = {
+      boot: "Starting…",
+      download: "Downloading",
+      "cache-read": "Reading from cache",
+      bind: "Preparing…",
+    };
+    try {
+      const engine = await createEngine({
+        model,
+        backend: this.getAttribute("backend") || undefined,
+        onStdout: () => {},
+        onProgress: (p) => {
+          if (token !== this.loadToken) return;
+          this.#progress(p.fraction);
+          const pct = p.fraction === null ? "" : ` ${Math.round(100 * p.fraction)}%`;
+          if (phases[p.phase]) this.#status(`${phases[p.phase]}${pct}`);
+        },
+      });
+      if (token !== this.loadToken) {
+        engine.terminate();
+        return;
+      }
+      this.engine = engine;
+      this.chatMode = !!engine.card?.tokenizer?.chat_template;
+      const from = engine.model.source === "cache" ? " (from cache)" : "";
+      this.#status(`Ready · ${name}${from}`);
+      this.#progress(undefined);
+      const greeting = this.getAttribute("greeting");
+      if (greeting) {
+        const hello = this.#bubble("assistant", greeting);
+        hello.classList.add("hello");
+      }
+      this.ui.input.placeholder =
+        this.getAttribute("placeholder") ?? (this.chatMode ? "Ask something…" : "Start a story…");
+      this.#emit("llamay-ready", { model: engine.model });
+    } catch (err) {
+      if (token === this.loadToken) this.#fail(err);
+    } finally {
+      if (token === this.loadToken) {
+        this.loading = false;
+        this.#progress(undefined);
+        this.#controls();
+      }
+    }
+  }
+
+  #fail(err) {
+    this.#status(err.message ?? String(err), true);
+    this.#emit("llamay-error", { kind: err.kind ?? "internal", message: err.message ?? String(err) });
+  }
+
+  #emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail, bubbles: true, composed: true }));
+  }
+
+  #status(text, error = false) {
+    this.ui.status.textContent = text;
+    this.ui.status.classList.toggle("error", error);
+  }
+
+  /** fraction in [0, 1]; null: busy without a measure; undefined: done. */
+  #progress(fraction) {
+    const { bar } = this.ui;
+    bar.classList.toggle("indeterminate", fraction === null);
+    bar.firstElementChild.style.width = fraction === null || fraction === undefined ? "" : `${100 * fraction}%`;
+  }
+
+  #controls() {
+    const ready = !!this.engine?.model;
+    this.ui.input.disabled = !ready;
+    this.ui.send.disabled = !ready || this.generating;
+    this.ui.stop.disabled = !this.generating;
+  }
+
+  #bubble(role, text) {
+    const node = document.createElement("div");
+    node.className = `msg ${role}`;
+    node.dataset.role = role;
+    node.textContent = text;
+    const who = document.createElement("span");
+    who.className = "sr-only";
+    who.textContent = role === "user" ? "You: " : "Assistant: ";
+    node.prepend(who);
+    this.ui.transcript.append(node);
+    this.ui.transcript.scrollTop = this.ui.transcript.scrollHeight;
+    return node;
+  }
+
+  #submit() {
+    const text = this.ui.input.value;
+    if (!text.trim() || this.generating || !this.engine?.model) return;
+    this.ui.input.value = "";
+    this.send(text);
+  }
+}
+
+if (!customElements.get("llamay-chat")) customElements.define("llamay-chat", LlamayChat);
