@@ -4,6 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Debian packages: python3-venv, and chromium for the browser tests (Playwright drives the system Chromium; it
+# never downloads a browser). Installed only where missing, so a prepared machine needs no root.
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+python3 -c "import ensurepip" 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
 VENV=${LLAMAY_VENV:-.venv}
