@@ -190,7 +190,8 @@ def verify(
     quant = is_quantized_model(ref)
     tol_backends = TOL_BACKENDS_FLOAT
     encoder = not ref.cfg.causal
-    log(f"verify {f.name}: {ref.cfg.arch}, {'matmuls round activations' if quant else 'float32 weights'}, {len(tokens)} tokens")
+    mode = "matmuls round activations" if quant else "float32 weights"
+    log(f"verify {f.name}: {ref.cfg.arch}, {mode}, {len(tokens)} tokens")
     ref_out = None
     if n_tokens_portable > 0 and (encoder or not quant):
         short = tokens[:n_tokens_portable]
