@@ -84,6 +84,17 @@ class Model:
             n_seq=n_seq, n_outputs=n_outputs, page_size=page_size, n_pages=n_pages, prefix_cache=prefix_cache,
         )  # fmt: skip
 
+    def warm_up(self, n_tokens: int = 8) -> None:
+        """Run one decode step and one small batch on a throwaway state, so every kernel the model needs is
+        compiled or loaded before the first real request (numba loads its cached machine code lazily)."""
+        from .forward import forward
+
+        bos = self.tokenizer.bos_id
+        tok = bos if bos is not None else 0
+        st = self.new_state(n_ctx=n_tokens + 2, n_batch=n_tokens, page_size=n_tokens + 2)
+        forward(self, st, [tok])
+        forward(self, st, [tok] * n_tokens, outputs=() if not self.cfg.causal else None)
+
     def close(self) -> None:
         self.file.close()
 

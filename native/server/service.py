@@ -142,6 +142,9 @@ class Service:
         t0 = time.perf_counter()
         model = load_model(model_path, backend)
         embedder = load_model(embedding_model, backend) if embedding_model else None
+        for m in (model, embedder):  # compile/load every kernel now, not during the first request
+            if m is not None:
+                m.warm_up()
         return cls(model, model_path, embedder=embedder, embedder_path=embedding_model,
                    load_seconds=time.perf_counter() - t0, **kw)  # fmt: skip
 
