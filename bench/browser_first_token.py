@@ -45,7 +45,7 @@ STEPS = [  # (label, how to get it from a timeline, in ms)
     ("model read (cache or network)", lambda t: t["load"]["read_ms"]),
     ("model bind", lambda t: t["load"]["bind_ms"]),
     ("model card + cache write", lambda t: t["load"]["card_ms"] + t["load"]["cache_write_ms"]),
-    ("(load, rest)", lambda t: t["loadEnd"] - t["loadStart"] - t["load"]["total_ms"]),
+    ("(load, rest) *", lambda t: t["loadEnd"] - t["loadStart"] - t["load"]["total_ms"]),
     ("prompt (prefill)", lambda t: t["reply"]["prompt_ms"]),
     ("send to first token, rest *", lambda t: t["firstToken"] - t["sendAt"] - t["reply"]["prompt_ms"]),
 ]
@@ -123,8 +123,9 @@ def report(args, version: str, first: dict, runs: list[dict]) -> None:
     read = med(lambda t: t["load"]["read_ms"])
     print(f"\ncached / first visit: {ratio:.2f}x the time (read from the cache: "
           f"{read:.0f} ms vs {first['load']['read_ms']:.0f} ms downloading)")  # fmt: skip
-    print("* includes the warm-up the worker runs right after a load (imports, compiling the chat template), which a\n"
-          "  prompt sent at once waits for; a person typing the first message hides it")  # fmt: skip
+    print("* the worker imports the engine's modules right after booting, and compiles the chat template right\n"
+          "  after a load; a model loaded and a prompt sent at once (as here) wait for them, a person picking a\n"
+          "  model and typing a message hides them")  # fmt: skip
     tps = [r["reply"]["prompt_per_second"] for r in runs]
     print(f"prefill {statistics.median(tps):.0f} tok/s; time to first token after send "
           f"{med(lambda t: t['reply']['ttft_ms']):.0f} ms")  # fmt: skip

@@ -50,6 +50,20 @@ def install_file(data_path: str, package: str, name: str) -> str:
     return dst
 
 
+PRELOAD = ("jinja2", "llamay.gguf", "llamay.model", "llamay.engine", "llamay.model_card", "llamay.sampling",
+           "llamay.constraints")  # fmt: skip
+
+
+def preload() -> None:
+    """Import what loading a model and the first reply need (the GGUF reader, the engine, jinja2 for chat
+    templates, samplers, constraints): the worker runs it right after booting, while the page waits for a
+    model to be picked, so neither the load nor the first reply compiles these modules."""
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
 def new_model_buffer(size: int) -> bytearray:
     """Zero-filled bytes in Pyodide's heap: JS writes the GGUF's chunks straight into them (one copy, no more)."""
     return bytearray(size)

@@ -47,6 +47,7 @@ const handlers = {
       interrupt = new Int32Array(new SharedArrayBuffer(4));
       runtime.pyodide.setInterruptBuffer(interrupt);
     }
+    afterThis(() => runtime.web.preload(), "preload");
     return booted();
   },
 
@@ -59,14 +60,7 @@ const handlers = {
       maxBytes: msg.maxBytes,
       onProgress: (phase, done, total) => post({ id: msg.id, type: "progress", phase, done, total }),
     });
-    // after the reply, ahead of requests that come later: the page shows the model while this runs
-    queue = queue.then(() => {
-      try {
-        runtime.warmUp();
-      } catch (err) {
-        post({ type: "stderr", text: `warm-up: ${err.message ?? err}` });
-      }
-    });
+    afterThis(() => runtime.warmUp(), "warm-up"); // the page shows the model while this runs
     return info;
   },
 
@@ -121,6 +115,17 @@ const handlers = {
     return null;
   },
 };
+
+/** Run `work` after the request running now has replied, ahead of the requests that arrive later. */
+function afterThis(work, name) {
+  queue = queue.then(() => {
+    try {
+      work();
+    } catch (err) {
+      post({ type: "stderr", text: `${name}: ${err.message ?? err}` });
+    }
+  });
+}
 
 function need() {
   if (!runtime) throw new Error("boot first");
