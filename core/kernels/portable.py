@@ -271,5 +271,3 @@ class PortableBackend:
         norm = math.sqrt(sum(v * v for v in x[:dim]))
         if norm > 0:
             x[:dim] = array("f", (v / norm for v in x[:dim]))
-
-
