@@ -2,13 +2,20 @@
 
 A thin layer: a buffer is an address (int) in the module's linear memory; `bind` places a weight's bytes there
 once (a copy under wasmtime; in place under Pyodide, where they already live in the heap); each kernel is one
-call of an exported function with addresses and sizes. Scratch for the quantised activation rows is kept and
-grown, never allocated per call. The runtime (`runtime.load_runtime`) hides the platform.
+call into the module. Scratch for the quantised activation rows is kept and grown, never allocated per call.
+The runtime (`runtime.load_runtime`) hides the platform.
+
+A kernel call is a command: (op, *arguments) packed into linear memory the first time those arguments come,
+kept in a table keyed by them, and run by `llamay_exec(address)`. Every decode step calls the same kernels with
+the same arguments (positions, token ids and KV slots live in buffers), so after the first token each call is a
+dict lookup and a one-argument call: under Pyodide a call costs ~0.5 µs plus ~0.2 µs per argument, and kernels
+take 4 to 20 (wasm/src/exec.c).
 """
 
 from __future__ import annotations
 
 import ctypes
+import struct
 from array import array
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +24,21 @@ from ..errors import LlamayError, UnsupportedTypeError
 from ..ggml_types import GGMLType, block_size
 from ..kernels.gelu import gelu_table
 from ..kernels.interface import BatchView, Weight
-from .runtime import Runtime, load_runtime
+from .runtime import OPS, SIGNATURES, Runtime, load_runtime
 
 F32 = 4
+CMD_BYTES = 96  # one command: 24 words (the longest, attention, takes 21)
+CMD_SLOTS = 4096  # commands kept; past that the table starts over (prefill chunk sizes vary without bound)
+_PACK = {"i": "I", "f": "f", "d": "d"}  # ints as u32: addresses past 2 GiB
+FORMATS = {op: struct.Struct("<I" + "".join(_PACK[c] for c in SIGNATURES[name][1])) for name, op in OPS.items()}
+_MATMUL, _GET_ROWS, _RMS_NORM, _LAYER_NORM, _ADD_BIAS, _ROPE, _SCALE, _ADD, _SWIGLU, _GEGLU, _GELU = (
+    OPS[f"llamay_{k}"]
+    for k in ("matmul", "get_rows", "rms_norm", "layer_norm", "add_bias", "rope", "scale", "add", "swiglu",
+              "geglu", "gelu")
+)  # fmt: skip
+_ARGMAX, _TOP_K, _MEAN_POOL, _L2_NORMALIZE, _KV_STORE, _ATTENTION = (
+    OPS[f"llamay_{k}"] for k in ("argmax", "top_k", "mean_pool", "l2_normalize", "kv_store", "attention")
+)
 RUNNABLE = frozenset(
     {
         GGMLType.F32, GGMLType.F16, GGMLType.BF16,
@@ -36,6 +55,7 @@ class WasmWeight:
     addr: int
     f32: int  # address of the values as float32 (vectors: norms, biases, factors), else 0
     data: Any = None  # the bound buffer, kept alive while the weight is (the runtime may read it in place)
+    type: int = 0  # the ggml type id, as a plain int (command keys hash it on every call)
 
 
 class WasmBackend:
@@ -54,6 +74,10 @@ class WasmBackend:
         self._ids = self.rt.alloc(F32)  # one int32: the row id when a vector is decoded at bind
         self._topk = (0, 0, 0)  # (capacity, indices address, values address)
         self._gelu_addr = 0  # ggml's fp16 GELU table in linear memory, written on first use
+        self._exec = self.fn["llamay_exec"]
+        self._cmds: dict[tuple, int] = {}  # (op, *arguments) -> the command's address in the arena
+        self._arena = self.rt.alloc(CMD_BYTES * CMD_SLOTS)
+        self._rope_theta: dict[tuple[float, int], float] = {}
 
     def _gelu_table(self) -> int:
         """The address of ggml's GELU table (core/kernels/gelu.py), copied into linear memory once."""
@@ -115,7 +139,7 @@ class WasmBackend:
             f32 = self.rt.alloc(F32 * n_in)
             self.write_i32(self._ids, (0,))
             self._check(self.fn["llamay_get_rows"](int(t), f32, addr, self._ids, 1, n_in, 1), name)
-        return Weight(name, t, n_in, n_out, WasmWeight(addr, f32, data))
+        return Weight(name, t, n_in, n_out, WasmWeight(addr, f32, data, int(t)))
 
     @staticmethod
     def _check(rc: int, what: str) -> None:
@@ -123,34 +147,62 @@ class WasmBackend:
             raise LlamayError(f"wasm kernel failed on {what} (code {rc})")
 
     # -- kernels --------------------------------------------------------------------------------------------
+    # Each builds its command's key (op, *arguments) and runs the kept command, packing it on a miss.
+
+    def _command(self, key: tuple, args: tuple | None = None) -> int:
+        """Pack command `key` (or `args`, when the key holds something else: a value derived on a miss) into the
+        arena, keep its address under `key`, and return it."""
+        cmds = self._cmds
+        if len(cmds) >= CMD_SLOTS:
+            cmds.clear()
+        addr = self._arena + CMD_BYTES * len(cmds)
+        args = key if args is None else args
+        words = [a & 0xFFFFFFFF if type(a) is int else a for a in args]
+        FORMATS[args[0]].pack_into(self._view(addr, CMD_BYTES // F32, "B"), 0, *words)
+        cmds[key] = addr
+        return addr
 
     def get_rows(self, out: int, w: Weight, ids: int, n: int) -> None:
-        rc = self.fn["llamay_get_rows"](int(w.type), out, w.handle.addr, ids, n, w.n_in, w.n_out)
+        h = w.handle
+        key = (_GET_ROWS, h.type, out, h.addr, ids, n, w.n_in, w.n_out)
+        rc = self._exec(self._cmds.get(key) or self._command(key))
         if rc == -3:
             raise LlamayError(f"{w.name}: a row id is outside 0..{w.n_out - 1}")
-        self._check(rc, w.name)
+        if rc:
+            self._check(rc, w.name)
 
     def matmul(self, out: int, w: Weight, x: int, n: int) -> None:
-        t = int(w.type)
-        key = (t, n, w.n_in)
-        need = self._act_bytes.get(key)
-        if need is None:  # one call fewer per matmul: a call costs microseconds under Pyodide's ctypes
-            need = self._act_bytes[key] = self.fn["llamay_act_bytes"](t, n, w.n_in)
+        h = w.handle
+        key = (_MATMUL, h.type, out, h.addr, x, n, w.n_in, w.n_out, self._scratch)
+        rc = self._exec(self._cmds.get(key) or self._matmul_command(w, out, x, n))
+        if rc:
+            self._check(rc, w.name)
+
+    def _matmul_command(self, w: Weight, out: int, x: int, n: int) -> int:
+        """A matmul's command, with the scratch grown first to what its activation rows take (a new scratch
+        address makes new keys: a kept command always names a scratch that was large enough)."""
+        h = w.handle
+        need = self._act_bytes.get((h.type, n, w.n_in))
+        if need is None:
+            need = self._act_bytes[(h.type, n, w.n_in)] = self.fn["llamay_act_bytes"](h.type, n, w.n_in)
         scratch = self._scratch_for(need)
-        rc = self.fn["llamay_matmul"](t, out, w.handle.addr, x, n, w.n_in, w.n_out, scratch)
-        self._check(rc, w.name)
+        return self._command((_MATMUL, h.type, out, h.addr, x, n, w.n_in, w.n_out, scratch))
 
     def add_bias(self, x: int, b: Weight, n: int) -> None:
-        self.fn["llamay_add_bias"](x, b.handle.f32, n, b.n_in)
+        key = (_ADD_BIAS, x, b.handle.f32, n, b.n_in)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def rms_norm(self, out: int, x: int, w: Weight | None, n: int, dim: int, eps: float) -> None:
-        self.fn["llamay_rms_norm"](out, x, w.handle.f32 if w is not None else 0, n, dim, eps)
+        key = (_RMS_NORM, out, x, w.handle.f32 if w is not None else 0, n, dim, eps)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def layer_norm(self, out: int, x: int, w: Weight, b: Weight | None, n: int, dim: int, eps: float) -> None:
-        self.fn["llamay_layer_norm"](out, x, w.handle.f32, b.handle.f32 if b is not None else 0, n, dim, eps)
+        key = (_LAYER_NORM, out, x, w.handle.f32, b.handle.f32 if b is not None else 0, n, dim, eps)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def head_rms_norm(self, x: int, w: Weight, n: int, n_heads: int, head_dim: int, eps: float) -> None:
-        self.fn["llamay_rms_norm"](x, x, w.handle.f32, n * n_heads, head_dim, eps)
+        key = (_RMS_NORM, x, x, w.handle.f32, n * n_heads, head_dim, eps)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def rope(
         self,
@@ -165,27 +217,37 @@ class WasmBackend:
         neox: bool,
         freq_factors: Weight | None,
     ) -> None:
-        theta_scale = array("f", (base ** (-2.0 / n_rot),))[0]  # float32, as ggml and portable
         ff = freq_factors.handle.f32 if freq_factors is not None else 0
-        self.fn["llamay_rope"](x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, int(neox), ff)
+        key = (_ROPE, x, pos, n, n_heads, head_dim, n_rot, base, scale, neox, ff)
+        cmd = self._cmds.get(key)
+        if cmd is None:  # the command carries the float32 theta scale, as ggml and portable compute it
+            theta_scale = array("f", (base ** (-2.0 / n_rot),))[0]
+            cmd = self._command(key, (_ROPE, x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, int(neox), ff))
+        self._exec(cmd)
 
     def scale(self, x: int, s: float, count: int) -> None:
-        self.fn["llamay_scale"](x, s, count)
+        key = (_SCALE, x, s, count)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def add(self, out: int, a: int, b: int, count: int) -> None:
-        self.fn["llamay_add"](out, a, b, count)
+        key = (_ADD, out, a, b, count)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def swiglu(self, out: int, gate: int, up: int, count: int) -> None:
-        self.fn["llamay_swiglu"](out, gate, up, count)
+        key = (_SWIGLU, out, gate, up, count)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def geglu(self, out: int, gate: int, up: int, count: int) -> None:
-        self.fn["llamay_geglu"](out, gate, up, count, self._gelu_table())
+        key = (_GEGLU, out, gate, up, count, self._gelu_addr or self._gelu_table())
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def gelu(self, x: int, count: int) -> None:
-        self.fn["llamay_gelu"](x, count, self._gelu_table())
+        key = (_GELU, x, count, self._gelu_addr or self._gelu_table())
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def kv_store(self, cache: int, layer: int, n_slots: int, slots: int, src: int, n: int, dim: int) -> None:
-        self.fn["llamay_kv_store"](cache, layer, n_slots, slots, src, n, dim)
+        key = (_KV_STORE, cache, layer, n_slots, slots, src, n, dim)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def attention(
         self,
@@ -205,13 +267,15 @@ class WasmBackend:
         window: int,
     ) -> None:
         b = batch
-        self.fn["llamay_attention"](
-            out, q, k_cache, v_cache, layer, n_slots, b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len,
+        key = (
+            _ATTENTION, out, q, k_cache, v_cache, layer, n_slots, b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len,
             b.page_size, n_head, n_head_kv, head_dim, head_dim_v, kq_scale, int(causal), window,
         )  # fmt: skip
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def argmax(self, x: int, offset: int, n: int) -> int:
-        return self.fn["llamay_argmax"](x + F32 * offset, n)
+        key = (_ARGMAX, x + F32 * offset, n)
+        return self._exec(self._cmds.get(key) or self._command(key))
 
     def top_k(self, x: int, offset: int, n: int, k: int) -> list[tuple[int, float]]:
         cap, idx, val = self._topk
@@ -219,11 +283,14 @@ class WasmBackend:
             cap = max(k, 64)
             idx, val = self.rt.alloc(F32 * cap), self.rt.alloc(F32 * cap)
             self._topk = (cap, idx, val)
-        got = self.fn["llamay_top_k"](x + F32 * offset, n, k, idx, val)
+        key = (_TOP_K, x + F32 * offset, n, k, idx, val)
+        got = self._exec(self._cmds.get(key) or self._command(key))
         return list(zip(self._view(idx, got, "i").tolist(), self._view(val, got, "f").tolist(), strict=True))
 
     def mean_pool(self, out: int, x: int, n: int, dim: int) -> None:
-        self.fn["llamay_mean_pool"](out, x, n, dim)
+        key = (_MEAN_POOL, out, x, n, dim)
+        self._exec(self._cmds.get(key) or self._command(key))
 
     def l2_normalize(self, x: int, dim: int) -> None:
-        self.fn["llamay_l2_normalize"](x, dim)
+        key = (_L2_NORMALIZE, x, dim)
+        self._exec(self._cmds.get(key) or self._command(key))

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from ..errors import LlamayError
 from ..platform import IS_PYODIDE
 
-ABI_VERSION = 3  # 3: GELU and GeGLU take the fp16 table
+ABI_VERSION = 4  # 3: GELU and GeGLU take the fp16 table; 4: llamay_exec
 PLAIN, RELAXED = "simd128", "relaxed"
 MODULES = {PLAIN: "llamay_kernels.wasm", RELAXED: "llamay_kernels_relaxed.wasm"}
 VARIANT_ENV = "LLAMAY_WASM_VARIANT"  # simd128 | relaxed: force one module instead of detecting
@@ -51,7 +51,23 @@ SIGNATURES: dict[str, tuple[str, str]] = {
     "llamay_l2_normalize": ("v", "ii"),
     "llamay_kv_store": ("v", "iiiiiii"),
     "llamay_attention": ("v", "iiiiiiiiiiiiiiiiifii"),
+    "llamay_exec": ("i", "i"),
 }
+
+# `llamay_exec(cmd)` runs a kernel from a command in linear memory: [op, *arguments] in 32-bit words (an f64
+# takes two), the op codes in this order from 1 (wasm/src/exec.c's LLAMAY_OP_*, which must match). The backend
+# packs a command once and calls exec with its address: one argument instead of 4 to 20 (see exec.c).
+OPS: dict[str, int] = {
+    name: i + 1
+    for i, name in enumerate(
+        (
+            "llamay_matmul", "llamay_get_rows", "llamay_rms_norm", "llamay_layer_norm", "llamay_add_bias",
+            "llamay_rope", "llamay_scale", "llamay_add", "llamay_swiglu", "llamay_geglu", "llamay_gelu",
+            "llamay_argmax", "llamay_top_k", "llamay_mean_pool", "llamay_l2_normalize", "llamay_kv_store",
+            "llamay_attention",
+        )
+    )
+}  # fmt: skip
 
 
 class Runtime(Protocol):

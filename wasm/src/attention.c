@@ -1,9 +1,10 @@
 /* The paged KV cache: storing new keys/values, and attention over each token's own sequence.
  *
  * A cache holds (n_layer, n_slots, dim) float32; position p of sequence s lives in slot
- * pages[page_off[s] + p / page_size] * page_size + p % page_size. Attention runs one query head at a time
- * with a streaming softmax over chunks of keys: the scores of a chunk sit in a small stack array, the running
- * output accumulates in `out` itself and is rescaled when a chunk raises the maximum. No scratch needed. */
+ * pages[page_off[s] + p / page_size] * page_size + p % page_size. Attention runs the query heads that share a
+ * KV head together (each key and value row is then read once for all of them) with a streaming softmax over
+ * chunks of keys: the scores of a chunk sit in a small stack array, the running output accumulates in `out`
+ * itself and is rescaled when a chunk raises the maximum. No scratch needed. */
 #include "common.h"
 #include "mathf.h"
 
@@ -17,64 +18,111 @@ EXPORT void llamay_kv_store(float *cache, int32_t layer, int32_t n_slots, const 
         __builtin_memcpy(base + (size_t)slots[i] * dim, src + (size_t)i * dim, 4 * (size_t)dim);
 }
 
+/* two accumulators: the adds of one chain wait on each other */
 static float dot_f32(const float *a, const float *b, int n) {
-    v128_t acc = wasm_f32x4_splat(0.0f);
+    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
     int i = 0;
-    for (; i + 4 <= n; i += 4) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
-    float s = hsum_f32x4(acc);
+    for (; i + 8 <= n; i += 8) {
+        acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
+        acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(wasm_v128_load(a + i + 4), wasm_v128_load(b + i + 4)));
+    }
+    if (i + 4 <= n) {
+        acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
+        i += 4;
+    }
+    float s = hsum_f32x4(wasm_f32x4_add(acc0, acc1));
     for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
-/* y = y * f + w * v */
-static void scale_axpy(float *y, float f, float w, const float *v, int n) {
-    v128_t fv = wasm_f32x4_splat(f), wv = wasm_f32x4_splat(w);
+/* o[0..d) = o * f + sum over c < cnt of w[c] * (v + slots[c] * vstride)[0..d): 16 lanes at a time held in
+ * registers across the chunk's keys (per element, the same operations in the same order as one key at a time) */
+static void scale_accumulate(float *o, float f, const float *w, const float *v, const int *slots, int vstride,
+                             int cnt, int d) {
+    v128_t fv = wasm_f32x4_splat(f);
     int i = 0;
-    for (; i + 4 <= n; i += 4)
-        wasm_v128_store(y + i, wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(y + i), fv),
-                                              wasm_f32x4_mul(wasm_v128_load(v + i), wv)));
-    for (; i < n; i++) y[i] = y[i] * f + w * v[i];
+    for (; i + 16 <= d; i += 16) {
+        v128_t a0 = wasm_f32x4_mul(wasm_v128_load(o + i), fv), a1 = wasm_f32x4_mul(wasm_v128_load(o + i + 4), fv);
+        v128_t a2 = wasm_f32x4_mul(wasm_v128_load(o + i + 8), fv), a3 = wasm_f32x4_mul(wasm_v128_load(o + i + 12), fv);
+        for (int c = 0; c < cnt; c++) {
+            const float *vr = v + (size_t)slots[c] * vstride + i;
+            v128_t wc = wasm_f32x4_splat(w[c]);
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(vr), wc));
+            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(vr + 4), wc));
+            a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(wasm_v128_load(vr + 8), wc));
+            a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(wasm_v128_load(vr + 12), wc));
+        }
+        wasm_v128_store(o + i, a0);
+        wasm_v128_store(o + i + 4, a1);
+        wasm_v128_store(o + i + 8, a2);
+        wasm_v128_store(o + i + 12, a3);
+    }
+    for (; i + 4 <= d; i += 4) {
+        v128_t a = wasm_f32x4_mul(wasm_v128_load(o + i), fv);
+        for (int c = 0; c < cnt; c++)
+            a = wasm_f32x4_add(a, wasm_f32x4_mul(wasm_v128_load(v + (size_t)slots[c] * vstride + i),
+                                                 wasm_f32x4_splat(w[c])));
+        wasm_v128_store(o + i, a);
+    }
+    for (; i < d; i++) {
+        float a = o[i] * f;
+        for (int c = 0; c < cnt; c++) a = a + w[c] * v[(size_t)slots[c] * vstride + i];
+        o[i] = a;
+    }
 }
 
-typedef struct {
-    const int32_t *pages;
-    int32_t page_size;
-} page_table;
+#define GROUP 8 /* query heads attended together (those sharing one KV head; more are taken in turns) */
 
-INLINE int slot_of(page_table t, int off, int p) { return t.pages[off + p / t.page_size] * t.page_size + p % t.page_size; }
-
-/* one query head over keys lo..hi-1 of a sequence whose page list starts at `off` */
-static void attend_head(float *o, const float *qh, const float *kc, const float *vc, int kstride, int vstride,
-                        page_table t, int off, int lo, int hi, int head_dim, int head_dim_v, float kq_scale) {
-    float scores[CHUNK];
-    float m = -__builtin_inff(), l = 0.0f;
-    for (int i = 0; i < head_dim_v; i++) o[i] = 0.0f;
+/* Query heads h0 .. h0+ng-1 of one token, all reading one KV head, over keys lo..hi-1 of a sequence whose page
+ * list is pages[off ..]. Per chunk of keys: their slots once (no division per key), the scores of every head,
+ * then each head's running softmax and output. */
+static void attend_heads(float *o, const float *q, int ng, const float *kc, const float *vc, int kstride,
+                         int vstride, const int32_t *pages, int page_size, int off, int lo, int hi, int head_dim,
+                         int head_dim_v, float kq_scale) {
+    float scores[GROUP][CHUNK], m[GROUP], l[GROUP];
+    int slots[CHUNK];
+    for (int g = 0; g < ng; g++) {
+        m[g] = -__builtin_inff();
+        l[g] = 0.0f;
+        for (int i = 0; i < head_dim_v; i++) o[g * head_dim_v + i] = 0.0f;
+    }
     for (int j0 = lo; j0 < hi; j0 += CHUNK) {
         int cnt = hi - j0 < CHUNK ? hi - j0 : CHUNK;
-        float cmax = -__builtin_inff();
+        int page = off + j0 / page_size, r = j0 % page_size;
         for (int c = 0; c < cnt; c++) {
-            float s = dot_f32(qh, kc + (size_t)slot_of(t, off, j0 + c) * kstride, head_dim) * kq_scale;
-            scores[c] = s;
-            cmax = s > cmax ? s : cmax;
+            slots[c] = pages[page] * page_size + r;
+            if (++r == page_size) {
+                r = 0;
+                page++;
+            }
         }
-        float f = 1.0f;
-        if (cmax > m) {
-            f = m == -__builtin_inff() ? 0.0f : exp_f(m - cmax);
-            l *= f;
-            m = cmax;
+        for (int c = 0; c < cnt; c++) {
+            const float *k = kc + (size_t)slots[c] * kstride;
+            for (int g = 0; g < ng; g++) scores[g][c] = dot_f32(q + g * head_dim, k, head_dim) * kq_scale;
         }
-        int c = 0;
-        for (; c + 4 <= cnt; c += 4)
-            wasm_v128_store(scores + c, exp_x4(wasm_f32x4_sub(wasm_v128_load(scores + c), wasm_f32x4_splat(m))));
-        for (; c < cnt; c++) scores[c] = exp_f(scores[c] - m);
-        for (c = 0; c < cnt; c++) {
-            l += scores[c];
-            scale_axpy(o, c == 0 ? f : 1.0f, scores[c], vc + (size_t)slot_of(t, off, j0 + c) * vstride, head_dim_v);
+        for (int g = 0; g < ng; g++) {
+            float *sc = scores[g];
+            float cmax = -__builtin_inff();
+            for (int c = 0; c < cnt; c++) cmax = sc[c] > cmax ? sc[c] : cmax;
+            float f = 1.0f;
+            if (cmax > m[g]) {
+                f = m[g] == -__builtin_inff() ? 0.0f : exp_f(m[g] - cmax);
+                l[g] *= f;
+                m[g] = cmax;
+            }
+            int c = 0;
+            v128_t mv = wasm_f32x4_splat(m[g]);
+            for (; c + 4 <= cnt; c += 4) wasm_v128_store(sc + c, exp_x4(wasm_f32x4_sub(wasm_v128_load(sc + c), mv)));
+            for (; c < cnt; c++) sc[c] = exp_f(sc[c] - m[g]);
+            for (c = 0; c < cnt; c++) l[g] += sc[c];
+            scale_accumulate(o + g * head_dim_v, f, sc, vc, slots, vstride, cnt, head_dim_v);
         }
     }
-    if (l > 0.0f) {
-        float inv = 1.0f / l;
-        for (int i = 0; i < head_dim_v; i++) o[i] *= inv;
+    for (int g = 0; g < ng; g++) {
+        if (l[g] > 0.0f) {
+            float inv = 1.0f / l[g];
+            for (int i = 0; i < head_dim_v; i++) o[g * head_dim_v + i] *= inv;
+        }
     }
 }
 
@@ -90,7 +138,6 @@ EXPORT void llamay_attention(float *out, const float *q, const float *k_cache, c
     int kdim = n_head_kv * head_dim, vdim = n_head_kv * head_dim_v;
     const float *kc = k_cache + (size_t)layer * n_slots * kdim;
     const float *vc = v_cache + (size_t)layer * n_slots * vdim;
-    page_table t = {pages, page_size};
     for (int i = 0; i < n; i++) {
         int p = pos[i], s = seq[i];
         int lo = 0, hi;
@@ -100,11 +147,13 @@ EXPORT void llamay_attention(float *out, const float *q, const float *k_cache, c
         } else {
             hi = seq_len[s];
         }
-        for (int h = 0; h < n_head; h++) {
-            int kv = h / group;
-            attend_head(out + ((size_t)i * n_head + h) * head_dim_v, q + ((size_t)i * n_head + h) * head_dim,
-                        kc + kv * head_dim, vc + kv * head_dim_v, kdim, vdim, t, page_off[s], lo, hi, head_dim,
-                        head_dim_v, kq_scale);
+        for (int kv = 0; kv < n_head_kv; kv++) {
+            for (int g0 = 0; g0 < group; g0 += GROUP) {
+                int h = kv * group + g0, ng = group - g0 < GROUP ? group - g0 : GROUP;
+                attend_heads(out + ((size_t)i * n_head + h) * head_dim_v, q + ((size_t)i * n_head + h) * head_dim, ng,
+                             kc + kv * head_dim, vc + kv * head_dim_v, kdim, vdim, pages, page_size, page_off[s], lo,
+                             hi, head_dim, head_dim_v, kq_scale);
+            }
         }
     }
 }

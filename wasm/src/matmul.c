@@ -2,7 +2,7 @@
  * what the Python side asks about the module (ABI version, build variant, struct sizes). */
 #include "kernels.h"
 
-#define ABI_VERSION 3
+#define ABI_VERSION 4
 
 EXPORT int32_t llamay_abi_version(void) { return ABI_VERSION; }
 

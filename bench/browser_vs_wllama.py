@@ -1,0 +1,231 @@
+"""llamay against wllama in headless Chromium, in one run: prompt and generation speed, single thread.
+
+Serves bench/browser/ (the page, and wllama from its npm folder), web/ (web/dist: Pyodide, the llamay wheel, the
+kernel modules) and the model from 127.0.0.1 with COOP/COEP, so both engines run cross-origin isolated. One page
+loads the same GGUF into both: wllama 2.4.0 (llama.cpp in WebAssembly) forced to its single-thread build, and
+llamay in a Web Worker (Pyodide, LLAMAY_BACKEND=wasm, the relaxed-SIMD kernel module where Chromium validates
+it). The prompt is tokenized once, by wllama (llama.cpp's tokenizer), cut to --prompt-tokens, and the same ids
+go to both. Each round runs wllama, then llamay: the prompt, then --gen greedy decode steps; rounds alternate so
+that a busy machine slows both alike. Prints, per engine, the median over rounds of prompt tok/s, generation
+tok/s and time to first token, and the ratios llamay / wllama.
+
+Then the Python-side overhead per token of llamay: the last generated token's decode step (forward + greedy
+sample) is repeated at the same position (the state cut back before each), once with every kernel call recorded
+(export and arguments: `llamay_exec` and a command address, or each kernel's own export on a build before
+it). Then --replays times in alternation: the step through Python, as generation runs it,
+and the recorded calls replayed from JavaScript straight on the kernel module's exports (the kernels alone).
+Overhead = the median of (Python step - replay): the model code, the sampler and the calls from Python. The
+alternation keeps a busy machine's slowdowns out of the difference. A third step in each alternation runs with
+every kernel answered by a Python no-op: the Python code alone (model code, backend, sampler), which splits the
+overhead into that and the crossings into wasm.
+
+    (cd bench/browser && npm ci) && (cd web && npm ci) && python web/build.py
+    python bench/browser_vs_wllama.py                      # SmolLM2-135M-Instruct Q4_1 from the model store
+    python bench/browser_vs_wllama.py --rounds 5 --env LLAMAY_WASM_CALLS=ctypes   # llamay's calls via ctypes
+    python bench/browser_vs_wllama.py --web-dir /tmp/old/web   # another build of llamay (`git archive` a commit,
+                                                               # link web/node_modules, python web/build.py there)
+
+Needs Playwright for Python and /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import re
+import statistics
+import tempfile
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE_DIR = REPO / "bench" / "browser"
+WEB_DIR = REPO / "web"
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]  # fmt: skip
+DEFAULT_MODEL = Path.home() / ".cache" / "llamay" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+TEXT = (
+    "The history of Paris begins around 250 BC, when a tribe of Celtic Gauls called the Parisii settled on the "
+    "banks of the Seine. In 52 BC the Romans conquered the Parisii and founded a town on the left bank, Lutetia, "
+    "with a forum, baths, temples and an amphitheatre. The town grew slowly; in the third century it was walled, "
+    "and by the end of the fifth century the Franks under Clovis had made it their capital. Through the Middle "
+    "Ages Paris became the largest city of Western Europe, a centre of trade along the river, of learning at its "
+    "university, and of royal power in the palace on the Ile de la Cite. Write a short summary of this history:"
+)
+# expected: the single-thread build is forced by giving wllama no multi-thread path; a 404 is reported by URL
+QUIET = re.compile(r'Missing paths to "multi-thread|Failed to load resource')
+TYPES = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
+         ".json": "application/json", ".html": "text/html", ".py": "text/plain", ".whl": "application/zip"}  # fmt: skip
+ISOLATION = {
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+class Handler(SimpleHTTPRequestHandler):
+    """Static files under a few prefixes (`/bench/`, `/web/`, `/model/<name>`), cross-origin isolated."""
+
+    def __init__(self, *args, routes: dict[str, Path], **kwargs) -> None:
+        self.routes = routes
+        super().__init__(*args, **kwargs)
+
+    def translate_path(self, path: str) -> str:
+        path = unquote(urlsplit(path).path)
+        for prefix, root in self.routes.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                if root.is_file():
+                    return str(root) if path == prefix else "/nonexistent"
+                target = (root / path[len(prefix) :].lstrip("/")).resolve()
+                if target == root.resolve() or root.resolve() in target.parents:
+                    return str(target)
+        return "/nonexistent"
+
+    def guess_type(self, path) -> str:
+        return TYPES.get(Path(path).suffix, "application/octet-stream")
+
+    def end_headers(self) -> None:
+        for k, v in ISOLATION.items():
+            self.send_header(k, v)
+        super().end_headers()
+
+    def log_message(self, format, *args) -> None:
+        pass
+
+
+def serve(routes: dict[str, Path]) -> tuple[ThreadingHTTPServer, str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, routes=routes))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    host, port = httpd.server_address[:2]
+    return httpd, f"http://{host}:{port}"
+
+
+def check_setup(web_dir: Path) -> None:
+    if not (PAGE_DIR / "node_modules" / "@wllama" / "wllama" / "esm" / "index.js").is_file():
+        raise SystemExit(f"wllama is not installed: run `(cd {PAGE_DIR.relative_to(REPO)} && npm ci)`")
+    if not (web_dir / "dist" / "manifest.json").is_file():
+        raise SystemExit(f"{web_dir / 'dist'} is missing: run `(cd web && npm ci) && python web/build.py`")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--gen", type=int, default=64, help="generated tokens (decode steps) per round")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of wllama then llamay (default 3)")
+    ap.add_argument("--replays", type=int, default=40, help="alternations of a Python step and its JS replay")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="environment of llamay's Python")
+    ap.add_argument("--web-dir", type=Path, default=WEB_DIR, help="web/ (with dist/) llamay boots from: another "
+                    "checkout's, to compare builds")  # fmt: skip
+    ap.add_argument("--json", type=Path, help="also write every figure here")
+    args = ap.parse_args(argv)
+    if not args.model.is_file():
+        raise SystemExit(f"{args.model} is missing: run `llamay pull` (or pass --model)")
+    check_setup(args.web_dir)
+    env = {"LLAMAY_BACKEND": "wasm", **dict(kv.split("=", 1) for kv in args.env)}
+    from playwright.sync_api import sync_playwright
+
+    routes = {"/bench": PAGE_DIR, "/web": args.web_dir, f"/model/{args.model.name}": args.model.resolve()}
+    httpd, base = serve(routes)
+    model_url = f"/model/{args.model.name}"
+    n_ctx = max(512, args.prompt_tokens) + args.gen + 8  # room for wllama.completion on the whole TEXT
+    try:
+        with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="llamay-bench-") as tmp:
+            ctx = p.chromium.launch_persistent_context(tmp, executable_path=CHROMIUM, args=FLAGS, headless=True)
+            page = ctx.new_page()
+            page.on("console", lambda m: m.type in ("error", "warning") and not QUIET.search(m.text)
+                    and print(f"[page {m.type}] {m.text}"))  # fmt: skip
+            page.on("response", lambda r: r.status >= 400 and "favicon" not in r.url
+                    and print(f"[page] HTTP {r.status} {r.url}"))  # fmt: skip
+            page.on("pageerror", lambda e: print(f"[page error] {e}"))
+            page.goto(f"{base}/bench/index.html")
+            page.wait_for_function("window.benchReady === true", timeout=60_000)
+            browser = ctx.browser.version if ctx.browser else "?"
+            isolated = page.evaluate("window.bench.crossOriginIsolated")
+            wl = page.evaluate("([u, n]) => window.bench.wllama.load(u, n)", [model_url, n_ctx])
+            if wl["multithread"] or wl["threads"] != 1:
+                raise SystemExit(f"wllama did not take its single-thread build: {wl}")
+            ids = page.evaluate("(t) => window.bench.wllama.tokenize(t)", TEXT)
+            if len(ids) < args.prompt_tokens:
+                raise SystemExit(f"the prompt text has {len(ids)} tokens, fewer than {args.prompt_tokens}")
+            ids = ids[: args.prompt_tokens]
+            boot = page.evaluate("(env) => window.bench.llamay.boot(env)", env)
+            ll = page.evaluate("(u) => window.bench.llamay.load(u)", model_url)
+            runs: dict[str, list[dict]] = {"wllama": [], "llamay": []}
+            for r in range(args.rounds):
+                for name in ("wllama", "llamay"):
+                    res = page.evaluate(f"([ids, n]) => window.bench.{name}.run(ids, n)", [ids, args.gen])
+                    runs[name].append(res)
+                    print(f"round {r + 1} {name:7}: prompt {rate(res['prompt_tokens'], res['prompt_ms']):6.1f} tok/s,"
+                          f" generation {rate(res['gen_tokens'], res['gen_ms']):6.1f} tok/s", flush=True)  # fmt: skip
+            # wllama's own loop (createCompletion: sample, accept, decode per token), against the low-level one above
+            own = page.evaluate("([t, n]) => window.bench.wllama.completion(t, n)", [TEXT, args.gen])
+            last = runs["llamay"][-1]["tokens"][-1]
+            ov = page.evaluate("([t, n]) => window.bench.llamay.overhead(t, n)", [last, args.replays])
+            ctx.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    report(args, browser, isolated, wl, boot, ll, ids, runs, ov, own)
+    if args.json:
+        args.json.write_text(json.dumps({"wllama": wl, "llamay": ll, "runs": runs, "overhead": ov}, indent=1))
+    return 0
+
+
+def rate(n: int, ms: float) -> float:
+    return n / ms * 1e3 if ms > 0 else float("inf")
+
+
+def summary(rs: list[dict]) -> dict[str, float]:
+    med = statistics.median
+    return {
+        "prompt": med(rate(r["prompt_tokens"], r["prompt_ms"]) for r in rs),
+        "gen": med(rate(r["gen_tokens"], r["gen_ms"]) for r in rs),
+        "ttft": med(r["ttft_ms"] for r in rs),
+        "step": med(s for r in rs for s in r["step_ms"]),
+    }
+
+
+def report(args, browser, isolated, wl, boot, ll, ids, runs, ov, own) -> None:
+    w, m = summary(runs["wllama"]), summary(runs["llamay"])
+    print(f"\n{args.model.name}, Chromium {browser} headless, cross-origin isolated: {isolated}")
+    print(f"prompt {len(ids)} tokens (tokenized by wllama, the same ids to both), {args.gen} generated tokens, "
+          f"greedy; median of {args.rounds} rounds")  # fmt: skip
+    print(f"wllama 2.4.0 (llama.cpp {wl['version'] or '?'}): single-thread build, {wl['threads']} thread")
+    print(f"llamay: {ll['backend']}/{ll['variant']} kernels, calls from Python via {ll['calls']}; "
+          f"boot {boot['boot_ms'] / 1e3:.1f} s, load {ll['load_ms'] / 1e3:.1f} s\n")  # fmt: skip
+    print(f"{'':24}{'wllama':>10}{'llamay':>10}{'llamay/wllama':>15}")
+    rows = [
+        ("prompt (tok/s)", w["prompt"], m["prompt"], m["prompt"] / w["prompt"]),
+        ("generation (tok/s)", w["gen"], m["gen"], m["gen"] / w["gen"]),
+        ("time to first token (ms)", w["ttft"], m["ttft"], m["ttft"] / w["ttft"]),
+        ("median step (ms)", w["step"], m["step"], m["step"] / w["step"]),
+    ]
+    for label, a, b, r in rows:
+        print(f"{label:24}{a:10.1f}{b:10.1f}{r:14.2f}x")
+    pairs = list(zip(runs["wllama"][-1]["tokens"], runs["llamay"][-1]["tokens"], strict=False))
+    same = sum(1 for a, b in pairs if a == b)
+    first = next((i for i, (a, b) in enumerate(pairs) if a != b), None)
+    where = f" (first difference at token {first}: near-ties flip between engines)" if first is not None else ""
+    print(f"greedy tokens: {same}/{len(pairs)} equal{where}")
+    print(f"wllama's own createCompletion loop, once: {rate(own['gen_tokens'], own['gen_ms']):.1f} tok/s generation "
+          f"(the table's wllama figures come from decode + samplingSample, one round trip each)")  # fmt: skip
+    step, kern, over = ov["step_ms"], ov["kernels_ms"], ov["overhead_ms"]
+    print(f"\nllamay, one decode step repeated ({args.replays} times, alternating): {step:.2f} ms through Python, "
+          f"{kern:.2f} ms in the wasm kernels (replayed from JS)")  # fmt: skip
+    print(f"  Python-side overhead per token: {over:.2f} ms ({over / step * 100:.0f}% of the step), "
+          f"{ov['n_calls']} kernel calls, {over / ov['n_calls'] * 1e3:.1f} us per call")  # fmt: skip
+    py = ov["python_ms"]
+    print(f"    of which Python code (the step with its kernels stubbed in Python): {py:.2f} ms; "
+          f"the calls into wasm and the rest: {over - py:.2f} ms")  # fmt: skip
+    for name, v in sorted(ov["byName"].items(), key=lambda kv: -kv[1]["ms"]):
+        print(f"    {name.removeprefix('llamay_'):14}{v['calls']:5} calls {v['ms']:8.3f} ms")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
