@@ -38,6 +38,7 @@ from .quantops import (
     lane_splat,
     load_i8_as_i32x8,
     nibbles,
+    offset_by,
     or_shifted,
     pair_lanes,
     pair_sums16,
@@ -238,15 +239,15 @@ def unpack_q2_k(w, wo, nsb, q, qo, sc, e, go, d, f, bo):
 
 @njit(cache=True, fastmath=False, inline="always")
 def unpack_q3_k(w, wo, nsb, q, qo, sc, e, go, d, f, bo):
+    """q is an int8 array: the quants minus 4, as the row dots' `dot4_offset` takes them (the same integers)."""
     for b in range(nsb):
         o, qb, gb = wo + b * bl.Q3_K_SIZE, qo + b * QK, go + b * SUMS
         hmask = load_u8x32(w, o + bl.Q3_K_HMASK)
         for g in range(8):
             crumbs = bits_of(load_u8x32(w, o + bl.Q3_K_QS + 32 * (g // 4)), 2 * (g % 4), CRUMB)
-            store_vec(q, qb + 32 * g, or_shifted(crumbs, bits_of(hmask, g, BIT), 2))
+            store_vec(q, qb + 32 * g, offset_by(or_shifted(crumbs, bits_of(hmask, g, BIT), 2), Q3_OFFSET))
         for g in range(SUMS):
-            s = q3_scale(w, o + bl.Q3_K_SCALES, g)
-            sc[gb + g], e[gb + g] = s, -Q3_OFFSET * s
+            sc[gb + g], e[gb + g] = q3_scale(w, o + bl.Q3_K_SCALES, g), 0
         d[bo + b] = f[bo + b] = load_f16(w, o + bl.Q3_K_D)
 
 
@@ -283,6 +284,7 @@ def unpack_q5_k(w, wo, nsb, q, qo, sc, e, go, d, f, bo):
 
 @njit(cache=True, fastmath=False, inline="always")
 def unpack_q6_k(w, wo, nsb, q, qo, sc, e, go, d, f, bo):
+    """q is an int8 array: the quants minus 32, as the row dots' `dot4_offset` takes them (the same integers)."""
     for b in range(nsb):
         o, qb, gb = wo + b * bl.Q6_K_SIZE, qo + b * QK, go + b * SUMS
         for half in range(2):
@@ -290,10 +292,9 @@ def unpack_q6_k(w, wo, nsb, q, qo, sc, e, go, d, f, bo):
             for k in range(4):
                 low = load_u8x32(w, o + bl.Q6_K_QL + 64 * half + 32 * (k % 2))
                 u = or_shifted(bits_of(low, 4 * (k // 2), NIBBLE), bits_of(high, 2 * k, CRUMB), 4)
-                store_vec(q, qb + 128 * half + 32 * k, u)
+                store_vec(q, qb + 128 * half + 32 * k, offset_by(u, Q6_OFFSET))
         for g in range(SUMS):
-            s = _i8(w, o + bl.Q6_K_SCALES + g)
-            sc[gb + g], e[gb + g] = s, -Q6_OFFSET * s
+            sc[gb + g], e[gb + g] = _i8(w, o + bl.Q6_K_SCALES + g), 0
         d[bo + b] = f[bo + b] = load_f16(w, o + bl.Q6_K_D)
 
 
@@ -344,7 +345,7 @@ def matmul_q3_k(out, w, row_bytes, n_out, x, n, n_in, xq, kd, bsum, pq, pd, pf, 
     else:
         n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
         for c in prange(n_chunks):
-            q, sc, e, d, f = pq[c], psc[c], pe[c], pd[c], pf[c]
+            q, sc, e, d, f = pq[c].view(np.int8), psc[c], pe[c], pd[c], pf[c]
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):
@@ -401,7 +402,7 @@ def matmul_q6_k(out, w, row_bytes, n_out, x, n, n_in, xq, kd, bsum, pq, pd, pf, 
     else:
         n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
         for c in prange(n_chunks):
-            q, sc, e, d, f = pq[c], psc[c], pe[c], pd[c], pf[c]
+            q, sc, e, d, f = pq[c].view(np.int8), psc[c], pe[c], pd[c], pf[c]
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):

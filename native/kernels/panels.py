@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .quantops import dot, iadd, ihalves, imul, izero, load_q32
+from .quantops import dot, iadd, ihalves, imul, izero, load_q32, quad_sums
 from .simd import fma, fma_i32, fsum, fzero, load_i8x32, load_i32x8
 
 PANEL = 32  # weight rows unpacked at a time (a multiple of 2)
@@ -90,7 +90,9 @@ def panel_matmul(q, d, e, rows, r0, n_in, xq, xd, xe, n, out, n_out):
 # An unpacked row: q (n_in) quants, one per byte; per 16-element group g: sc[g] its integer scale and e[g] the
 # integer that multiplies the group's Σx (bsum); per super-block: d and f. The row · x is
 #     Σ_sb  d·dx·Σ_g sc[g]·(q·x)_g  +  f·dx·Σ_g e[g]·bsum[g]
-# (Q4_K: e = -min, f = dmin; Q6_K: e = -32·sc, f = d; IQ4_XS: signed q, e = 0).
+# (Q4_K / Q5_K: e = -min, f = dmin; Q3_K / Q6_K / IQ4_XS: signed q, offsets included, e = 0). Every step is
+# the row dots' (same integers in the same lanes, same float operations), so a batch gives what one token gives:
+# bit for bit, but for Q2_K (its mins are one scalar sum per super-block in the row dot).
 
 QK_K = 256
 GROUP = 16  # elements per group (Q8_K's bsum)
@@ -98,7 +100,9 @@ GROUP = 16  # elements per group (Q8_K's bsum)
 
 @njit(cache=True, fastmath=False, inline="always")
 def _k_terms(e, g, bsum, gb):
-    return iadd(imul(load_i32x8(e, g), load_i32x8(bsum, gb)), imul(load_i32x8(e, g + 8), load_i32x8(bsum, gb + 8)))
+    """Σ e·bsum of a super-block's 16 groups, four groups a lane (lanes 4..7 zero): the integers the row dots of
+    Q4_K / Q5_K convert for their mins (`pair_lanes`), so their float steps, and results, are the same."""
+    return quad_sums(imul(load_i32x8(e, g), load_i32x8(bsum, gb)), imul(load_i32x8(e, g + 8), load_i32x8(bsum, gb + 8)))
 
 
 @njit(cache=True, fastmath=False, inline="always")

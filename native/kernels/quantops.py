@@ -346,6 +346,20 @@ def pair_sums16(typingctx, ary, offset):
 
 
 @intrinsic
+def quad_sums(typingctx, a, b):
+    """i32x8 with lane k = Σ_{j<4} c[4k + j] for k < 4, c = a ++ b (16 lanes), lanes 4..7 zero: the layout of
+    `pair_lanes(imul(mins, pair_sums16(bsum)))`, so a panel's per-group products add up as the row dots do."""
+
+    def codegen(context, builder, sig, args):
+        c = builder.shuffle_vector(args[0], args[1], _lanes(list(range(16))))
+        quads = _pair_sums(builder, _pair_sums(builder, c))  # <4 x i32>
+        zero = ir.Constant(_vt(I32, 4), [0] * 4)
+        return builder.shuffle_vector(quads, zero, _lanes(list(range(8))))
+
+    return i32x8(i32x8, i32x8), codegen
+
+
+@intrinsic
 def pair_lanes(typingctx, v):
     """i32x8 with lane k = v[2k] + v[2k + 1] for k < 4, lanes 4..7 zero (ggml's _mm_madd_epi16 of 8 pairs)."""
 
