@@ -222,9 +222,10 @@ class NumbaBackend:
             self._x8k = (np.zeros(nbk, np.float32), np.zeros(size // QK8_K_SUM + 1, np.int32))  # kd, bsum
         if panel_in != self._panel_in or threads != len(self._panel_q):
             self._panel_in = panel_in
-            self._panel_q = np.zeros((threads, PANEL * panel_in), np.uint8)  # unpacked quants per thread
-            self._panel_d = np.zeros((threads, PANEL * panel_in // QK8_0 + 1), np.float32)
-            self._panel_e = np.zeros((threads, PANEL * panel_in // QK8_0 + 1), np.float32)
+            # per thread: a panel's unpacked quants and block scales, row after row, then interleaved (`panels`)
+            self._panel_q = np.zeros((threads, 2 * PANEL * panel_in), np.uint8)
+            self._panel_d = np.zeros((threads, 2 * PANEL * panel_in // QK8_0 + 1), np.float32)
+            self._panel_e = np.zeros((threads, 2 * PANEL * panel_in // QK8_0 + 1), np.float32)
             self._panel_f = np.zeros((threads, PANEL * panel_in // QK8_K + 1), np.float32)
             self._panel_sc = np.zeros((threads, PANEL * panel_in // QK8_K_SUM + 1), np.int32)
             self._panel_ei = np.zeros((threads, PANEL * panel_in // QK8_K_SUM + 1), np.int32)

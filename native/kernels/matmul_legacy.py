@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from . import blocks as bl
 from .activations import QK8_0, quantize_q8
-from .panels import PANEL, TILE_TOKENS, panel_matmul
+from .panels import PANEL, TILE_TOKENS, panel_matmul, scale_slot
 from .quantops import dot4, dot4_offset, dot4_signed, iq4_levels, nibbles, offset_by, or_shifted, store_vec, word_bits
 from .simd import fma, fma_i32, fsum, fzero, load_f16, load_i8x32, load_u8x16
 
@@ -107,65 +107,66 @@ def dot_iq4_nl(w, wo, xq, xo, xd, xs, so, nb):
     return fsum(acc)
 
 
-# -- unpacking one row for the panels: quants (one per byte) from q[qo], scale and constant term from d[do], e[do]
+# -- unpacking one row for the panels: quants (one per byte) from q[qo], block b's scale and constant term at
+# d[do + ds·b], e[do + ds·b] (ds = 8 for the rows that `panels` interleaves)
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def unpack_q4_0(w, wo, nb, q, qo, d, e, do):
+def unpack_q4_0(w, wo, nb, q, qo, d, e, do, ds):
     """q is an int8 array: the quants minus 8."""
     for b in range(nb):
         o = wo + b * bl.Q4_0_SIZE
         store_vec(q, qo + QK * b, offset_by(nibbles(load_u8x16(w, o + bl.Q4_0_QS)), Q4_OFFSET))
-        d[do + b] = load_f16(w, o + bl.Q4_0_D)
-        e[do + b] = ZERO
+        d[do + ds * b] = load_f16(w, o + bl.Q4_0_D)
+        e[do + ds * b] = ZERO
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def unpack_q4_1(w, wo, nb, q, qo, d, e, do):
+def unpack_q4_1(w, wo, nb, q, qo, d, e, do, ds):
     for b in range(nb):
         o = wo + b * bl.Q4_1_SIZE
         store_vec(q, qo + QK * b, nibbles(load_u8x16(w, o + bl.Q4_1_QS)))
-        d[do + b] = load_f16(w, o + bl.Q4_1_D)
-        e[do + b] = load_f16(w, o + bl.Q4_1_M)
+        d[do + ds * b] = load_f16(w, o + bl.Q4_1_D)
+        e[do + ds * b] = load_f16(w, o + bl.Q4_1_M)
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def unpack_q5_0(w, wo, nb, q, qo, d, e, do):
+def unpack_q5_0(w, wo, nb, q, qo, d, e, do, ds):
     """q is an int8 array: the quants minus 16."""
     for b in range(nb):
         o = wo + b * bl.Q5_0_SIZE
         store_vec(q, qo + QK * b, offset_by(_q5_quants(w, o + bl.Q5_0_QS, o + bl.Q5_0_QH), Q5_OFFSET))
-        d[do + b] = load_f16(w, o + bl.Q5_0_D)
-        e[do + b] = ZERO
+        d[do + ds * b] = load_f16(w, o + bl.Q5_0_D)
+        e[do + ds * b] = ZERO
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def unpack_q5_1(w, wo, nb, q, qo, d, e, do):
+def unpack_q5_1(w, wo, nb, q, qo, d, e, do, ds):
     for b in range(nb):
         o = wo + b * bl.Q5_1_SIZE
         store_vec(q, qo + QK * b, _q5_quants(w, o + bl.Q5_1_QS, o + bl.Q5_1_QH))
-        d[do + b] = load_f16(w, o + bl.Q5_1_D)
-        e[do + b] = load_f16(w, o + bl.Q5_1_M)
+        d[do + ds * b] = load_f16(w, o + bl.Q5_1_D)
+        e[do + ds * b] = load_f16(w, o + bl.Q5_1_M)
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def unpack_q8_0(w, wo, nb, q, qo, d, e, do):
+def unpack_q8_0(w, wo, nb, q, qo, d, e, do, ds):
     """q is an int8 array."""
     for b in range(nb):
         o = wo + b * bl.Q8_0_SIZE
         store_vec(q, qo + QK * b, load_i8x32(w, o + bl.Q8_0_QS))
-        d[do + b] = load_f16(w, o + bl.Q8_0_D)
-        e[do + b] = ZERO
+        d[do + ds * b] = load_f16(w, o + bl.Q8_0_D)
+        e[do + ds * b] = ZERO
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def unpack_iq4_nl(w, wo, nb, q, qo, d, e, do):
+def unpack_iq4_nl(w, wo, nb, q, qo, d, e, do, ds):
     """q is an int8 array."""
     for b in range(nb):
         o = wo + b * bl.IQ4_NL_SIZE
         store_vec(q, qo + QK * b, iq4_levels(nibbles(load_u8x16(w, o + bl.IQ4_NL_QS))))
-        d[do + b] = load_f16(w, o + bl.IQ4_NL_D)
-        e[do + b] = ZERO
+        d[do + ds * b] = load_f16(w, o + bl.IQ4_NL_D)
+        e[do + ds * b] = ZERO
 
 
 # -- matmuls: x quantised once; one token: row dots on the packed bytes; more: unpacked panels and tiles --------
@@ -186,7 +187,8 @@ def matmul_q4_0(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):
-                    unpack_q4_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], k * nb)
+                    do, ds = scale_slot(k, rows, nb)
+                    unpack_q4_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
                 panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
 
 
@@ -204,7 +206,8 @@ def matmul_q4_1(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):
-                    unpack_q4_1(w, (p * PANEL + k) * row_bytes, nb, pq[c], k * n_in, pd[c], pe[c], k * nb)
+                    do, ds = scale_slot(k, rows, nb)
+                    unpack_q4_1(w, (p * PANEL + k) * row_bytes, nb, pq[c], k * n_in, pd[c], pe[c], do, ds)
                 panel_matmul(pq[c], pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
 
 
@@ -223,7 +226,8 @@ def matmul_q5_0(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):
-                    unpack_q5_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], k * nb)
+                    do, ds = scale_slot(k, rows, nb)
+                    unpack_q5_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
                 panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
 
 
@@ -241,7 +245,8 @@ def matmul_q5_1(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):
-                    unpack_q5_1(w, (p * PANEL + k) * row_bytes, nb, pq[c], k * n_in, pd[c], pe[c], k * nb)
+                    do, ds = scale_slot(k, rows, nb)
+                    unpack_q5_1(w, (p * PANEL + k) * row_bytes, nb, pq[c], k * n_in, pd[c], pe[c], do, ds)
                 panel_matmul(pq[c], pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
 
 
@@ -260,7 +265,8 @@ def matmul_q8_0(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):
-                    unpack_q8_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], k * nb)
+                    do, ds = scale_slot(k, rows, nb)
+                    unpack_q8_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
                 panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
 
 
@@ -279,5 +285,6 @@ def matmul_iq4_nl(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
             for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
                 rows = min(PANEL, n_out - p * PANEL)
                 for k in range(rows):
-                    unpack_iq4_nl(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], k * nb)
+                    do, ds = scale_slot(k, rows, nb)
+                    unpack_iq4_nl(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
                 panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)

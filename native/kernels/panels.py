@@ -1,4 +1,5 @@
-"""Batched matmuls (prefill) of the 32-element block types: weight panels unpacked once, tiles of 2 rows × 4 tokens.
+"""Batched matmuls (prefill, batched decode) of the 32-element block types: weight panels unpacked once, then
+met by every token eight rows at a time.
 
 At one token a matmul reads each weight block once and the row dots read the packed bytes directly. With many
 tokens the same blocks meet every token, so a panel of PANEL rows is first unpacked by its type's `unpack_*`
@@ -7,8 +8,13 @@ into a thread's scratch, one row after another:
     d (PANEL, nb)    the block scales,        e (PANEL, nb)   the block's constant term
 and then every token meets the panel through this module's generic tiles, whatever the weight type: a block's
 contribution is d·dx·(q·x) + e·ex, with ex the activation's matching term (Q8_1's s for the types with a min,
-xd·Σq for the types with an offset, e = 0 for the signed types). A 2 × 4 tile loads each weight vector once
-for 4 tokens and each activation vector once for 2 rows: eight dot4s per six loads.
+xd·Σq for the types with an offset, e = 0 for the signed types).
+
+The float work per block is what makes it slow, not the integer dot: to give what the row dot gives (and what
+llama.cpp's gives), each row keeps 8 float lanes per token, converted and FMA'd once per block. So the rows are
+copied eight side by side (`interleave_panel`), and a vector holds one lane of eight rows: a block costs eight
+dot4s, eight conversions and eight FMAs for eight rows, its scale product and constant term one vector
+operation each, where a row at a time pays the scalar work eight times.
 """
 
 from __future__ import annotations
@@ -16,10 +22,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .quantops import dot, iadd, ihalves, imul, izero, load_q32, quad_sums
-from .simd import fma, fma_i32, fsum, fzero, load_i8x32, load_i32x8
+from .quantops import dot, iadd, ihalves, imul, interleave_rows8, izero, load_q32, quad_sums, splat_quad
+from .simd import (
+    fadd_rows,
+    fma,
+    fma_i32,
+    fma_i32_rows,
+    fma_rows,
+    fmul,
+    fsplat,
+    fsum,
+    fsum_rows,
+    fzero,
+    load_f32x8,
+    load_i8x32,
+    load_i32x8,
+    store_f32x8,
+)
 
-PANEL = 32  # weight rows unpacked at a time (a multiple of 2)
+PANEL = 32  # weight rows unpacked at a time (a multiple of ROWS)
+ROWS = 8  # rows side by side in an interleaved strip: the lanes of a vector
 TILE_TOKENS = 4  # tokens per tile; below this many tokens the row dots read the packed weights directly
 QK = 32
 
@@ -36,52 +58,59 @@ def dot_unpacked(q, qo, d, e, do, nb, xq, xo, xd, xe, so):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def tile_2x4(q, qo, d, e, do, n_in, nb, xq, xo, xd, xe, so, out, oo, n_out):
-    """Rows k, k+1 of the panel (quants from q[qo], scales from d[do]) · tokens i..i+3 (quants from xq[xo],
-    scales from xd[so]): out[oo + t·n_out + {0, 1}] for t < 4."""
-    a00, a01, a02, a03 = fzero(), fzero(), fzero(), fzero()
-    a10, a11, a12, a13 = fzero(), fzero(), fzero(), fzero()
-    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = np.float32(0.0)
+def interleave_panel(q, strips, n_in, qi):
+    """Copy the quants of the first `strips` × 8 unpacked rows side by side: strip s, block b holds at
+    q[qi + s·8·n_in + 256·b + 32·l + 4·r ..] the quad l of row 8s + r (`interleave_rows8`), so one vector load
+    gives a lane for eight rows. (Their scales were unpacked side by side already: `scale_slot`.)"""
+    for s in range(strips):
+        for b in range(n_in // QK):
+            interleave_rows8(q, s * ROWS * n_in + QK * b, n_in, q, qi + s * ROWS * n_in + ROWS * QK * b)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def scale_slot(k, rows, nb):
+    """Where the unpacker puts row k's block scales, (first, stride): rows in a strip of eight side by side
+    after PANEL rows' room (d[PANEL·nb + 8·(s·nb + b) + r] for row 8s + r), the rest row after row."""
+    if k < rows - rows % ROWS:
+        return PANEL * nb + ROWS * nb * (k // ROWS) + k % ROWS, ROWS
+    return k * nb, 1
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def tile_8x1(q, qo, d, e, do, nb, xq, xo, xd, xe, so, out, oo):
+    """Eight interleaved rows (quants from q[qo], scales from d[do], e[do]) · one token (xq[xo], xd[so],
+    xe[so]): out[oo .. oo + 8). Lane r of every vector is row r, and each lane takes `dot_unpacked`'s steps
+    (a_l is its accumulator lane l), so each row's result is the row dot's, bit for bit."""
+    a0, a1, a2, a3, a4, a5, a6, a7 = fzero(), fzero(), fzero(), fzero(), fzero(), fzero(), fzero(), fzero()
+    extra = fzero()
     for b in range(nb):
-        q0, q1 = load_q32(q, qo + QK * b), load_q32(q, qo + n_in + QK * b)
-        d0, d1, e0, e1 = d[do + b], d[do + nb + b], e[do + b], e[do + nb + b]
-        x = load_i8x32(xq, xo + QK * b)
-        dx, ex = xd[so + b], xe[so + b]
-        a00, a10 = fma_i32(a00, dot(q0, x), d0 * dx), fma_i32(a10, dot(q1, x), d1 * dx)
-        c00, c10 = fma(e0, ex, c00), fma(e1, ex, c10)
-        x = load_i8x32(xq, xo + n_in + QK * b)
-        dx, ex = xd[so + nb + b], xe[so + nb + b]
-        a01, a11 = fma_i32(a01, dot(q0, x), d0 * dx), fma_i32(a11, dot(q1, x), d1 * dx)
-        c01, c11 = fma(e0, ex, c01), fma(e1, ex, c11)
-        x = load_i8x32(xq, xo + 2 * n_in + QK * b)
-        dx, ex = xd[so + 2 * nb + b], xe[so + 2 * nb + b]
-        a02, a12 = fma_i32(a02, dot(q0, x), d0 * dx), fma_i32(a12, dot(q1, x), d1 * dx)
-        c02, c12 = fma(e0, ex, c02), fma(e1, ex, c12)
-        x = load_i8x32(xq, xo + 3 * n_in + QK * b)
-        dx, ex = xd[so + 3 * nb + b], xe[so + 3 * nb + b]
-        a03, a13 = fma_i32(a03, dot(q0, x), d0 * dx), fma_i32(a13, dot(q1, x), d1 * dx)
-        c03, c13 = fma(e0, ex, c03), fma(e1, ex, c13)
-    out[oo], out[oo + 1] = fsum(a00) + c00, fsum(a10) + c10
-    out[oo + n_out], out[oo + n_out + 1] = fsum(a01) + c01, fsum(a11) + c11
-    out[oo + 2 * n_out], out[oo + 2 * n_out + 1] = fsum(a02) + c02, fsum(a12) + c12
-    out[oo + 3 * n_out], out[oo + 3 * n_out + 1] = fsum(a03) + c03, fsum(a13) + c13
+        w, x = qo + ROWS * QK * b, xo + QK * b
+        s = fmul(load_f32x8(d, do + ROWS * b), fsplat(xd[so + b]))
+        a0 = fma_i32_rows(a0, dot(load_q32(q, w), splat_quad(xq, x)), s)
+        a1 = fma_i32_rows(a1, dot(load_q32(q, w + 32), splat_quad(xq, x + 4)), s)
+        a2 = fma_i32_rows(a2, dot(load_q32(q, w + 64), splat_quad(xq, x + 8)), s)
+        a3 = fma_i32_rows(a3, dot(load_q32(q, w + 96), splat_quad(xq, x + 12)), s)
+        a4 = fma_i32_rows(a4, dot(load_q32(q, w + 128), splat_quad(xq, x + 16)), s)
+        a5 = fma_i32_rows(a5, dot(load_q32(q, w + 160), splat_quad(xq, x + 20)), s)
+        a6 = fma_i32_rows(a6, dot(load_q32(q, w + 192), splat_quad(xq, x + 24)), s)
+        a7 = fma_i32_rows(a7, dot(load_q32(q, w + 224), splat_quad(xq, x + 28)), s)
+        extra = fma_rows(load_f32x8(e, do + ROWS * b), fsplat(xe[so + b]), extra)
+    store_f32x8(out, oo, fadd_rows(fsum_rows(a0, a1, a2, a3, a4, a5, a6, a7), extra))
 
 
 @njit(cache=True, fastmath=False, inline="always")
 def panel_matmul(q, d, e, rows, r0, n_in, xq, xd, xe, n, out, n_out):
-    """out[:, r0 .. r0 + rows) for every token, from an unpacked panel of `rows` rows."""
+    """out[:, r0 .. r0 + rows) for every token, from an unpacked panel of `rows` rows (q, d, e hold PANEL rows
+    row after row, then room for as many interleaved)."""
     nb = n_in // QK
-    n4 = n - n % TILE_TOKENS
-    for k in range(0, rows - rows % 2, 2):
-        for i in range(0, n4, TILE_TOKENS):
-            tile_2x4(q, k * n_in, d, e, k * nb, n_in, nb, xq, i * n_in, xd, xe, i * nb, out, i * n_out + r0 + k, n_out)
-        for i in range(n4, n):
-            for j in range(2):
-                out[i * n_out + r0 + k + j] = dot_unpacked(
-                    q, (k + j) * n_in, d, e, (k + j) * nb, nb, xq, i * n_in, xd, xe, i * nb
-                )
-    if rows % 2:
-        k = rows - 1
+    strips = rows // ROWS
+    qi, di = PANEL * n_in, PANEL * nb
+    interleave_panel(q, strips, n_in, qi)
+    for st in range(strips):
+        for i in range(n):
+            oo = i * n_out + r0 + st * ROWS
+            tile_8x1(q, qi + st * ROWS * n_in, d, e, di + st * ROWS * nb, nb, xq, i * n_in, xd, xe, i * nb, out, oo)
+    for k in range(strips * ROWS, rows):
         for i in range(n):
             out[i * n_out + r0 + k] = dot_unpacked(q, k * n_in, d, e, k * nb, nb, xq, i * n_in, xd, xe, i * nb)
 

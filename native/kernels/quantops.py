@@ -147,6 +147,44 @@ def store_vec(typingctx, ary, offset, v):
     return types.none(ary, offset, v), codegen
 
 
+# -- eight rows side by side: quads of quants interleaved -----------------------------------------------------
+
+
+@intrinsic
+def interleave_rows8(typingctx, src, so, stride, dst, do):
+    """8 rows of 32 quants (src[so + r·stride ..], r < 8) → dst[do + 32·l + 4·r + k] = quant 4l + k of row r:
+    vector l of the result holds lane l of `dot4` for all eight rows (an 8 × 8 transpose of 32-bit quads)."""
+
+    def codegen(context, builder, sig, args):
+        src_ty, dst_ty = sig.args[0], sig.args[3]
+        so, stride, do = (context.cast(builder, args[i], sig.args[i], types.intp) for i in (1, 2, 4))
+        rows = []
+        for r in range(8):
+            off = builder.add(so, builder.mul(stride, ir.Constant(stride.type, r)))
+            rows.append(_load(builder, _address(context, builder, src_ty, args[0], off), _vt(I32, 8)))
+        zip_lo, zip_hi = _lanes([0, 8, 1, 9, 2, 10, 3, 11]), _lanes([4, 12, 5, 13, 6, 14, 7, 15])
+        for _ in range(3):  # three perfect shuffles of rows (i, i + 4) transpose an 8 × 8 matrix
+            rows = [builder.shuffle_vector(rows[i], rows[i + 4], z) for i in range(4) for z in (zip_lo, zip_hi)]
+        for lane, v in enumerate(rows):
+            off = builder.add(do, ir.Constant(do.type, 32 * lane))
+            ptr = _address(context, builder, dst_ty, args[3], off)
+            builder.store(v, builder.bitcast(ptr, _vt(I32, 8).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return types.none(src, so, stride, dst, do), codegen
+
+
+@intrinsic
+def splat_quad(typingctx, ary, offset):
+    """i8x32: the 4 signed bytes at ary[offset] in each of the eight quads (one token's lane for eight rows)."""
+
+    def codegen(context, builder, sig, args):
+        quad = _load(builder, _address(context, builder, sig.args[0], args[0], args[1]), I32)
+        return builder.bitcast(_splat(builder, quad, 8), _vt(I8, 32))
+
+    return i8x32(ary, offset), codegen
+
+
 # -- integer dot products -------------------------------------------------------------------------------------
 
 

@@ -349,3 +349,51 @@ def fmul(typingctx, a, b):
 
 
 load_i32x8 = _loader(i32x8, "8 int32 at ary[offset] (an int32 array).")
+
+
+# -- lanes across rows: eight weight rows side by side, lane r of a vector belonging to row r ----------------------
+
+
+@intrinsic
+def fma_i32_rows(typingctx, acc, v, s):
+    """fma(float(v), s, acc) lane-wise with a scale per lane (per row): `fma_i32` for eight rows at once."""
+
+    def codegen(context, builder, sig, args):
+        f = builder.sitofp(args[1], _vt(F32, 8))
+        return _call(builder, "llvm.fma.v8f32", _vt(F32, 8), [f, args[2], args[0]])
+
+    return f32x8(f32x8, i32x8, f32x8), codegen
+
+
+@intrinsic
+def fma_rows(typingctx, a, b, c):
+    """a · b + c lane-wise, rounded once: the scalar `fma` of eight rows at once."""
+
+    def codegen(context, builder, sig, args):
+        return _call(builder, "llvm.fma.v8f32", _vt(F32, 8), list(args))
+
+    return f32x8(f32x8, f32x8, f32x8), codegen
+
+
+@intrinsic
+def fsum_rows(typingctx, a0, a1, a2, a3, a4, a5, a6, a7):
+    """Lane r = fsum of (a0[r], .., a7[r]): eight rows' accumulators, lane l of row r in a_l[r], summed in the
+    order `fsum` sums one row's lanes ((l, l+4), then (l, l+2), then (0, 1)), so each row gets the same float."""
+
+    def codegen(context, builder, sig, args):
+        a = list(args)
+        u = [builder.fadd(a[j], a[j + 4]) for j in range(4)]
+        w = [builder.fadd(u[j], u[j + 2]) for j in range(2)]
+        return builder.fadd(w[0], w[1])
+
+    return f32x8(*([f32x8] * 8)), codegen
+
+
+@intrinsic
+def fadd_rows(typingctx, a, b):
+    """a + b, lane-wise float32."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1])
+
+    return f32x8(f32x8, f32x8), codegen
