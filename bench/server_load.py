@@ -10,7 +10,9 @@ at the end. Every request is bounded by --timeout; nothing leaves the machine.
 
 For each level it prints: requests done and lost (an error, a non-200, or a stream without `[DONE]` and usage;
 must be 0), aggregate completion tokens per second (tokens from the streams' usage over the level's wall time),
-time to first token and request latency at p50/p95/p99, and the server's mean batch width (from /metrics).
+time to first token and request latency at p50/p95/p99, the server's mean batch width (from /metrics), and the
+CPU this load generator itself burnt (% of one core): it shares the machine's cores with the server, so a client
+that parsed expensively would slow what it measures.
 Then the ratio of the largest level's token rate to the single client's (target: at least 3x).
 """
 
@@ -51,6 +53,7 @@ class Level:
     wall: float = 0.0
     outcomes: list[Outcome] = field(default_factory=list)
     batch_width: float = 0.0
+    client_cpu: float = 0.0  # CPU seconds of this process during the level
 
     @property
     def done(self) -> list[Outcome]:
@@ -63,6 +66,10 @@ class Level:
     @property
     def tokens_per_s(self) -> float:
         return sum(o.tokens for o in self.done) / self.wall if self.wall else 0.0
+
+    @property
+    def client_cpu_pct(self) -> float:
+        return 100 * self.client_cpu / self.wall if self.wall else 0.0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -128,9 +135,10 @@ async def run_level(url: str, model: str, clients: int, requests: int, max_token
                 prompt = f"Write a short story about {TOPICS[n % len(TOPICS)]}."
                 level.outcomes.append(await one_request(client, model, prompt, max_tokens, 1000 + n, timeout))
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker(w) for w in range(clients)))
         level.wall = time.perf_counter() - t0
+        level.client_cpu = time.process_time() - cpu0
         steps, seqs = await metric(client, "batch_steps_total") - steps0, await metric(client, "batch_sequences_total")
         level.batch_width = (seqs - seqs0) / steps if steps else 0.0
     return level
@@ -158,13 +166,14 @@ def start_server(args: argparse.Namespace, parallel: int) -> tuple[subprocess.Po
 
 def report(levels: list[Level]) -> None:
     print(f"{'clients':>7} {'ok':>4} {'lost':>4} {'tok/s':>8} {'width':>6} "
-          f"{'TTFT p50':>9} {'p95':>7} {'p99':>7} {'lat p50':>8} {'p95':>7} {'p99':>7}")  # fmt: skip
+          f"{'TTFT p50':>9} {'p95':>7} {'p99':>7} {'lat p50':>8} {'p95':>7} {'p99':>7} {'cli CPU':>8}")  # fmt: skip
     for lv in levels:
         ttft = [o.ttft for o in lv.done]
         lat = [o.latency for o in lv.done]
         print(f"{lv.clients:>7} {len(lv.done):>4} {lv.lost:>4} {lv.tokens_per_s:>8.1f} {lv.batch_width:>6.2f} "
               f"{percentile(ttft, 50):>8.2f}s {percentile(ttft, 95):>6.2f}s {percentile(ttft, 99):>6.2f}s "
-              f"{percentile(lat, 50):>7.2f}s {percentile(lat, 95):>6.2f}s {percentile(lat, 99):>6.2f}s")  # fmt: skip
+              f"{percentile(lat, 50):>7.2f}s {percentile(lat, 95):>6.2f}s {percentile(lat, 99):>6.2f}s "
+              f"{lv.client_cpu_pct:>7.1f}%")  # fmt: skip
         for o in lv.outcomes:
             if not o.ok:
                 print(f"        lost: {o.error}")

@@ -1,7 +1,10 @@
 """The numba backend: the kernel interface (`llamay.kernels.interface`) over 1-D numpy arrays.
 
 Weights stay where the GGUF map put them: `bind` wraps the tensor's bytes with `np.frombuffer` (no copy) and
-picks the type's kernels once, from the tables below; the hot methods only call them. The kernels live in
+picks the type's kernels once, from the tables below; the hot methods only call them. Matrices of the
+32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) with rows in multiples of eight are also repacked
+once, in strips of eight rows (`kernels.strips`), which their matmuls read instead (the map's bytes still serve
+`get_rows`); `LLAMAY_REPACK=0` turns that off, for ggml's vec_dot summation order. The kernels live in
 `llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`).
 
 Threads: numba's parallel loops (matmul rows, attention heads). The count is `LLAMAY_THREADS`, else numba's
@@ -13,6 +16,7 @@ nor small ones while the machine is too busy to give every thread its core.
 from __future__ import annotations
 
 import functools
+import mmap
 import os
 import threading
 import time
@@ -35,11 +39,12 @@ from .kernels import elementwise as ew
 from .kernels import matmul_float as mf
 from .kernels import matmul_kquants as mk
 from .kernels import matmul_legacy as ml
+from .kernels import strips as st
 from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
 from .kernels.panels import PANEL
 
 # activation scratch kinds: what a weight type's matmul quantises x into
-FLOAT, Q8, Q8K = "float", "q8", "q8k"
+FLOAT, Q8, Q8K, STRIPS = "float", "q8", "q8k", "strips"
 
 # type -> (matmul kernel, activation kind, get_rows kernel)
 KERNELS: dict[GGMLType, tuple[Callable, str, Callable]] = {
@@ -66,6 +71,25 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+TOP_K_HEAP_MAX = 64  # top_k takes the heap pass while k is under n / 64: a vocabulary's top 40, not its top half
+
+
+def release_file_pages(data: memoryview) -> None:
+    """Drop the pages of a mapped file region from this process's memory (repacking read them all, and the
+    matmuls now read the repacked copy): they stay in the OS's page cache, and a later read (get_rows of an
+    embedding) maps just the pages it touches again. Only for a read-only file map, where this loses nothing;
+    memory that is not a map (bytes, under Pyodide) is left alone."""
+    owner = data.obj
+    if not isinstance(owner, mmap.mmap) or not hasattr(owner, "madvise") or data.nbytes == 0:
+        return
+    base = np.frombuffer(owner, np.uint8, count=1).ctypes.data
+    start = np.frombuffer(data, np.uint8, count=1).ctypes.data - base
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the region only
+    end = (start + data.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+    if end > first:
+        owner.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 # -- threads: which kernels run on all of them ------------------------------------------------------------
@@ -141,6 +165,8 @@ class NumbaWeight:
     act: str
     get_rows: Callable
     vec: np.ndarray | None  # (n_in,) float32 for vectors (norm weights, biases), else None
+    strips: np.ndarray | None = None  # the weight repacked for `strips.matmul_strips` (then act is STRIPS)
+    strip_format: st.StripFormat | None = None
 
 
 class NumbaBackend:
@@ -153,12 +179,15 @@ class NumbaBackend:
         min_work = os.environ.get("LLAMAY_PARALLEL_MIN_WORK", "").strip()
         self.policy = ThreadPolicy(1, int(min_work) if min_work else SMALL_WORK)
         self.n_threads = 0
+        # 32-element block types in strips of eight rows (`strips`); LLAMAY_REPACK=0 keeps ggml's vec_dot order
+        self.repack = os.environ.get("LLAMAY_REPACK", "1").strip() != "0"
         self.set_threads(int(env) if env else numba.config.NUMBA_NUM_THREADS)
         self._one = np.ones(1, np.float32)  # stands in for an absent weight vector
         self._cap = 0  # activation elements (rows × n_in) the scratch holds
         self._panel_in = 0  # the longest row the panel scratch holds
         self._panel_q = np.zeros((0, 0), np.uint8)
         self._scratch: dict[str, tuple[np.ndarray, ...]] = {}
+        self._acc = np.zeros((1, st.ACC), np.float32)  # (threads, tokens · ACC): strip matmuls' sums
         self._grow(1, QK8_K)
         self._scores = np.zeros((1, 1), np.float32)  # (threads, n_slots): attention scores
         self._slots = np.zeros((1, 1), np.int32)  # (threads, n_slots): the cache slots of the keys
@@ -219,6 +248,7 @@ class NumbaBackend:
             nb, nbk = size // QK8_0 + 1, size // QK8_K + 1
             self._xf = (np.zeros(size, np.float32),)  # (rows, n_in): x rounded to fp16 / bf16
             self._x8 = (np.zeros(nb, np.float32), np.zeros(nb, np.float32))  # (rows, n_in / 32): xd, xs
+            self._xsum = np.zeros(nb, np.int32)  # (rows, n_in / 32): -K·Σq for the strip matmuls
             self._x8k = (np.zeros(nbk, np.float32), np.zeros(size // QK8_K_SUM + 1, np.int32))  # kd, bsum
         if panel_in != self._panel_in or threads != len(self._panel_q):
             self._panel_in = panel_in
@@ -230,10 +260,18 @@ class NumbaBackend:
             self._panel_sc = np.zeros((threads, PANEL * panel_in // QK8_K_SUM + 1), np.int32)
             self._panel_ei = np.zeros((threads, PANEL * panel_in // QK8_K_SUM + 1), np.int32)
         t = self.n_threads
+        if len(self._acc) < t or self._acc.shape[1] < n * st.ACC:
+            self._acc = np.zeros((max(t, len(self._acc)), max(n * st.ACC, self._acc.shape[1])), np.float32)
         panels = (self._panel_q[:t], self._panel_d[:t], self._panel_e[:t])
         panels_k = (self._panel_q[:t], self._panel_d[:t], self._panel_f[:t], self._panel_sc[:t], self._panel_ei[:t])
-        self._scratch = {FLOAT: self._xf, Q8: (self._xq, *self._x8, *panels), Q8K: (self._xq, *self._x8k, *panels_k)}
-        self._scratch_threads = t
+        strips = (self._xq, *self._x8, self._xsum, self._acc[:t])
+        self._scratch = {
+            FLOAT: self._xf,
+            Q8: (self._xq, *self._x8, *panels),
+            Q8K: (self._xq, *self._x8k, *panels_k),
+            STRIPS: strips,
+        }
+        self._scratch_threads, self._scratch_tokens = t, self._acc.shape[1] // st.ACC
 
     # -- weights --------------------------------------------------------------------------------------------
 
@@ -256,7 +294,12 @@ class NumbaBackend:
         if n_out == 1:
             vec = np.zeros(n_in, np.float32)
             get_rows(vec, raw, rb, np.zeros(1, np.int32), 1, n_in)
-        return Weight(name, t, n_in, n_out, NumbaWeight(t, raw, rb, matmul, act, get_rows, vec))
+        handle = NumbaWeight(t, raw, rb, matmul, act, get_rows, vec)
+        if self.repack and t in st.FORMATS and n_out % st.ROWS == 0:
+            handle.strips, handle.strip_format = st.repack(t, raw, n_in, n_out), st.FORMATS[t]
+            handle.matmul, handle.act = st.matmul_strips, STRIPS
+            release_file_pages(data)
+        return Weight(name, t, n_in, n_out, handle)
 
     # -- kernels --------------------------------------------------------------------------------------------
 
@@ -266,9 +309,19 @@ class NumbaBackend:
 
     def matmul(self, out: np.ndarray, w: Weight, x: np.ndarray, n: int) -> None:
         h: NumbaWeight = w.handle
-        if n * w.n_in > self._cap or w.n_in > self._panel_in or self._scratch_threads != self.n_threads:
+        if (
+            n * w.n_in > self._cap
+            or w.n_in > self._panel_in
+            or self._scratch_threads != self.n_threads
+            or n > self._scratch_tokens
+        ):
             self._grow(n, w.n_in)
         work = n * w.n_out * w.n_in
+        if h.strips is not None:
+            f = h.strip_format
+            args = (h.strips, f.fmt, f.offset, f.has_min, w.n_out, x, n, w.n_in)
+            self._parallel(h.matmul, work, out, *args, *self._scratch[STRIPS])
+            return
         self._parallel(h.matmul, work, out, h.data, h.row_bytes, w.n_out, x, n, w.n_in, *self._scratch[h.act])
 
     def add_bias(self, x: np.ndarray, b: Weight, n: int) -> None:
@@ -369,8 +422,13 @@ class NumbaBackend:
         return int(ew.argmax(x, offset, n))
 
     def top_k(self, x: np.ndarray, offset: int, n: int, k: int) -> list[tuple[int, float]]:
-        seg = x[offset : offset + n]
         k = min(k, n)
+        if k * TOP_K_HEAP_MAX < n:  # one pass with a small heap: no copy of the whole row
+            vals, idx = np.empty(k, np.float32), np.empty(k, np.int64)
+            kept = ew.top_k(x, offset, n, k, vals, idx)
+            order = np.lexsort((idx[:kept], -vals[:kept]))
+            return [(int(idx[j]), float(vals[j])) for j in order]
+        seg = x[offset : offset + n]
         if k < n:  # every index at least as large as the k-th largest value, then sorted (ties by index)
             kth = np.partition(seg, n - k)[n - k]
             cand = np.flatnonzero(seg >= kth)

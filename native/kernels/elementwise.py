@@ -162,6 +162,44 @@ def argmax(x, offset, n):
     return at
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _worse(va, ia, vb, ib):
+    """Whether entry a ranks below entry b: smaller value, or the same value at a larger index."""
+    return va < vb or (va == vb and ia > ib)
+
+
+@njit(cache=True, fastmath=False)
+def top_k(x, offset, n, k, vals, idx):
+    """The k largest of x[offset .. offset+n) by (value, then smaller index) into vals / idx (unsorted), in
+    one pass with a k-entry min-heap whose root is the worst kept; returns how many were kept (min(k, n)).
+    NaN never enters (it compares false): a vocabulary of logits has none."""
+    size = 0
+    for j in range(n):
+        v = x[offset + j]
+        if size < k:  # sift the new entry up
+            c = size
+            size += 1
+            while c > 0 and _worse(v, j, vals[(c - 1) // 2], idx[(c - 1) // 2]):
+                p = (c - 1) // 2
+                vals[c], idx[c] = vals[p], idx[p]
+                c = p
+            vals[c], idx[c] = v, j
+        elif v > vals[0]:  # replaces the root (a tie has a larger index: worse), then sifts down
+            c = 0
+            while True:
+                child = 2 * c + 1
+                if child >= size:
+                    break
+                if child + 1 < size and _worse(vals[child + 1], idx[child + 1], vals[child], idx[child]):
+                    child += 1
+                if not _worse(vals[child], idx[child], v, j):
+                    break
+                vals[c], idx[c] = vals[child], idx[child]
+                c = child
+            vals[c], idx[c] = v, j
+    return size
+
+
 @njit(cache=True, fastmath=False)
 def mean_pool(out, x, n, dim):
     for j in range(dim):

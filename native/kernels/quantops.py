@@ -102,22 +102,40 @@ def word_bits(typingctx, ary, offset):
 IQ4_LEVELS = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
 
 
+def _lookup16(builder, levels, idx):
+    """Byte j = levels[idx[j]] (idx 0..15): one byte shuffle on x86, a table lookup per lane elsewhere."""
+    if HAS_AVX2:  # pshufb shuffles within each 128-bit half: the table is repeated in both
+        table = ir.Constant(_vt(I8, 32), [v & 0xFF for v in levels] * 2)
+        return _call(builder, "llvm.x86.avx2.pshuf.b", _vt(I8, 32), [table, idx])
+    table = ir.Constant(_vt(I8, 16), [v & 0xFF for v in levels])
+    out = ir.Constant(_vt(I8, 32), ir.Undefined)
+    for lane in range(32):
+        i = builder.extract_element(idx, ir.Constant(I32, lane))
+        out = builder.insert_element(out, builder.extract_element(table, i), ir.Constant(I32, lane))
+    return out
+
+
 @intrinsic
 def iq4_levels(typingctx, idx):
-    """The IQ4 level (int8) of each 4-bit index: one byte shuffle on x86, a table lookup per lane elsewhere."""
+    """The IQ4 level (int8) of each 4-bit index."""
 
     def codegen(context, builder, sig, args):
-        if HAS_AVX2:  # pshufb shuffles within each 128-bit half: the table is repeated in both
-            table = ir.Constant(_vt(I8, 32), [v & 0xFF for v in IQ4_LEVELS] * 2)
-            return _call(builder, "llvm.x86.avx2.pshuf.b", _vt(I8, 32), [table, args[0]])
-        table = ir.Constant(_vt(I8, 16), [v & 0xFF for v in IQ4_LEVELS])
-        out = ir.Constant(_vt(I8, 32), ir.Undefined)
-        for lane in range(32):
-            i = builder.extract_element(args[0], ir.Constant(I32, lane))
-            out = builder.insert_element(out, builder.extract_element(table, i), ir.Constant(I32, lane))
-        return out
+        return _lookup16(builder, IQ4_LEVELS, args[0])
 
     return i8x32(u8x32), codegen
+
+
+IQ4_BIAS = 128  # IQ4 levels + 128 are unsigned bytes (1..241)
+
+
+@intrinsic
+def iq4_levels_biased(typingctx, idx):
+    """The IQ4 level + IQ4_BIAS (uint8) of each 4-bit index: unsigned quants for `dot4_add`."""
+
+    def codegen(context, builder, sig, args):
+        return _lookup16(builder, [v + IQ4_BIAS for v in IQ4_LEVELS], args[0])
+
+    return u8x32(u8x32), codegen
 
 
 @intrinsic
@@ -246,6 +264,38 @@ def dot(typingctx, a, b):
         return _dot4_ir(builder, a_, b_)
 
     return i32x8(a, b), codegen
+
+
+@intrinsic
+def dot4_add(typingctx, acc, a, b):
+    """acc + (lane l: Σ_{k<4} a[4l+k]·b[4l+k]) exactly, for any unsigned bytes a (0..255) and signed b: VNNI's
+    vpdpbusd accumulates; AVX2's vpmaddubsw would saturate above a = 128, so a is split into its low 7 bits and
+    its top bit, two products that cannot."""
+    if not (isinstance(a, Vec) and a.kind == "u8" and isinstance(b, Vec) and b.kind == "i8"):
+        return None
+
+    def codegen(context, builder, sig, args):
+        acc_, a_, b_ = args
+        if DOT4_IMPL == "vnni":
+            ints = [acc_, builder.bitcast(a_, _vt(I32, 8)), builder.bitcast(b_, _vt(I32, 8))]
+            return _call(builder, "llvm.x86.avx512.vpdpbusd.256", _vt(I32, 8), ints)
+        if DOT4_IMPL == "avx2":
+            low = _dot4_ir(builder, builder.and_(a_, _const(I8, 32, 0x7F)), b_)
+            top = _dot4_ir(builder, builder.and_(a_, _const(I8, 32, 0x80)), b_)
+            return builder.add(acc_, builder.add(low, top))
+        return builder.add(acc_, _dot4_ir(builder, a_, b_))  # the generic IR widens: exact for any a
+
+    return i32x8(i32x8, a, b), codegen
+
+
+@intrinsic
+def isplat(typingctx, s):
+    """s (an int) in all 8 int32 lanes."""
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, context.cast(builder, args[0], sig.args[0], types.int32), 8)
+
+    return i32x8(s), codegen
 
 
 @intrinsic

@@ -39,9 +39,10 @@ def _weight(be, t, n_in, n_out, data, name="w"):
 
 
 @pytest.mark.parametrize("t", MATMUL_TYPES, ids=lambda t: t.name)
-@pytest.mark.parametrize(("n", "n_out"), [(1, 7), (N, 1), (N, 33), (9, 37)])
+@pytest.mark.parametrize(("n", "n_out"), [(1, 7), (N, 1), (N, 33), (9, 37), (1, 16), (N, 16), (9, 40)])
 def test_matmul(backend, ref, t, n, n_out):
-    """n = 1 is decode, a few rows a decode batch, 9 rows over 37 outputs reach the tiled prefill paths."""
+    """n = 1 is decode, a few rows a decode batch, 9 rows over 37 outputs reach the tiled prefill paths; outputs
+    in multiples of 8 the weights numba repacks in strips of eight rows."""
     if t not in backend.runnable_types:
         pytest.skip(f"{backend.name} does not run {t.name}")
     rng = random.Random(f"{t.name}/{n}/{n_out}")
@@ -66,13 +67,14 @@ BATCH_NOT_EXACT = {"numba": {GGMLType.Q2_K}}
 
 
 @pytest.mark.parametrize("t", MATMUL_TYPES, ids=lambda t: t.name)
-def test_matmul_batch_equals_single_tokens(backend, t):
+@pytest.mark.parametrize("n_out", [37, 40])
+def test_matmul_batch_equals_single_tokens(backend, t, n_out):
     """A batch of tokens (the tiled prefill paths) gives each token exactly what a one-token matmul (decode)
     gives: prefill and decode then agree bit for bit, as `llamay verify` checks on whole models."""
     if t not in backend.runnable_types:
         pytest.skip(f"{backend.name} does not run {t.name}")
-    rng = random.Random(f"batch/{t.name}")
-    n, n_in, n_out = 9, 2 * max(block_size(t), 64), 37
+    rng = random.Random(f"batch/{t.name}/{n_out}")
+    n, n_in = 9, 2 * max(block_size(t), 64)
     w = _weight(backend, t, n_in, n_out, weight_bytes(rng, t, n_in, n_out))
     x = floats(rng, n * n_in, 3.0)
     out = backend.alloc_f32(n * n_out)
@@ -221,6 +223,20 @@ def test_argmax_and_top_k(backend, ref):
         top = be.top_k(buf, 0, 1000, 5)
         assert [i for i, _ in top[:2]] == [500, 900]
         assert [round(v, 5) for _, v in top] == [round(v, 5) for v in sorted(x, reverse=True)[:5]]
+
+
+@pytest.mark.parametrize("k", [1, 5, 40, 300])
+def test_top_k_among_many_ties(backend, ref, k):
+    """Few distinct values (ties everywhere) and -inf: the k largest by value, ties by lower index, on every
+    backend (numba: a heap pass for small k, a partition for large)."""
+    rng = random.Random(k)
+    x = [rng.randint(-20, 20) / 4 for _ in range(5000)]
+    x[17] = x[4000] = -math.inf
+    want = sorted(range(len(x)), key=lambda j: (-x[j], j))[:k]
+    for be in (backend, ref):
+        top = be.top_k(_vec(be, x), 0, len(x), k)
+        assert [i for i, _ in top] == want
+        assert [v for _, v in top] == [x[i] for i in want]
 
 
 def test_gelu_is_ggmls_fp16_table_exactly(backend, ref):

@@ -124,6 +124,17 @@ def test_bind_is_zero_copy():
         assert not embd.flags.owndata
 
 
+def test_repacked_strips_are_the_weights_size_and_can_be_turned_off(monkeypatch):
+    """Q4_0 matrices are repacked in strips of eight rows, byte for byte as large as the file's blocks (the
+    file's bytes stay mapped for get_rows); LLAMAY_REPACK=0 keeps ggml's row layout and vec_dot order."""
+    with load_model(paths.stories("q4_0"), NumbaBackend()) as model:
+        h = model.weights.layers[0].attn.q.handle
+        assert h.strips is not None and h.strips.nbytes == h.data.nbytes
+    monkeypatch.setenv("LLAMAY_REPACK", "0")
+    with load_model(paths.stories("q4_0"), NumbaBackend()) as model:
+        assert model.weights.layers[0].attn.q.handle.strips is None
+
+
 def test_unsupported_type_is_refused_by_name():
     from llamay.errors import UnsupportedTypeError
 
@@ -147,10 +158,10 @@ def test_greedy_text_matches_portable_on_stories():
 
 
 @pytest.mark.parametrize("t", sorted(NumbaBackend.runnable_types), ids=lambda t: t.name)
-@pytest.mark.parametrize(("n", "n_out"), [(4, 2), (9, 33), (13, 70)])
+@pytest.mark.parametrize(("n", "n_out"), [(4, 2), (9, 33), (13, 70), (13, 72)])
 def test_batched_matmul_equals_portable_and_row_by_row(t, n, n_out):
     """Batches of TILE_TOKENS tokens or more take the panel path: compare it with portable and with the
-    one-token path, with a remainder of tokens and an odd number of rows."""
+    one-token path, with a remainder of tokens and an odd number of rows (72 rows: the repacked strips)."""
     import random
 
     from llamay.ggml_types import block_size

@@ -79,3 +79,29 @@ def test_unsupported_values_are_refused_by_name():
     if "presence_penalty" not in fields:
         with pytest.raises(ApiError, match="presence_penalty"):
             params.check_supported(params.GenParams(max_tokens=1, presence_penalty=1.0))
+
+
+def test_a_step_wakes_each_event_loop_once_and_keeps_every_sinks_order():
+    import asyncio
+
+    from llamay.native.server.scheduler import Sink, Update, deliver
+
+    class CountingLoop(asyncio.SelectorEventLoop):
+        wakes = 0
+
+        def call_soon_threadsafe(self, *args, **kw):
+            self.wakes += 1
+            return super().call_soon_threadsafe(*args, **kw)
+
+    loop = CountingLoop()
+    try:
+        sinks = [Sink(loop) for _ in range(3)]
+        step = {s: [Update(job=None, token=10 * i + k) for k in range(2)] for i, s in enumerate(sinks)}
+        deliver(step)
+        assert loop.wakes == 1  # one self-pipe write (one GIL hand-over) for the whole step, not one per request
+        loop.run_until_complete(asyncio.sleep(0))
+        got = [[s.queue.get_nowait().token for _ in range(s.queue.qsize())] for s in sinks]
+        assert got == [[0, 1], [10, 11], [20, 21]]
+    finally:
+        loop.close()
+    deliver({Sink(loop): [Update(job=None, token=1)]})  # a closed loop (a gone client's) is skipped, not raised
