@@ -2,7 +2,8 @@
 
 They follow `llamay.kernels.portable` operation by operation: sums of squares and means in float64 (as ggml's
 ggml_float), each stored value rounded to float32 where portable rounds it, so most results are bit-identical.
-SiLU runs in float32, as ggml's does. None of them is worth a thread launch at one token, so they are serial.
+SiLU runs in float32, as ggml's does. None of them is worth a thread launch at one token, so they are serial
+(but `swiglu_wide`, for wide batches).
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from .simd import fmax_lanes, fmax_of, load_f32x8
 
 GELU_CLAMP = np.float32(10.0)  # ggml's table covers (-10, 10): 0 below, x itself above
 F16_MIN_NORMAL_AS_F32_BITS = 0x38800000  # 2^-14 as float32 bits: below it fp16 is subnormal
 F16_REBIAS = (127 - 15) << 10  # float32 exponent bias minus fp16's, in fp16 exponent position
 TWO_POW_24 = 16777216.0  # fp16 subnormals are multiples of 2^-24
 ONE = np.float32(1.0)
+LANES = 8
 
 
 @njit(cache=True, fastmath=False)
@@ -97,12 +101,24 @@ def scale(x, s, count):
         x[i] = np.float64(x[i]) * s
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _swiglu_span(out, gate, up, lo, hi):
+    for i in range(lo, hi):
+        g = gate[i]
+        out[i] = g / (ONE + np.exp(-g)) * up[i]
+
+
 @njit(cache=True, fastmath=False)
 def swiglu(out, gate, up, count):
     """out = silu(gate) · up, in float32."""
-    for i in range(count):
-        g = gate[i]
-        out[i] = g / (ONE + np.exp(-g)) * up[i]
+    _swiglu_span(out, gate, up, 0, count)
+
+
+@njit(cache=True, fastmath=False, parallel=True)
+def swiglu_wide(out, gate, up, count, parts):
+    """`swiglu` in `parts` contiguous parts (one per thread), for a wide batch (an exp and a division each)."""
+    for c in prange(parts):
+        _swiglu_span(out, gate, up, c * count // parts, (c + 1) * count // parts)
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -154,12 +170,23 @@ def kv_store(cache, layer, n_slots, slots, src, n, dim):
 
 @njit(cache=True, fastmath=False)
 def argmax(x, offset, n):
-    """Index of the largest of x[offset .. offset+n) (the first, on ties)."""
-    best, at = x[offset], 0
-    for j in range(1, n):
-        if x[offset + j] > best:
-            best, at = x[offset + j], j
-    return at
+    """Index of the largest of x[offset .. offset+n) (the first, on ties): the largest value eight lanes at a
+    time, then the first index holding it (a vocabulary's logits hold no NaN)."""
+    best = x[offset]
+    j = 0
+    if n >= LANES:
+        top = load_f32x8(x, offset)
+        for j in range(LANES, n - n % LANES, LANES):
+            top = fmax_lanes(load_f32x8(x, offset + j), top)
+        best = fmax_of(top)
+        j = n - n % LANES
+    for k in range(j, n):
+        if x[offset + k] > best:
+            best = x[offset + k]
+    for k in range(n):
+        if x[offset + k] == best:
+            return k
+    return 0
 
 
 @njit(cache=True, fastmath=False, inline="always")

@@ -397,3 +397,28 @@ def fadd_rows(typingctx, a, b):
         return builder.fadd(args[0], args[1])
 
     return f32x8(f32x8, f32x8), codegen
+
+
+def _larger(builder, a, b):
+    """a where a > b, else b (lane-wise; a NaN in a never wins)."""
+    return builder.select(builder.fcmp_ordered(">", a, b), a, b)
+
+
+@intrinsic
+def fmax_lanes(typingctx, a, b):
+    """Lane-wise a if a > b else b."""
+
+    def codegen(context, builder, sig, args):
+        return _larger(builder, args[0], args[1])
+
+    return f32x8(f32x8, f32x8), codegen
+
+
+@intrinsic
+def fmax_of(typingctx, v):
+    """The largest lane of v (by `>`, halving)."""
+
+    def codegen(context, builder, sig, args):
+        return _halves_sum(builder, args[0], lambda a, b: _larger(builder, a, b))
+
+    return types.float32(f32x8), codegen

@@ -8,10 +8,11 @@ exactly, and one conversion and one FMA add it to the rows' float sums (llama.cp
 it runs Q4_0, IQ4_NL and Q4_K on x86, has this order). Both a single token and a batch go through the same
 code, so decode and prefill still agree bit for bit; a batch unpacks each strip-block once for all its tokens.
 
-Strip s, block b is one record of `sb` bytes at (s·nb + b)·sb:
+Strip s, block b is one record of `record_bytes` at (s·nb + b)·record_bytes:
     quants   NIBBLES (Q4_0, Q4_1, IQ4_NL): 4 planes of 32 bytes, plane j lane r = bytes 4j..4j+3 of row r's
              packed nibbles (low nibbles: quad j, high nibbles: quad j + 4), as in the file;
-             BYTES (Q5_0, Q5_1, Q8_0): 8 lane vectors of 32 bytes, the quants as unsigned bytes;
+             BYTES (Q5_0, Q5_1, Q8_0): 8 lane vectors of 32 bytes, the quants as unsigned bytes (so Q8_0 keeps
+             its size, Q5_0 / Q5_1 grow from 22 / 24 to 34 / 36 bytes a block: their fifth bits are unpacked);
     d        8 fp16 (row r's block scale), as in the file;
     m        8 fp16, only for the types with a min (Q4_1, Q5_1).
 Quants are unsigned, stored as q + K where the type's value is d·(q - K) (K = 8 / 16 for Q4_0 / Q5_0, 128 for

@@ -225,6 +225,15 @@ def test_argmax_and_top_k(backend, ref):
         assert [round(v, 5) for _, v in top] == [round(v, 5) for v in sorted(x, reverse=True)[:5]]
 
 
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 31, 1000])
+def test_argmax_is_the_first_largest(backend, n):
+    """Many ties, lengths around the vector width, an offset: the first index of the largest value."""
+    rng = random.Random(n)
+    x = [float(rng.randint(-3, 3)) for _ in range(n + 5)]
+    want = max(range(n), key=lambda j: (x[5 + j], -j))
+    assert backend.argmax(_vec(backend, x), 5, n) == want
+
+
 @pytest.mark.parametrize("k", [1, 5, 40, 300])
 def test_top_k_among_many_ties(backend, ref, k):
     """Few distinct values (ties everywhere) and -inf: the k largest by value, ties by lower index, on every
