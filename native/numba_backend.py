@@ -73,7 +73,6 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-EXP_WORK = 20  # an exp and a division counted as multiply-adds, for the thread policy
 TOP_K_HEAP_MAX = 64  # top_k takes the heap pass while k is under n / 64: a vocabulary's top 40, not its top half
 
 
@@ -376,11 +375,7 @@ class NumbaBackend:
         return np.frombuffer(gelu_table(), dtype=np.float32)
 
     def swiglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
-        work = count * EXP_WORK
-        if (parts := self.policy.threads(work)) > 1:
-            self._parallel(ew.swiglu_wide, work, out, gate, up, count, parts)
-        else:
-            ew.swiglu(out, gate, up, count)
+        ew.swiglu(out, gate, up, count)
 
     def geglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
         ew.geglu(out, gate, up, count, self._gelu_table())

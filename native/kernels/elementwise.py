@@ -2,8 +2,7 @@
 
 They follow `llamay.kernels.portable` operation by operation: sums of squares and means in float64 (as ggml's
 ggml_float), each stored value rounded to float32 where portable rounds it, so most results are bit-identical.
-SiLU runs in float32, as ggml's does. None of them is worth a thread launch at one token, so they are serial
-(but `swiglu_wide`, for wide batches).
+SiLU runs in float32, as ggml's does. None of them is worth a thread launch at one token, so they are serial.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .simd import fmax_lanes, fmax_of, load_f32x8
 
@@ -101,24 +100,12 @@ def scale(x, s, count):
         x[i] = np.float64(x[i]) * s
 
 
-@njit(cache=True, fastmath=False, inline="always")
-def _swiglu_span(out, gate, up, lo, hi):
-    for i in range(lo, hi):
-        g = gate[i]
-        out[i] = g / (ONE + np.exp(-g)) * up[i]
-
-
 @njit(cache=True, fastmath=False)
 def swiglu(out, gate, up, count):
     """out = silu(gate) · up, in float32."""
-    _swiglu_span(out, gate, up, 0, count)
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def swiglu_wide(out, gate, up, count, parts):
-    """`swiglu` in `parts` contiguous parts (one per thread), for a wide batch (an exp and a division each)."""
-    for c in prange(parts):
-        _swiglu_span(out, gate, up, c * count // parts, (c + 1) * count // parts)
+    for i in range(count):
+        g = gate[i]
+        out[i] = g / (ONE + np.exp(-g)) * up[i]
 
 
 @njit(cache=True, fastmath=False, inline="always")

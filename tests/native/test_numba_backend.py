@@ -234,20 +234,3 @@ def test_activation_rounding_is_bit_identical_to_portable(vdt):
         round_row(getattr(GGMLType, vdt), array("f", x[i * n_in : (i + 1) * n_in].tobytes()), out)
         want[i * n_in : (i + 1) * n_in] = out
     assert got.tobytes() == want.tobytes()
-
-
-def test_wide_swiglu_equals_the_serial_one():
-    """A wide batch's swiglu runs split across threads: element for element what the serial kernel gives."""
-    from llamay.native.kernels import elementwise as ew
-
-    rng = np.random.default_rng(3)
-    gate, up = (rng.normal(0, 4, 50_001).astype(np.float32) for _ in range(2))
-    gate[:3] = (-np.inf, np.inf, 0.0)
-    serial, wide = np.empty_like(gate), np.empty_like(gate)
-    ew.swiglu(serial, gate, up, gate.size)
-    ew.swiglu_wide(wide, gate, up, gate.size, 2)
-    assert np.array_equal(serial, wide, equal_nan=True)
-    be = NumbaBackend()
-    out = np.empty_like(gate)
-    be.swiglu(out, gate, up, gate.size)
-    assert np.array_equal(serial, out, equal_nan=True)
