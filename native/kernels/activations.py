@@ -7,7 +7,8 @@ Each quantiser writes the int8 quants and per-block scales the block dots read:
 - F16 / BF16: xr (n, n_in) float32 holding the rounded values.
 Same float32 operations as the reference (ggml's x86 quantize_row_q8_0 / q8_1 / q8_K): d = amax / 127, the
 inverse scale 127 / amax (Q8_0, Q8_1) or -127 / max (Q8_K), x times it, each rounded to float32, then to the
-nearest integer, ties to even (`np.rint`).
+nearest integer, ties to even (`np.rint`). Q8_0 / Q8_1 blocks are quantised eight lanes at a time (the same
+operations on each value; the largest |x| and the integer sum do not depend on the order).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .simd import round_f16
+from .quantops import iadd
+from .simd import fabs_lanes, fmax_lanes, fmax_of, isum, load_f32x8, quants_of, round_f16, store_i8x8
 
 QK8_0 = 32
 QK8_K = 256
@@ -31,16 +33,18 @@ def quantize_q8(x, n, n_in, xq, xd, xs):
     for i in range(n):
         for b in range(nb):
             o = i * n_in + b * QK8_0
-            amax = np.float32(0.0)
-            for j in range(QK8_0):
-                amax = max(amax, abs(x[o + j]))
+            v0, v1 = load_f32x8(x, o), load_f32x8(x, o + 8)
+            v2, v3 = load_f32x8(x, o + 16), load_f32x8(x, o + 24)
+            big = fmax_lanes(fmax_lanes(fabs_lanes(v0), fabs_lanes(v1)), fmax_lanes(fabs_lanes(v2), fabs_lanes(v3)))
+            amax = fmax_of(big)  # the largest |x| (any order gives it)
             d = amax / Q8_MAX
             inv = Q8_MAX / amax if amax != 0.0 else np.float32(0.0)
-            total = 0
-            for j in range(QK8_0):
-                q = np.int64(np.rint(x[o + j] * inv))
-                xq[o + j] = q
-                total += q
+            q0, q1, q2, q3 = quants_of(v0, inv), quants_of(v1, inv), quants_of(v2, inv), quants_of(v3, inv)
+            store_i8x8(xq, o, q0)
+            store_i8x8(xq, o + 8, q1)
+            store_i8x8(xq, o + 16, q2)
+            store_i8x8(xq, o + 24, q3)
+            total = isum(iadd(iadd(q0, q1), iadd(q2, q3)))
             xd[i * nb + b] = round_f16(d)
             xs[i * nb + b] = round_f16(np.float32(total) * d)
 

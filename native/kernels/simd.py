@@ -422,3 +422,47 @@ def fmax_of(typingctx, v):
         return _halves_sum(builder, args[0], lambda a, b: _larger(builder, a, b))
 
     return types.float32(f32x8), codegen
+
+
+@intrinsic
+def fabs_lanes(typingctx, v):
+    """|v| lane-wise (the sign bit cleared)."""
+
+    def codegen(context, builder, sig, args):
+        bits = builder.bitcast(args[0], _vt(I32, 8))
+        return builder.bitcast(builder.and_(bits, _const(I32, 8, 0x7FFFFFFF)), _vt(F32, 8))
+
+    return f32x8(f32x8), codegen
+
+
+@intrinsic
+def quants_of(typingctx, v, s):
+    """i32x8: each lane of v times s (float32, rounded), then to the nearest integer, ties to even (`np.rint`)."""
+
+    def codegen(context, builder, sig, args):
+        scaled = builder.fmul(args[0], _splat(builder, args[1], 8))
+        return builder.fptosi(_call(builder, "llvm.rint.v8f32", _vt(F32, 8), [scaled]), _vt(I32, 8))
+
+    return i32x8(f32x8, types.float32), codegen
+
+
+@intrinsic
+def store_i8x8(typingctx, ary, offset, v):
+    """ary[offset .. offset+8) = the 8 int32 lanes of v, truncated to bytes (an int8 array)."""
+
+    def codegen(context, builder, sig, args):
+        ptr = _address(context, builder, sig.args[0], args[0], args[1])
+        builder.store(builder.trunc(args[2], _vt(I8, 8)), builder.bitcast(ptr, _vt(I8, 8).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return types.none(ary, offset, i32x8), codegen
+
+
+@intrinsic
+def isum(typingctx, v):
+    """The sum of the 8 int32 lanes of v (exact), as an int64."""
+
+    def codegen(context, builder, sig, args):
+        return builder.sext(_halves_sum(builder, args[0], builder.add), I64)
+
+    return types.int64(i32x8), codegen
