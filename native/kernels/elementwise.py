@@ -185,11 +185,13 @@ def _worse(va, ia, vb, ib):
 @njit(cache=True, fastmath=False)
 def top_k(x, offset, n, k, vals, idx):
     """The k largest of x[offset .. offset+n) by (value, then smaller index) into vals / idx (unsorted), in
-    one pass with a k-entry min-heap whose root is the worst kept; returns how many were kept (min(k, n)).
-    NaN never enters (it compares false): a vocabulary of logits has none."""
+    one pass with a k-entry min-heap whose root is the worst kept; returns how many were kept (min(k, n) but
+    for NaNs, which are skipped: they have no order)."""
     size = 0
     for j in range(n):
         v = x[offset + j]
+        if v != v:  # NaN
+            continue
         if size < k:  # sift the new entry up
             c = size
             size += 1

@@ -399,6 +399,9 @@ def fadd_rows(typingctx, a, b):
     return f32x8(f32x8, f32x8), codegen
 
 
+# -- largest values, and the steps of quantising activations ------------------------------------------------------
+
+
 def _larger(builder, a, b):
     """a where a > b, else b (lane-wise; a NaN in a never wins)."""
     return builder.select(builder.fcmp_ordered(">", a, b), a, b)
