@@ -31,19 +31,20 @@ Needs Playwright for Python and /usr/bin/chromium.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
 import statistics
+import sys
 import tempfile
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE_DIR = REPO / "bench" / "browser"
 WEB_DIR = REPO / "web"
+sys.path.insert(0, str(REPO))  # run as a script: the repository's tests package is importable
+
+from tests.browser.server import Server  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]  # fmt: skip
@@ -58,51 +59,6 @@ TEXT = (
 )
 # expected: the single-thread build is forced by giving wllama no multi-thread path; a 404 is reported by URL
 QUIET = re.compile(r'Missing paths to "multi-thread|Failed to load resource')
-TYPES = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
-         ".json": "application/json", ".html": "text/html", ".py": "text/plain", ".whl": "application/zip"}  # fmt: skip
-ISOLATION = {
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Embedder-Policy": "require-corp",
-    "Cross-Origin-Resource-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
-
-
-class Handler(SimpleHTTPRequestHandler):
-    """Static files under a few prefixes (`/bench/`, `/web/`, `/model/<name>`), cross-origin isolated."""
-
-    def __init__(self, *args, routes: dict[str, Path], **kwargs) -> None:
-        self.routes = routes
-        super().__init__(*args, **kwargs)
-
-    def translate_path(self, path: str) -> str:
-        path = unquote(urlsplit(path).path)
-        for prefix, root in self.routes.items():
-            if path == prefix or path.startswith(prefix + "/"):
-                if root.is_file():
-                    return str(root) if path == prefix else "/nonexistent"
-                target = (root / path[len(prefix) :].lstrip("/")).resolve()
-                if target == root.resolve() or root.resolve() in target.parents:
-                    return str(target)
-        return "/nonexistent"
-
-    def guess_type(self, path) -> str:
-        return TYPES.get(Path(path).suffix, "application/octet-stream")
-
-    def end_headers(self) -> None:
-        for k, v in ISOLATION.items():
-            self.send_header(k, v)
-        super().end_headers()
-
-    def log_message(self, format, *args) -> None:
-        pass
-
-
-def serve(routes: dict[str, Path]) -> tuple[ThreadingHTTPServer, str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, routes=routes))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    host, port = httpd.server_address[:2]
-    return httpd, f"http://{host}:{port}"
 
 
 def check_setup(web_dir: Path) -> None:
@@ -131,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     routes = {"/bench": PAGE_DIR, "/web": args.web_dir, f"/model/{args.model.name}": args.model.resolve()}
-    httpd, base = serve(routes)
+    server = Server(routes)  # the browser tests' static server: 127.0.0.1, cross-origin isolated, no caching
+    base = server.url("").rstrip("/")
     model_url = f"/model/{args.model.name}"
     n_ctx = max(512, args.prompt_tokens) + args.gen + 8  # room for wllama.completion on the whole TEXT
     try:
@@ -169,8 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             ov = page.evaluate("([t, n]) => window.bench.llamay.overhead(t, n)", [last, args.replays])
             ctx.close()
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        server.close()
     report(args, browser, isolated, wl, boot, ll, ids, runs, ov, own)
     if args.json:
         args.json.write_text(json.dumps({"wllama": wl, "llamay": ll, "runs": runs, "overhead": ov}, indent=1))

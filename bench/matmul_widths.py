@@ -19,6 +19,7 @@ import os
 import time
 
 import numpy as np
+from wasm_kernels import best_ms  # this folder's: best time per call
 
 from llamay.ggml_types import GGMLType, block_size, row_bytes
 from llamay.quants import BLOCKS
@@ -41,21 +42,6 @@ def random_weight(rng: np.random.Generator, t: GGMLType, n_in: int, n_out: int) 
             raw[:, at : at + 4] = rng.uniform(0.002, 0.02, n_blocks).astype(np.float32).view(np.uint8).reshape(-1, 4)
     assert raw.size == row_bytes(t, n_in) * n_out
     return raw.reshape(-1)
-
-
-def time_call(fn, repeat: int, clock=time.perf_counter, min_s: float = 0.01) -> float:
-    """Best time per call of fn() over `repeat` rounds of enough calls to last min_s."""
-    fn()
-    t0 = clock()
-    fn()
-    k = max(1, int(min_s / max(clock() - t0, 1e-7)))
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = clock()
-        for _ in range(k):
-            fn()
-        best = min(best, (clock() - t0) / k)
-    return best
 
 
 def main() -> None:
@@ -86,7 +72,7 @@ def main() -> None:
             for n in args.widths:
                 x = rng.standard_normal(n * n_in).astype(np.float32)
                 out = np.zeros(n * n_out, np.float32)
-                us = 1e6 * time_call(lambda out=out, x=x, n=n, w=w: be.matmul(out, w, x, n), args.repeat, clock)
+                us = 1e3 * best_ms(lambda out=out, x=x, n=n, w=w: be.matmul(out, w, x, n), 0.01, args.repeat, clock)
                 base = base or us / n
                 cells.append(f"{us:>7.1f} {n * base / us:>5.2f}x")
             print(f"{name:<7} {f'{n_in}x{n_out}':<10} " + " ".join(f"{c:>14}" for c in cells))
