@@ -248,7 +248,7 @@ class NumbaBackend:
             nb, nbk = size // QK8_0 + 1, size // QK8_K + 1
             self._xf = (np.zeros(size, np.float32),)  # (rows, n_in): x rounded to fp16 / bf16
             self._x8 = (np.zeros(nb, np.float32), np.zeros(nb, np.float32))  # (rows, n_in / 32): xd, xs
-            self._xsum = np.zeros(nb, np.int32)  # (rows, n_in / 32): -K·Σq for the strip matmuls
+            self._xsum = np.zeros(nb, np.int32)  # (rows, n_in / 32): Σq, for the strip matmuls' -K·Σq
             self._x8k = (np.zeros(nbk, np.float32), np.zeros(size // QK8_K_SUM + 1, np.int32))  # kd, bsum
         if panel_in != self._panel_in or threads != len(self._panel_q):
             self._panel_in = panel_in

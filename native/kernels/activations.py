@@ -27,8 +27,9 @@ ONE = np.float32(1.0)
 
 
 @njit(cache=True, fastmath=False)
-def quantize_q8(x, n, n_in, xq, xd, xs):
-    """x (n, n_in) float32 → xq (n, n_in) int8; per 32: xd = fp16(d), xs = fp16(d·Σq)."""
+def quantize_q8(x, n, n_in, xq, xd, xs, sums=None):
+    """x (n, n_in) float32 → xq (n, n_in) int8; per 32: xd = fp16(d), xs = fp16(d·Σq), and Σq itself into
+    `sums` where one is given (the strip matmuls' offset terms)."""
     nb = n_in // QK8_0
     for i in range(n):
         for b in range(nb):
@@ -47,6 +48,8 @@ def quantize_q8(x, n, n_in, xq, xd, xs):
             total = isum(iadd(iadd(q0, q1), iadd(q2, q3)))
             xd[i * nb + b] = round_f16(d)
             xs[i * nb + b] = round_f16(np.float32(total) * d)
+            if sums is not None:  # decided when numba compiles: no test where no array is given
+                sums[i * nb + b] = total
 
 
 @njit(cache=True, fastmath=False)

@@ -161,15 +161,10 @@ def _block_sums(l0, l1, l2, l3, l4, l5, l6, l7, xq, xo, correction):
 def matmul_strips(out, ws, fmt, offset, has_min, n_out, x, n, n_in, xq, xd, xs, xsum, acc):
     """out (n, n_out) = x (n, n_in) · wᵀ for a weight repacked by `repack` (ws, its format's fmt / offset /
     has_min). x is quantised into xq (n, n_in) int8, xd / xs (n, nb) (Q8_0 / Q8_1: d, and fp16(d·Σq)) and
-    xsum (n, nb) int32 (-K·Σq); acc (threads, n·ACC) float32 holds each thread's sums. Per strip, per block:
-    the lane vectors unpacked once, then every token."""
-    quantize_q8(x, n, n_in, xq, xd, xs)
+    xsum (n, nb) int32 (Σq, for the -K·Σq term); acc (threads, n·ACC) float32 holds each thread's sums. Per
+    strip, per block: the lane vectors unpacked once, then every token."""
+    quantize_q8(x, n, n_in, xq, xd, xs, xsum)
     nb = n_in // QK
-    for i in range(n * nb):
-        total = 0
-        for j in range(QK):
-            total += xq[i * QK + j]
-        xsum[i] = -offset * total
     qb = LANE * (LANES if fmt == BYTES else LANES // 2)
     rb = qb + SCALES * (2 if has_min else 1)
     n_strips = n_out // ROWS
@@ -203,7 +198,7 @@ def matmul_strips(out, ws, fmt, offset, has_min, n_out, x, n, n_in, xq, xd, xs, 
                 d = load_f16x8(ws, o + qb)
                 for i in range(n):
                     k = i * nb + b
-                    sums = _block_sums(l0, l1, l2, l3, l4, l5, l6, l7, xq, i * n_in + QK * b, xsum[k])
+                    sums = _block_sums(l0, l1, l2, l3, l4, l5, l6, l7, xq, i * n_in + QK * b, -offset * xsum[k])
                     scale = fmul(d, fsplat(xd[k]))
                     store_f32x8(a, ACC * i, fma_i32_rows(load_f32x8(a, ACC * i), sums, scale))
                 if has_min:
