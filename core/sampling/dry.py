@@ -120,7 +120,10 @@ class Dry:
             exp = length - self.allowed_length
             if max_exp > 0:
                 exp = min(exp, max_exp)
-            penalty = self.multiplier * self.base**exp
+            try:
+                penalty = self.multiplier * self.base**exp
+            except OverflowError:  # llama.cpp's float pow gives inf: the token is banned
+                penalty = math.inf
             c.adjust(token, lambda v, p=penalty: v - p)
 
     def _repeat_limit(self, recent: list[int]) -> int:

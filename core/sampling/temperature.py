@@ -13,8 +13,9 @@ def scale(c: Candidates, temp: float) -> None:
     items = c.explicit()
     if not items:
         return
-    if temp <= 0.0:
-        best = max(items, key=lambda p: (p[1], -p[0]))
+    top = max(v for _, v in items)
+    if temp <= 0.0 or (math.isfinite(top) and top / temp == math.inf):  # a temperature so small that the top
+        best = max(items, key=lambda p: (p[1], -p[0]))  # logit overflows is its limit, greedy
         c.set([best], True)
         return
     c.set([(t, v / temp) for t, v in items], c.sorted)
