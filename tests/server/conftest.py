@@ -45,13 +45,15 @@ class Live:
         self.thread.join(30)
 
 
-def start_server(model_path, *, api_key: str | None = None, backend: str | None = None, **kw) -> Live:
+def start_server(model_path, *, api_key: str | None = None, backend: str | None = None, app_kw: dict | None = None,
+                 **kw) -> Live:  # fmt: skip
+    """A server on 127.0.0.1; `app_kw` goes to create_app (allowed_hosts, cors_origins), the rest to Service."""
     import uvicorn
 
     from llamay.native.server import Service, create_app
 
     service = Service.load(model_path, backend=backend, **kw)
-    app = create_app(service, api_key=api_key)
+    app = create_app(service, api_key=api_key, **(app_kw or {}))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
