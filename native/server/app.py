@@ -26,8 +26,9 @@ from . import contexts, ollama_routes, openai_routes
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .docs_page import docs_router
-from .errors import ApiError, bad_request, error_body, error_type
+from .errors import ApiError, bad_request, error_body, error_type, validation_errors
 from .guard import Guard, GuardConfig
+from .openapi import openapi
 from .schemas import (
     DetokenizeRequest,
     DetokenizeResponse,
@@ -82,7 +83,7 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
     app.include_router(_server_router(), dependencies=key)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],
                       summary="Liveness: 200 while the model thread runs")  # fmt: skip
-    app.include_router(docs_router(lambda: _openapi(app, service), api_key, app.title))
+    app.include_router(docs_router(lambda: openapi(app, service), api_key, app.title))
     _add_error_handlers(app)
     if cors_origins:  # inside the guard: only origins it let through get here
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=CORS_METHODS,
@@ -92,43 +93,8 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
                          max_body_bytes=service.limits.max_body_bytes)  # fmt: skip
     app.add_middleware(Guard, config=config)
     app.add_middleware(CountRequests, service=service)
-    app.openapi = lambda: _openapi(app, service)  # type: ignore[method-assign]
+    app.openapi = lambda: openapi(app, service)  # type: ignore[method-assign]
     return app
-
-
-def _openapi(app: FastAPI, service: Service) -> dict[str, Any]:
-    """The description, made exact for this server: `model` lists the models each route serves, and the token
-    limits (`max_tokens`, `max_completion_tokens`, `num_predict`) are bounded by the context."""
-    if app.openapi_schema is None:
-        from fastapi.openapi.utils import get_openapi
-
-        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes,
-                          tags=app.openapi_tags)  # fmt: skip
-
-        def names(kinds: tuple[str, ...]) -> list[str]:
-            return sorted({n for m in service.models if m.kind in kinds for n in (m.id, *m.aliases)})
-
-        for name, schema in doc.get("components", {}).get("schemas", {}).items():
-            props = schema.get("properties", {})
-            kinds = ("embed",) if "Embed" in name else ("generate", "embed") if "Show" in name else ("generate",)
-            for key in ("model", "name") if "Show" in name else ("model",):
-                _enum(props.get(key), names(kinds))
-            for key in ("max_tokens", "max_completion_tokens", "num_predict"):
-                _bound(props.get(key), service.n_ctx)
-        app.openapi_schema = doc
-    return app.openapi_schema
-
-
-def _enum(prop: dict[str, Any] | None, values: list[str]) -> None:
-    for variant in (prop or {}).get("anyOf", [prop] if prop else []):
-        if variant.get("type") == "string" and values:
-            variant["enum"] = values
-
-
-def _bound(prop: dict[str, Any] | None, limit: int) -> None:
-    for variant in (prop or {}).get("anyOf", [prop] if prop else []):
-        if variant.get("type") == "integer":
-            variant["maximum"] = limit
 
 
 # -- auth -----------------------------------------------------------------------------------------------------
@@ -207,12 +173,10 @@ def _add_error_handlers(app: FastAPI) -> None:
         if first.get("type") == "json_invalid":
             msg = f"the body is not valid JSON: {first.get('ctx', {}).get('error', 'malformed')}"
             return JSONResponse(error_body(msg, "invalid_request_error", None, "invalid_json"), status_code=400)
-        parts = []
-        for err in errors[:5]:
-            loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
-            parts.append(f"{loc or 'body'}: {err.get('msg', 'invalid')}")
+        found = validation_errors(errors, e.body)
+        parts = [f"{path}: {msg}" for path, msg in found[:5]]
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-        param = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or None
+        param = found[0][0] if found and found[0][0] != "body" else None
         body = error_body("; ".join(parts) + more, "invalid_request_error", param, "invalid_value")
         return JSONResponse(body, status_code=400)
 

@@ -130,7 +130,8 @@ class Guard:
                 return
             receive = _replay(body, receive)
             if "content-type" not in headers:  # admitted unlabelled (see above): the routes read JSON
-                scope = {**scope, "headers": [*scope["headers"], (b"content-type", b"application/json")]}
+                # in place: the outer middlewares read what the router writes into this scope (the route)
+                scope["headers"] = [*scope["headers"], (b"content-type", b"application/json")]
         await self.app(scope, receive, _nosniff(send))
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, str, str | None] | None:

@@ -22,7 +22,6 @@ MAX_BATCH = 64  # prompts (completions) or inputs (embeddings: MAX_EMBED_INPUTS)
 MAX_EMBED_INPUTS = 256
 MAX_STOPS = 16  # stop strings of one request
 MAX_STOP_CHARS = 1024  # characters of one stop string
-MAX_STOP_TOTAL = 4096  # characters of all of them
 MAX_LOGIT_BIAS = 1024  # logit_bias entries
 MAX_TOKENIZE_CHARS = 1 << 20  # /tokenize content (random words: ~5 s of a preparation thread)
 MAX_DETOKENIZE_TOKENS = 1 << 20  # /detokenize tokens

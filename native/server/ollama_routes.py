@@ -174,7 +174,9 @@ async def ps(service: ServiceDep) -> dict[str, Any]:
 async def show(body: OllamaShowRequest, service: ServiceDep) -> dict[str, Any]:
     if not (body.model or body.name):
         raise bad_request("give the model's name in `model`", "model")
-    m = service.find(body.model or body.name)
+    if body.model and body.name:  # both spellings: each must name a model (never one silently ignored)
+        service.find(body.name, "name")
+    m = service.find(body.model or body.name, "model" if body.model else "name")
     model = m.model
     cfg = model.cfg
     info = {

@@ -168,7 +168,7 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     if body.suffix:
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if body.best_of is not None and body.best_of != body.n:
-        raise bad_request("best_of must equal n (candidates are not ranked)", "best_of")
+        raise bad_request("best_of must equal n (candidates are not ranked)", "best_of", "unsupported_value")
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
                          fmt=body.response_format)  # fmt: skip
     prompts, echo = await service.offload(_prompts, service, body.prompt, body.echo)

@@ -5,9 +5,10 @@ this module knows the sampler. Each request field that steers sampling is mapped
 `SamplerConfig` field of the same meaning (llama.cpp's names: `typical_p` is `typ_p`, `temperature` is
 `temp`), and the config is built once per request, here, so a value outside `llamay.sampling.BOUNDS` is a 400
 naming the request's field before anything is queued (the schemas publish the same bounds, so pydantic
-usually refuses first). A field the config lacks is refused with 400 `unsupported_parameter` unless its value
-is neutral. A `response_format` (`json_object`, `json_schema`; Ollama's `format`) becomes a constraint through
-`llamay.constraints.constraint_from_request`; its compile limits come back as 400s naming the limit.
+usually refuses first). Fields with no config counterpart (Ollama's `tfs_z`, `penalize_newline`) are admitted
+by the schema at their neutral value only. A `response_format` (`json_object`, `json_schema`; Ollama's
+`format`) becomes a constraint through `llamay.constraints.constraint_from_request`; its compile limits come
+back as 400s naming the limit.
 """
 
 from __future__ import annotations
@@ -21,13 +22,11 @@ from llamay.errors import LlamayError
 from llamay.sampling import Sampler, SamplerConfig, SamplerConfigError
 
 from .errors import bad_request
-from .limits import MAX_LOGIT_BIAS, MAX_STOP_CHARS, MAX_STOP_TOTAL, MAX_STOPS
-from .schemas import OLLAMA_SAMPLING, SAMPLING_FIELDS, OllamaOptions, ResponseFormat, Sampling
+from .limits import MAX_LOGIT_BIAS, MAX_STOP_CHARS, MAX_STOPS
+from .schemas import OLLAMA_SAMPLING, SAMPLING_FIELDS, OllamaOptions, Sampling
 
 OPENAI_FIELDS = SAMPLING_FIELDS  # request field -> SamplerConfig field (the table is the schemas')
 OLLAMA_FIELDS = {name: SAMPLING_FIELDS[name] for name in OLLAMA_SAMPLING}
-# fields with no SamplerConfig counterpart: accepted only at the value that changes nothing
-NEUTRAL: dict[str, Any] = {"tfs_z": 1.0, "penalize_newline": True}
 LOGIT_BIAS_LIMIT = 100.0
 
 
@@ -40,11 +39,11 @@ class GenParams:
     n: int = 1
     logprobs: int | None = None  # None: no logprobs; k: the sampled token's and the k most likely
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} / {"type": "json_schema", ...}
-    extra: dict[str, Any] = field(default_factory=dict)  # fields without a config counterpart (NEUTRAL)
 
 
 def stops(value: str | list[str] | None, param: str = "stop") -> tuple[str, ...]:
-    """The stop strings, within their limits (count, each one's length, all together)."""
+    """The stop strings, within their limits (count, each one's length: so at most 16 Ki characters in all, which
+    each token's check scans at most once, in C)."""
     items = [value] if isinstance(value, str) else list(value or [])
     if len(items) > MAX_STOPS:
         raise bad_request(f"at most {MAX_STOPS} stop strings are allowed (max_stops), got {len(items)}", param)
@@ -52,10 +51,6 @@ def stops(value: str | list[str] | None, param: str = "stop") -> tuple[str, ...]
     if longest > MAX_STOP_CHARS:
         raise bad_request(f"a stop string has {longest} characters; the limit is {MAX_STOP_CHARS} (max_stop_chars)",
                           param)  # fmt: skip
-    total = sum(map(len, items))
-    if total > MAX_STOP_TOTAL:
-        raise bad_request(f"the stop strings have {total} characters in all; the limit is {MAX_STOP_TOTAL} "
-                          "(max_stop_total)", param)  # fmt: skip
     return tuple(s for s in items if s)
 
 
@@ -79,12 +74,11 @@ def logit_bias(value: dict[str, float] | None, n_vocab: int) -> dict[int, float]
     return out
 
 
-def response_format(fmt: ResponseFormat | None) -> dict[str, Any] | None:
+def response_format(fmt: Any) -> dict[str, Any] | None:
+    """A ResponseFormat as constraint_from_request reads it (None for text); the schema made sure of its shape."""
     if fmt is None or fmt.type == "text":
         return None
-    if fmt.type == "json_schema" and not fmt.json_schema:
-        raise bad_request("response_format json_schema needs a `json_schema` object", "response_format")
-    return fmt.model_dump(exclude_none=True)
+    return fmt.model_dump(exclude_none=True, by_alias=True)
 
 
 def _sampling(req: Any, table: dict[str, str], prefix: str = "") -> dict[str, Any]:
@@ -98,20 +92,8 @@ def _sampling(req: Any, table: dict[str, str], prefix: str = "") -> dict[str, An
     return kw
 
 
-def _extra(req: Any, prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for name, neutral in NEUTRAL.items():
-        value = getattr(req, name, None)
-        if value is not None and value != neutral:
-            raise bad_request(f"{prefix}{name} is not supported by this server's sampler (only its neutral value "
-                              f"{neutral!r})", f"{prefix}{name}", "unsupported_parameter")  # fmt: skip
-        if value is not None:
-            out[name] = value
-    return out
-
-
 def from_openai(req: Sampling, n_vocab: int, *, max_tokens: int | None, logprobs: int | None = None,
-                fmt: ResponseFormat | None = None) -> GenParams:  # fmt: skip
+                fmt: Any = None) -> GenParams:  # fmt: skip
     sampling = _sampling(req, OPENAI_FIELDS)
     bias = logit_bias(req.logit_bias, n_vocab)
     if bias:
@@ -144,7 +126,6 @@ def from_ollama(opts: OllamaOptions | None, fmt: str | dict[str, Any] | None) ->
         seed=o.seed,
         stop=stops(o.stop, "options.stop"),
         response_format=rf,
-        extra=_extra(o, "options."),
     )
 
 
@@ -175,7 +156,7 @@ def constraint_for(p: GenParams, tokenizer: Any) -> Any:
     try:
         return constraint_from_request({"response_format": p.response_format}, tokenizer)
     except LlamayError as e:
-        code = "constraint_limit_exceeded" if getattr(e, "limit", None) else "invalid_value"
+        code = "constraint_limit_exceeded" if getattr(e, "limit", None) else "invalid_response_format"
         raise bad_request(f"response_format: {e}", "response_format", code) from None
     except RecursionError:  # a compiler without a nesting limit
         raise bad_request("response_format: the schema is nested too deeply to compile", "response_format",

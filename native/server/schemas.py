@@ -10,16 +10,18 @@ takes NaN or an infinity.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, create_model
 
 from llamay.sampling import BOUNDS
 from llamay.sampling.config import FLT_MAX, MAX_BREAKER_CHARS, MAX_BREAKERS
 
 from .limits import (
+    MAX_BATCH,
     MAX_CONTEXT_TOKENS,
     MAX_DETOKENIZE_TOKENS,
+    MAX_EMBED_INPUTS,
     MAX_LOGIT_BIAS,
     MAX_MESSAGES,
     MAX_N,
@@ -34,7 +36,19 @@ MAX_TOP_LOGPROBS = 20
 INT32 = (-(2**31), 2**31 - 1)  # llama.cpp holds its integer parameters as int32
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 
-Stop = str | list[str] | None
+
+def _json_integer(value: Any) -> Any:
+    """An integer as JSON Schema has it: 3 or 3.0, never true or "3" (pydantic's lax mode takes both)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a valid integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError("Input should be a valid integer, got a number with a fractional part")
+    return int(value)
+
+
+Int = Annotated[int, BeforeValidator(_json_integer)]  # request models are strict: this is their integer
+TokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "token-id"})]  # < n_vocab: set per server
+Stop = str | list[str] | None  # limits: checked by params.stops (naming them), published by openapi.py
 
 
 def sampling_field(name: str, description: str = "", api: tuple[float, float] | None = None) -> Any:
@@ -60,9 +74,10 @@ SEED = Field(
 
 
 class _Lenient(BaseModel):
-    """Unknown fields are ignored (clients send fields of newer API versions); floats are finite."""
+    """Unknown fields are ignored (clients send fields of newer API versions); types are strict (a number is a
+    JSON number, a boolean a JSON boolean: as the published schema says), floats finite."""
 
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, strict=True)
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -122,22 +137,33 @@ def _sampling_fields(names: Any, ranges: dict[str, tuple[float, float]], extensi
         cfg = SAMPLING_FIELDS[name]
         if cfg not in BOUNDS:
             continue
-        kind = int if BOUNDS[cfg].integer else float
+        kind = Int if BOUNDS[cfg].integer else float
         out[name] = (kind | None, sampling_field(cfg, "" if name in OPENAI_OWN else extension, ranges.get(name)))
     return out
 
 
 class _SamplingBase(_Lenient):
-    seed: int | None = SEED
-    dry_sequence_breakers: list[str] | None = Field(
+    seed: Int | None = SEED
+    dry_sequence_breakers: (
+        list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_BREAKER_CHARS)]] | None
+    ) = Field(
         None, max_length=MAX_BREAKERS, description=f"llama.cpp extension; each 1 to {MAX_BREAKER_CHARS} characters"
     )
-    logit_bias: dict[str, float] | None = Field(
-        None, max_length=MAX_LOGIT_BIAS, description="token id (as a string) -> bias in [-100, 100]"
+    logit_bias: (
+        dict[
+            Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,9})$")],
+            Annotated[float, Field(ge=-100, le=100)],
+        ]
+        | None
+    ) = Field(
+        None,
+        max_length=MAX_LOGIT_BIAS,
+        description="token id (as a string) -> bias in [-100, 100]",
+        json_schema_extra={"x-llamay": "logit-bias"},
     )
     stop: Stop = Field(None, description=f"up to {MAX_STOPS} stop strings of at most {MAX_STOP_CHARS} characters")
-    n: int = Field(1, ge=1, le=MAX_N)
-    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    n: Int = Field(1, ge=1, le=MAX_N)
+    max_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
     user: str | None = None
 
 
@@ -151,9 +177,29 @@ class StreamOptions(_Lenient):
     include_usage: bool = False
 
 
-class ResponseFormat(_Lenient):
-    type: Literal["text", "json_object", "json_schema"]
-    json_schema: dict[str, Any] | None = None
+class TextFormat(_Lenient):
+    type: Literal["text"]
+
+
+class JsonObjectFormat(_Lenient):
+    type: Literal["json_object"]
+    schema_: dict[str, Any] | None = Field(None, alias="schema", description="llama.cpp's: a JSON Schema")
+
+
+class JsonSchemaSpec(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
+    name: str | None = None
+    description: str | None = None
+    schema_: dict[str, Any] = Field(alias="schema", description="the JSON Schema the reply follows")
+    strict: bool | None = None
+
+
+class JsonSchemaFormat(_Lenient):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaSpec
+
+
+ResponseFormat = Annotated[TextFormat | JsonObjectFormat | JsonSchemaFormat, Field(discriminator="type")]
 
 
 # -- OpenAI: chat ---------------------------------------------------------------------------------------------
@@ -165,7 +211,7 @@ class ContentPart(_Lenient):
 
 
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
@@ -189,9 +235,9 @@ class ChatCompletionRequest(Sampling):
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    max_completion_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
     logprobs: bool = False
-    top_logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
+    top_logprobs: Int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     response_format: ResponseFormat | None = None
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
     tool_choice: str | dict[str, Any] | None = None
@@ -203,15 +249,18 @@ class ChatCompletionRequest(Sampling):
 
 class CompletionRequest(Sampling):
     model: str
-    prompt: str | list[str] | list[int] | list[list[int]] = Field(
-        description="text, a batch of texts, token ids, or a batch of token-id lists"
-    )
+    prompt: (
+        str
+        | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
+        | Annotated[list[TokenId], Field(min_length=1)]
+        | Annotated[list[Annotated[list[TokenId], Field(min_length=1)]], Field(min_length=1, max_length=MAX_BATCH)]
+    ) = Field(description="text, a batch of texts, token ids, or a batch of token-id lists")
     stream: bool = False
     stream_options: StreamOptions | None = None
-    logprobs: int | None = Field(None, ge=0, le=5)
+    logprobs: Int | None = Field(None, ge=0, le=5)
     echo: bool = False
-    suffix: str | None = None
-    best_of: int | None = Field(None, ge=1, le=MAX_N)
+    suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
+    best_of: Int | None = Field(None, ge=1, le=MAX_N)
     response_format: ResponseFormat | None = None
 
 
@@ -220,9 +269,11 @@ class CompletionRequest(Sampling):
 
 class EmbeddingRequest(_Lenient):
     model: str
-    input: str | list[str] | list[int] | list[list[int]]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)] = Field(
+        description="a text or a list of texts (token ids are not accepted)"
+    )
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(None, ge=1, le=1 << 16)
+    dimensions: Int | None = Field(None, ge=1, le=1 << 16)
     user: str | None = None
 
 
@@ -327,7 +378,7 @@ class TokenizeResponse(BaseModel):
 
 
 class DetokenizeRequest(_Lenient):
-    tokens: list[int] = Field(max_length=MAX_DETOKENIZE_TOKENS)
+    tokens: list[TokenId] = Field(max_length=MAX_DETOKENIZE_TOKENS)
     model: str | None = None
 
 
@@ -353,13 +404,14 @@ RUNNER_OPTIONS = {"num_ctx": 1, "num_batch": 1, "num_gpu": -1, "main_gpu": 0, "n
 
 
 class _OllamaOptionsBase(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    seed: int | None = SEED
-    num_predict: int | None = Field(None, ge=-2, le=MAX_TOKENS, description="-1, -2: until the context is full")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+    seed: Int | None = SEED
+    num_predict: Int | None = Field(None, ge=-2, le=MAX_TOKENS, description="-1, -2: until the context is full")
     stop: list[str] | None = Field(None, max_length=MAX_STOPS)
-    tfs_z: float | None = Field(None, ge=0.0, le=FLT_MAX, description="only 1 (off): tail-free sampling is gone")
-    penalize_newline: bool | None = Field(None, description="only true: newlines are penalised like any token")
-    num_keep: int | None = Field(None, ge=-1, le=INT32[1], description="accepted, no effect: the context never shifts")
+    # neutral values only: tail-free sampling is gone (from llama.cpp too); newlines are penalised like any token
+    tfs_z: float | None = Field(None, ge=1.0, le=1.0, description="only 1 (off)")
+    penalize_newline: Literal[True] | None = Field(None, description="only true")
+    num_keep: Int | None = Field(None, ge=-1, le=INT32[1], description="accepted, no effect: the context never shifts")
 
 
 OllamaOptions = create_model(
@@ -368,54 +420,59 @@ OllamaOptions = create_model(
     "mapping) are accepted and have no effect; any other name is refused.",
     **_sampling_fields(OLLAMA_SAMPLING, {}),
     **{name: (bool | None, Field(None, description=NO_EFFECT)) if least is None else
-       (int | None, Field(None, ge=least, le=INT32[1], description=NO_EFFECT))
+       (Int | None, Field(None, ge=least, le=INT32[1], description=NO_EFFECT))
        for name, least in RUNNER_OPTIONS.items()},
 )  # fmt: skip
+
+
+OllamaFormat = Literal["json", ""] | dict[str, Any] | None  # "json", or a JSON schema
+NO_IMAGES = Field(None, max_length=0, description="not supported: the served models read text only")
 
 
 class OllamaMessage(_Lenient):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
-    images: list[str] | None = None
+    images: list[str] | None = NO_IMAGES
     tool_calls: list[dict[str, Any]] | None = None
 
 
 class OllamaGenerateRequest(_Lenient):
     model: str
     prompt: str = ""
-    suffix: str | None = None
+    suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
     system: str | None = None
     template: str | None = None
-    context: list[int] | None = Field(None, max_length=MAX_CONTEXT_TOKENS, description="tokens of an earlier reply")
+    context: list[TokenId] | None = Field(None, max_length=MAX_CONTEXT_TOKENS, description="tokens of an earlier reply")
     stream: bool = True
     raw: bool = False
-    format: str | dict[str, Any] | None = None
-    images: list[str] | None = None
+    format: OllamaFormat = None
+    images: list[str] | None = NO_IMAGES
     options: OllamaOptions | None = None
-    keep_alive: str | int | None = None
+    keep_alive: str | Int | None = None
 
 
 class OllamaChatRequest(_Lenient):
     model: str
     messages: list[OllamaMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
-    format: str | dict[str, Any] | None = None
+    format: OllamaFormat = None
     stream: bool = True
     options: OllamaOptions | None = None
-    keep_alive: str | int | None = None
+    keep_alive: str | Int | None = None
 
 
 class OllamaEmbedRequest(_Lenient):
     model: str
-    input: str | list[str]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
     truncate: bool = True
     options: OllamaOptions | None = None
-    keep_alive: str | int | None = None
+    keep_alive: str | Int | None = None
 
 
 class OllamaShowRequest(_Lenient):
-    model: str | None = None
-    name: str | None = Field(None, description="older clients' spelling of `model`")
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["model"]}, {"required": ["name"]}]})
+    model: str = Field(None, description="the model (or `name`)")  # type: ignore[assignment]
+    name: str = Field(None, description="older clients' spelling of `model`")  # type: ignore[assignment]
     verbose: bool = False
 
 
@@ -423,15 +480,20 @@ class OllamaShowRequest(_Lenient):
 
 
 class ContextCreate(Sampling):
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]})
     name: str = Field(pattern=NAME_PATTERN)
-    prompt: str | None = Field(None, description="text to start from (with the model's BOS)")
-    messages: list[ChatMessage] | None = Field(None, description="or a chat, rendered with the model's template")
-    max_tokens: int = Field(0, ge=0, le=MAX_TOKENS, description="tokens to generate after the prompt (0: none)")
+    prompt: str = Field(None, description="text to start from (with the model's BOS)")  # type: ignore[assignment]
+    messages: list[ChatMessage] = Field(  # type: ignore[assignment]
+        None, min_length=1, max_length=MAX_MESSAGES, description="or a chat, rendered with the model's template"
+    )
+    n: Int = Field(1, ge=1, le=1, description="a context has one continuation")
+    max_tokens: Int = Field(0, ge=0, le=MAX_TOKENS, description="tokens to generate after the prompt (0: none)")
 
 
 class ContextContinue(Sampling):
     prompt: str = Field("", description="text appended to the context before generating")
-    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    n: Int = Field(1, ge=1, le=1, description="a context continues one way at a time (fork it for more)")
+    max_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
     stream: bool = False
     update: bool = Field(True, description="the context grows by the prompt and the reply")
 

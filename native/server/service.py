@@ -266,7 +266,8 @@ class Service:
         try:
             text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=tools or None)
         except LlamayError as e:
-            raise bad_request(f"the chat template cannot render these messages: {e}", "messages") from None
+            raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
+                              "template_error") from None  # fmt: skip
         ids = self.encode(text, param="messages")
         if len(ids) > 1 and ids[0] == ids[1] == tok.bos_id:  # the template wrote the BOS text itself
             del ids[0]

@@ -106,8 +106,8 @@ class Generation:
         sched = self.service.scheduler
         if len(self.choices) > sched.cfg.queue:
             self._release_pins()
-            raise ApiError(400, f"this request needs {len(self.choices)} sequences; the server queues at most "
-                           f"{sched.cfg.queue}", param="n")  # fmt: skip
+            raise ApiError(400, f"this request needs {len(self.choices)} sequences (n x prompts); the server queues "
+                           f"at most {sched.cfg.queue} (--queue)", param="n", code="too_many_sequences")  # fmt: skip
         try:
             sched.submit([c.job for c in self.choices])
         except QueueFull as e:

@@ -106,11 +106,11 @@ def test_ctrl_c_during_a_stream_ends_it_cleanly_in_one_line():
     t = threading.Thread(target=stream)
     t.start()
     assert started.wait(60)
-    t0 = time.monotonic()
     err = _stop(proc)
     t.join(30)
-    assert time.monotonic() - t0 < 4.5  # before: uvicorn's 5 s graceful timeout, then cancelled tasks
     assert proc.returncode == 130, err
+    # before: uvicorn waited its 5 s graceful timeout, then cancelled the stream ("ERROR: Cancel 1 running task(s)")
+    # with a traceback, and the client saw a broken connection
     assert "Traceback" not in err and "ERROR" not in err, err
     said = [line for line in err.splitlines() if "stopping" in line]
     assert said == ["llamay serve: stopping (SIGINT): ending 1 running and 0 queued requests"], err
