@@ -37,5 +37,5 @@ class Temperature:
         lo, hi = max(0.0, self.temp - self.range), self.temp + self.range
         probs = softmax([v for _, v in items])
         entropy = -sum(q * math.log(q) for q in probs if q > 0)
-        normalized = entropy / math.log(len(items))
+        normalized = min(entropy / math.log(len(items)), 1.0)  # rounding can pass 1 (a uniform row of 5: 1 + 2e-16)
         scale(c, lo + (hi - lo) * normalized**self.exponent)

@@ -67,6 +67,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
         tools = None
     max_tokens = body.max_completion_tokens or body.max_tokens
     param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
+    if body.top_logprobs is not None and not body.logprobs:  # as OpenAI: never silently ignored
+        raise bad_request("top_logprobs needs logprobs: true", "top_logprobs", "conflicting_fields")
     logprobs = (body.top_logprobs or 0) if body.logprobs else None
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=max_tokens, logprobs=logprobs,
                          fmt=body.response_format)  # fmt: skip
@@ -168,7 +170,7 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     if body.suffix:
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if body.best_of is not None and body.best_of != body.n:
-        raise bad_request("best_of must equal n (candidates are not ranked)", "best_of", "unsupported_value")
+        raise bad_request("best_of must equal n (candidates are not ranked)", "best_of", "conflicting_fields")
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
                          fmt=body.response_format)  # fmt: skip
     prompts, echo = await service.offload(_prompts, service, body.prompt, body.echo)

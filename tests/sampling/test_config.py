@@ -129,3 +129,10 @@ def test_a_vanishing_temperature_is_greedy_and_infinite_logits_share_the_mass():
     s = Sampler(SamplerConfig(temp=5e-324, top_k=0, top_p=1.0, min_p=0.0, seed=3), n_vocab=4)
     assert {s.sample(be, buf, 0, 4) for _ in range(20)} == {1}  # 3 / 5e-324 overflows: the limit is argmax
     assert softmax([math.inf, 0.0, math.inf]) == [0.5, 0.0, 0.5]
+
+
+def test_dynamic_temperature_of_a_uniform_row_with_a_huge_exponent():
+    """The normalised entropy of five equal logits rounds to 1 + 2e-16; raised to 1e30 it overflowed."""
+    be, buf = row([0.3] * 5)
+    s = Sampler(SamplerConfig(temp=1.0, dynatemp_range=0.5, dynatemp_exponent=1e30, top_k=0, seed=1), n_vocab=5)
+    assert 0 <= s.sample(be, buf, 0, 5) < 5

@@ -109,6 +109,8 @@ def test_other_bad_values(client):
         (COMPLETIONS, {"model": STORIES_ID, "prompt": "x", "logit_bias": {"99999": 1}}, "logit_bias"),
         (COMPLETIONS, {"model": STORIES_ID, "prompt": "x", "stop": ["a"] * 40}, "stop"),
         (COMPLETIONS, {"model": STORIES_ID, "prompt": "x", "suffix": "y"}, "suffix"),
+        (COMPLETIONS, {"model": STORIES_ID, "prompt": "x", "n": 2, "best_of": 3}, "best_of"),
+        (CHAT, {"model": STORIES_ID, "messages": MSG, "top_logprobs": 3}, "top_logprobs"),
         (
             CHAT,
             {"model": STORIES_ID, "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},

@@ -35,7 +35,7 @@ STATEFUL_EXAMPLES = max(12, MAX_EXAMPLES // 2)
 RUNTIME_REFUSALS = {
     "context_length_exceeded": "a prompt's tokens, known once tokenized, against the context",
     "too_many_sequences": "n times the number of prompts, against --queue",
-    "unsupported_value": "best_of, which must equal n",
+    "conflicting_fields": "fields that must agree (best_of and n, top_logprobs and logprobs)",
     "template_error": "the model's chat template refusing these messages (e.g. roles out of order)",
     "invalid_response_format": "a JSON Schema the constraint compiler does not support",
     "constraint_limit_exceeded": "a JSON Schema beyond the constraint compiler's limits",
