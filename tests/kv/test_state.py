@@ -210,6 +210,11 @@ class PagesMachine(RuleBasedStateMachine):
         assert sorted(pool.free) == [p for p in range(pool.n_pages) if pool.refs[p] == 0]
 
     @invariant()
+    def the_audit_agrees(self):
+        assert self.st.audit() == []
+        assert self.st.snapshots == set(self.snaps)
+
+    @invariant()
     def no_sequence_shares_a_page_it_may_write(self):
         for s in self.st.sequences:
             t = s.tables[0]
