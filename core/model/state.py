@@ -292,8 +292,8 @@ class State:
 
     def fork(self, src: int) -> int:
         """A new sequence sharing every page of `src`; either side copies a page before writing into it."""
-        dst = self.acquire()
-        self._share(self.sequences[src].tokens, self.sequences[src].tables, dst)
+        with self.claimed() as dst:
+            self._share(self.sequences[src].tokens, self.sequences[src].tables, dst)
         return dst
 
     def snapshot(self, seq: int) -> Snapshot:
@@ -308,12 +308,15 @@ class State:
 
     def restore(self, snap: Snapshot, seq: int | None = None) -> int:
         """A sequence (a new one, or `seq` emptied) continuing exactly where the snapshot was taken."""
-        if seq is None:
-            seq = self.acquire()
-        else:
+        if snap not in self.snapshots:
+            raise AssertionError("restoring a snapshot that was dropped, or was not made by this State")
+        if seq is not None:
             self.truncate(seq, 0)
-        self._share(list(snap.tokens), snap.tables, seq)
-        return seq
+            self._share(list(snap.tokens), snap.tables, seq)
+            return seq
+        with self.claimed() as new:
+            self._share(list(snap.tokens), snap.tables, new)
+        return new
 
     def drop(self, snap: Snapshot) -> None:
         """Let go of a snapshot's pages (once: a second drop would release pages someone else holds)."""
