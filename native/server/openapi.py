@@ -4,8 +4,8 @@ one this server accepts (schemathesis checks both ways):
 - `model` lists the models each route serves; token limits (`max_tokens`, `num_predict`) end at the context;
 - token ids lie in the vocabulary (`x-llamay: token-id`), logit-bias keys are token ids written as strings;
 - `dimensions` is the embedding model's; `tools` is empty when the chat template cannot take tools;
-- links join the context routes (create → get, fork, snapshot, continue, delete; snapshot → restore), for
-  stateful clients and tests.
+- links join the context routes (create → get, fork, snapshot, continue, delete; snapshot → restore, and the
+  snapshot file's get and delete), for stateful clients and tests.
 """
 
 from __future__ import annotations
@@ -26,6 +26,14 @@ CONTEXT_LINKS = {
     "DeleteContext": (CONTEXT, "delete"),
 }
 RAW_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+SNAPSHOT = "/llamay/snapshots/{snapshot}"
+# the routes a snapshot's answer leads to, with their parameters
+SNAPSHOT_LINKS = {
+    "RestoreSnapshot": (CONTEXT + "/restore", "post", {"parameters": {"name": "$response.body#/context"},
+                                                       "requestBody": {"snapshot": "$response.body#/snapshot"}}),
+    "GetSnapshot": (SNAPSHOT, "get", {"parameters": {"snapshot": "$response.body#/snapshot"}}),
+    "DeleteSnapshot": (SNAPSHOT, "delete", {"parameters": {"snapshot": "$response.body#/snapshot"}}),
+}  # fmt: skip
 GIVES_A_CONTEXT = [("/llamay/contexts", "post"), (CONTEXT + "/fork", "post"), (CONTEXT + "/restore", "post")]
 
 
@@ -111,11 +119,12 @@ def _links(doc: dict[str, Any]) -> None:
         }
         op["responses"]["200"]["links"] = links
     snapshot = paths.get(CONTEXT + "/snapshot", {}).get("post")
-    restore = paths.get(CONTEXT + "/restore", {}).get("post")
-    if snapshot and restore:
-        snapshot["responses"]["200"]["links"] = {"RestoreSnapshot": {
-            "operationId": restore["operationId"], "parameters": {"name": "$response.body#/context"},
-            "requestBody": {"snapshot": "$response.body#/snapshot"}}}  # fmt: skip
+    if snapshot is not None:
+        snapshot["responses"]["200"]["links"] = {
+            name: {"operationId": paths[p][m]["operationId"], **how}
+            for name, (p, m, how) in SNAPSHOT_LINKS.items()
+            if m in paths.get(p, {})
+        }
 
 
 def int_range_pattern(hi: int) -> str:

@@ -96,11 +96,12 @@ def settled_problems(service, timeout: float = 20.0) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def accounting_exact(request):
-    """After every test on a shared server: it is idle and its KV accounting is exact (nothing leaked)."""
+    """After every test on a server fixture (the shared ones and each module's own): it is idle and its KV
+    accounting is exact (nothing leaked)."""
     yield
-    for name in ("server", "slow_server"):
-        if name in request.fixturenames:
-            live = request.getfixturevalue(name)
+    for name in request.fixturenames:
+        live = request.getfixturevalue(name)  # set up already: the test used it
+        if isinstance(live, Live) and live.thread.is_alive() and live.service.scheduler.alive:
             problems = settled_problems(live.service)
             assert problems == [], f"{request.node.name} left the {name}'s KV accounting broken: {problems}"
 

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.native_only, pytest.mark.slow]
 MAX_EXAMPLES = int(os.environ.get("LLAMAY_SCHEMATHESIS_EXAMPLES", "8"))
 MODES = ("positive", "negative")
 STATEFUL_STEPS = 12
-STATEFUL_EXAMPLES = max(12, MAX_EXAMPLES // 2)
+STATEFUL_EXAMPLES = max(20, MAX_EXAMPLES // 2)  # enough for the links to reach a restore and a snapshot's routes
 RUNTIME_REFUSALS = {
     "context_length_exceeded": "a prompt's tokens, known once tokenized, against the context",
     "too_many_sequences": "n times the number of prompts, against --queue",
@@ -157,7 +157,8 @@ def test_stateful_runs_through_the_context_routes(roomy):
     paths = schema.raw_schema["paths"]
     links = paths["/llamay/contexts"]["post"]["responses"]["200"]["links"]
     assert {"GetContext", "ForkContext", "SnapshotContext", "ContinueContext", "DeleteContext"} <= set(links)
-    assert "RestoreSnapshot" in paths["/llamay/contexts/{name}/snapshot"]["post"]["responses"]["200"]["links"]
+    snapshot_links = paths["/llamay/contexts/{name}/snapshot"]["post"]["responses"]["200"]["links"]
+    assert {"RestoreSnapshot", "GetSnapshot", "DeleteSnapshot"} <= set(snapshot_links)
     excluded = _excluded()
     from schemathesis.config._phases import InferenceConfig
 
@@ -183,5 +184,7 @@ def test_stateful_runs_through_the_context_routes(roomy):
     with live.client() as c:
         assert c.get("/health").json()["status"] == "ok"
     ok = {(m, r) for (m, r, status), n in live.service.metrics.requests.items() if status == 200 and n}
-    for route in ("", "/{name}", "/{name}/fork", "/{name}/snapshot", "/{name}/restore", "/{name}/completions"):
-        assert any(r == "/llamay/contexts" + route for _m, r in ok), route  # the links were followed
+    routes = ["/llamay/contexts" + r for r in ("", "/{name}", "/{name}/fork", "/{name}/snapshot", "/{name}/restore",
+                                               "/{name}/completions")] + ["/llamay/snapshots/{snapshot}"]  # fmt: skip
+    for route in routes:
+        assert any(r == route for _m, r in ok), route  # the links were followed
