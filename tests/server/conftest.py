@@ -99,8 +99,7 @@ def accounting_exact(request):
     """After every test on a server fixture (the shared ones and each module's own): it is idle and its KV
     accounting is exact (nothing leaked)."""
     yield
-    for name in request.fixturenames:
-        live = request.getfixturevalue(name)  # set up already: the test used it
+    for name, live in request.node.funcargs.items():  # every fixture the test had (torn down or not)
         if isinstance(live, Live) and live.thread.is_alive() and live.service.scheduler.alive:
             problems = settled_problems(live.service)
             assert problems == [], f"{request.node.name} left the {name}'s KV accounting broken: {problems}"
