@@ -67,15 +67,15 @@ def split_host(value: str) -> tuple[str, int | None]:
 def same_origin(origin: str, host_header: str) -> bool:
     """The Origin names the host and port the request was sent to (the default port of its scheme omitted
     on either side): the server's own pages, served on that address."""
-    o = urlsplit(origin)
-    if o.scheme not in DEFAULT_PORTS or not o.hostname:
-        return False
-    default = DEFAULT_PORTS[o.scheme]
-    host, port = split_host(host_header)
     try:
-        o_port = o.port or default
-    except ValueError:
+        o = urlsplit(origin)
+        if o.scheme not in DEFAULT_PORTS or not o.hostname:
+            return False
+        o_port = o.port or DEFAULT_PORTS[o.scheme]
+    except ValueError:  # an unclosed bracket, a port that is no number: not this server's page
         return False
+    host, port = split_host(host_header)
+    default = DEFAULT_PORTS[o.scheme]
     return bool(host) and o.hostname.lower() == host.lower() and o_port == (port or default)
 
 
