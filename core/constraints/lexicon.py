@@ -14,17 +14,26 @@ from collections.abc import Iterable
 
 from .errors import ConstraintError
 from .grammar import EMPTY, Grammar, Lit, Node, Ref, Repeat, alt, seq
+from .limits import Budget, ConstraintLimits, budget_of
 
 
 def lexicon_grammar(
-    words: Iterable[str], separator: str | None = None, min_count: int = 1, max_count: int | None = 1
+    words: Iterable[str],
+    separator: str | None = None,
+    min_count: int = 1,
+    max_count: int | None = 1,
+    limits: ConstraintLimits | Budget | None = None,
 ) -> Grammar:
-    """A grammar for one of `words`; with `separator`, between min_count and max_count of them joined by it."""
+    """A grammar for one of `words`; with `separator`, between min_count and max_count of them joined by it.
+    `limits` (or a compilation's Budget) bounds the work (limits.py)."""
+    budget = budget_of(limits)
     vocab = list(dict.fromkeys(words))
     if not vocab or any(not isinstance(w, str) or not w for w in vocab):
         raise ConstraintError("a lexicon needs at least one word, and no empty word")
     if (max_count is not None and max_count < min_count) or min_count < 1 or (max_count != 1 and separator is None):
         raise ConstraintError("lexicon counts need 1 <= min_count <= max_count, and a separator above one")
+    budget.charge(sum(map(len, vocab)), "lexicon")
+    budget.check("max_repeat", min_count if max_count is None else max_count, "lexicon", "word count")
     trie: dict = {}
     for w in vocab:
         node = trie
@@ -32,22 +41,29 @@ def lexicon_grammar(
             node = node.setdefault(ch, {})
         node[""] = True
     rules: dict[str, Node] = {}
-
-    def build(node: dict) -> str:
-        name = f"lex-{len(rules)}"
-        rules[name] = EMPTY
+    # one rule per branching trie node, named in preorder; iterative: any word length is safe
+    todo: list[tuple[dict, str]] = [(trie, "lex-0")]
+    count = 1
+    while todo:
+        node, name = todo.pop()
         options: list[Node] = [EMPTY] if "" in node else []
+        below = []
         for ch in sorted(k for k in node if k):
             text, sub = ch, node[ch]
             while len(sub) == 1 and "" not in sub:  # a chain with no branch: one literal
                 (nxt,) = sub
                 text += nxt
                 sub = sub[nxt]
-            options.append(seq(Lit(text), Ref(build(sub))) if set(sub) != {""} else Lit(text))
+            if set(sub) == {""}:
+                options.append(Lit(text))
+            else:
+                child = f"lex-{count}"
+                count += 1
+                below.append((sub, child))
+                options.append(seq(Lit(text), Ref(child)))
         rules[name] = alt(*options)
-        return name
-
-    word = Ref(build(trie))
+        todo.extend(reversed(below))
+    word = Ref("lex-0")
     if max_count == 1:
         root: Node = word
     else:
