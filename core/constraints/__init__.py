@@ -131,6 +131,8 @@ def lexicon_constraint(
     limits: ConstraintLimits | None = None,
 ) -> GrammarConstraint:
     """One of `words` (or min..max of them joined by `separator`)."""
+    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+        raise ConstraintError("a lexicon is a list of words (strings)")
     key = ("lexicon", tuple(words), separator, min_count, max_count)
 
     def build() -> Program:

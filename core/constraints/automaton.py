@@ -78,6 +78,12 @@ class Automaton:
         self._states: dict[tuple[int, ...], State] = {}
         self.initial = self.state(self.closure_of_rule(self.program.root, EMPTY))
 
+    def __del__(self) -> None:
+        # states link the next ones through `trans`: unlinked here, iteratively, or freeing a long chain of them
+        # (a counted string) recurses once per state, past the stack under Pyodide
+        for st in getattr(self, "_states", {}).values():
+            st.trans = None
+
     def reset(self) -> None:
         """Forget every state, node and closure (a new epoch): older states are re-interned by `adopt`. Their
         transitions are dropped so the old tables can be freed once no caller holds an old state."""

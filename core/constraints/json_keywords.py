@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from itertools import accumulate
 from typing import Any
 
 from .errors import ConstraintError
@@ -117,3 +119,14 @@ def value_type(v: Any) -> str:
 def type_matches(value: Any, t: str) -> bool:
     vt = value_type(value)
     return vt == t or (t == "number" and vt == "integer")
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def text_depth(text: str) -> int:
+    """How deep JSON text nests (brackets outside strings), found without parsing it: json.loads recurses in C
+    once per level, past any recursion limit under Pyodide, so a deep text is measured first."""
+    steps = (1 if c in "[{" else -1 for c in _BRACKETS.findall(_STRING.sub("", text)))
+    return max(accumulate(steps, initial=0))

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from typing import Any
 
 from .errors import ConstraintError
@@ -40,10 +39,19 @@ from .gbnf import parse
 from .grammar import Alt, Grammar, Lit, Node, Repeat, Seq, node_to_gbnf
 from .json_any import PRIMITIVES, primitive_rules, with_dependencies
 from .json_combinators import discriminated, merge2, types_of
-from .json_keywords import ANNOTATIONS, KEYWORD_TYPES, SUPPORTED, TYPES, check_document, check_keywords, type_matches
+from .json_keywords import (
+    ANNOTATIONS,
+    KEYWORD_TYPES,
+    SUPPORTED,
+    TYPES,
+    check_document,
+    check_keywords,
+    text_depth,
+    type_matches,
+)
 from .json_numbers import integer_bounds, integer_range, number_range
 from .json_strings import FORMATS, key_excluding, pattern_gbnf
-from .limits import Budget, ConstraintLimitError, ConstraintLimits, budget_of
+from .limits import Budget, ConstraintLimits, budget_of
 from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
@@ -537,12 +545,10 @@ def schema_to_gbnf(
     if isinstance(schema, (str, bytes)):
         budget.charge(len(schema), "the JSON Schema text")
         try:
-            schema = json.loads(schema)
-        except RecursionError:
-            raise ConstraintLimitError(
-                "max_nesting", budget.limits.max_nesting, sys.getrecursionlimit(), "#", "JSON nesting (at least)"
-            ) from None
-        except ValueError as e:
+            text = schema.decode() if isinstance(schema, bytes) else schema
+            budget.check("max_nesting", text_depth(text), "#", "JSON nesting depth")
+            schema = json.loads(text)
+        except ValueError as e:  # UnicodeDecodeError too
             raise ConstraintError(f"the JSON Schema is not valid JSON: {e}") from None
     return SchemaCompiler(schema, strict, limits=budget, **caps).gbnf()
 

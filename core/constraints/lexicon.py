@@ -27,9 +27,10 @@ def lexicon_grammar(
     """A grammar for one of `words`; with `separator`, between min_count and max_count of them joined by it.
     `limits` (or a compilation's Budget) bounds the work (limits.py)."""
     budget = budget_of(limits)
+    words = list(words)
+    if not words or any(not isinstance(w, str) or not w for w in words):
+        raise ConstraintError("a lexicon is a list of words (strings), at least one, none empty")
     vocab = list(dict.fromkeys(words))
-    if not vocab or any(not isinstance(w, str) or not w for w in vocab):
-        raise ConstraintError("a lexicon needs at least one word, and no empty word")
     if (max_count is not None and max_count < min_count) or min_count < 1 or (max_count != 1 and separator is None):
         raise ConstraintError("lexicon counts need 1 <= min_count <= max_count, and a separator above one")
     budget.charge(sum(map(len, vocab)), "lexicon")
