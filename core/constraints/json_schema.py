@@ -51,11 +51,17 @@ from .json_keywords import (
 )
 from .json_numbers import integer_bounds, integer_range, number_range
 from .json_strings import FORMATS, key_excluding, pattern_gbnf
+from .lexicon import word_trie
 from .limits import Budget, ConstraintLimits, budget_of
 from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
+_FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
+
+
+def _rule_base(name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "value"
 
 
 def json_literal(value: Any) -> str:
@@ -120,18 +126,25 @@ class SchemaCompiler:
     def add_rule(self, name: str, rhs: str) -> str:
         """A rule named after `name` for `rhs` (the same rule again when `rhs` was already added so named)."""
         self.budget.charge(1 + len(rhs), "#")
-        base = re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "value"
+        base = _rule_base(name)
         key = self.by_body.get((base, rhs))
         if key is not None and self.rules.get(key) == rhs:
             return key
+        key = self.fresh(base)
+        self.by_body[base, rhs] = key
+        self.rules[key] = rhs
+        return key
+
+    def fresh(self, name: str) -> str:
+        """A rule name after `name` that no rule has yet (reserved now: its body is the caller's to set)."""
+        base = _rule_base(name)
         n = self.suffix.get(base, 0)
         key = base if n == 0 else f"{base}-{n}"
         while key in _RESERVED or key in self.rules:
             n += 1
             key = f"{base}-{n}"
         self.suffix[base] = n + 1
-        self.by_body[base, rhs] = key
-        self.rules[key] = rhs
+        self.rules[key] = "\0"
         return key
 
     def named(self, rhs: str, name: str) -> str:
@@ -243,11 +256,11 @@ class SchemaCompiler:
             if key in schema:
                 return self.alternatives(schema, key, name, path)
         if "const" in schema:
-            return self.literals([schema["const"]], schema, path)
+            return self.literals([schema["const"]], schema, name, path)
         if "enum" in schema:
             if not schema["enum"]:
                 raise ConstraintError(f"{path}/enum: expecting a non-empty list")
-            return self.literals(schema["enum"], schema, path)
+            return self.literals(schema["enum"], schema, name, path)
         return self.typed(schema, name, path)
 
     def typed(self, schema: dict, name: str, path: str) -> str:
@@ -275,7 +288,7 @@ class SchemaCompiler:
             return self.object(schema, name, path)
         return self.array(schema, name, path)
 
-    def literals(self, values: list, schema: dict, path: str) -> str:
+    def literals(self, values: list, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
         types = t if isinstance(t, list) else [t] if t else None
         checked = {"type", "enum", "const"} | ANNOTATIONS
@@ -288,8 +301,14 @@ class SchemaCompiler:
         if not keep:
             raise ConstraintError(f"{path}: no value of enum/const fits the schema's type")
         self.use("space")
-        lits = list(dict.fromkeys(json_literal(v) for v in keep))
-        self.budget.charge(sum(map(len, lits)), path)
+        texts = list(dict.fromkeys(json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in keep))
+        self.budget.charge(sum(map(len, texts)), path)
+        if len(texts) > _FACTORED:
+            rules = word_trie(texts, lambda: self.fresh(f"{name}-enum" if name else "enum"))
+            for rule, node in rules.items():
+                self.rules[rule] = node_to_gbnf(node)
+            return f"{next(iter(rules))} space"
+        lits = [node_to_gbnf(Lit(t)) for t in texts]
         return (lits[0] if len(lits) == 1 else "(" + " | ".join(lits) + ")") + " space"
 
     def alternatives(self, schema: dict, key: str, name: str, path: str) -> str:

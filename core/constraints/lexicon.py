@@ -10,7 +10,8 @@ the automaton carries one stack per branch, not one per word:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from itertools import count
 
 from .errors import ConstraintError
 from .grammar import EMPTY, Grammar, Lit, Node, Ref, Repeat, alt, seq
@@ -35,16 +36,29 @@ def lexicon_grammar(
         raise ConstraintError("lexicon counts need 1 <= min_count <= max_count, and a separator above one")
     budget.charge(sum(map(len, vocab)), "lexicon")
     budget.check("max_repeat", min_count if max_count is None else max_count, "lexicon", "word count")
+    names = (f"lex-{i}" for i in count())
+    rules = word_trie(vocab, lambda: next(names))
+    word = Ref(next(iter(rules)))
+    if max_count == 1:
+        root: Node = word
+    else:
+        more = Repeat(seq(Lit(separator), word), min_count - 1, None if max_count is None else max_count - 1)
+        root = seq(word, more)
+    return Grammar({"root": root, **rules})
+
+
+def word_trie(words: list[str], new_name: Callable[[], str]) -> dict[str, Node]:
+    """Rules matching exactly one of `words` (distinct, none empty), factored into a character trie: one rule
+    per branching node, named by `new_name()` in preorder (the first is the entry). Iterative: any word length
+    is safe."""
     trie: dict = {}
-    for w in vocab:
+    for w in words:
         node = trie
         for ch in w:
             node = node.setdefault(ch, {})
         node[""] = True
     rules: dict[str, Node] = {}
-    # one rule per branching trie node, named in preorder; iterative: any word length is safe
-    todo: list[tuple[dict, str]] = [(trie, "lex-0")]
-    count = 1
+    todo: list[tuple[dict, str]] = [(trie, new_name())]
     while todo:
         node, name = todo.pop()
         options: list[Node] = [EMPTY] if "" in node else []
@@ -58,16 +72,9 @@ def lexicon_grammar(
             if set(sub) == {""}:
                 options.append(Lit(text))
             else:
-                child = f"lex-{count}"
-                count += 1
+                child = new_name()
                 below.append((sub, child))
                 options.append(seq(Lit(text), Ref(child)))
         rules[name] = alt(*options)
         todo.extend(reversed(below))
-    word = Ref("lex-0")
-    if max_count == 1:
-        root: Node = word
-    else:
-        more = Repeat(seq(Lit(separator), word), min_count - 1, None if max_count is None else max_count - 1)
-        root = seq(word, more)
-    return Grammar({"root": root, **rules})
+    return rules

@@ -30,7 +30,7 @@ class ConstraintLimits:
     max_rules: int = 100_000  # rules of the compiled program
     max_positions: int = 500_000  # elements of the compiled program (its size in ints)
     # -- per token ----------------------------------------------------------------------------------------------
-    max_stacks: int = 10_000  # stacks one automaton state may hold, or one step may explore (live parses)
+    max_stacks: int = 4096  # stacks one automaton state may hold, or one step may explore (live parses)
     max_stack_depth: int = 1024  # frames of one stack (nesting of the output)
     max_states: int = 20_000  # automaton states (and cached masks) kept; beyond it the caches start afresh
 

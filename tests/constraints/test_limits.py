@@ -7,6 +7,7 @@ rlimits, so that a regression fails instead of taking the machine down."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ from llamay.constraints import (
 from llamay.constraints.automaton import Automaton
 from llamay.constraints.limits import DEFAULT_LIMITS, Budget
 from tests.constraints.conftest import load_vocab
+from tests.constraints.helpers import sentences
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK = 50_000  # work (steps) a refusal may cost at most: a small fraction of the default max_work
@@ -145,6 +147,20 @@ def test_counted_repetitions_keep_their_language(lo, hi):
             break
         assert len(st.stacks) <= 4  # a parse or two alive, never one per copy
     assert accepted == list(range(lo, (hi if hi is not None else top) + 1))
+
+
+def test_large_enums_are_a_trie_of_their_texts():
+    """An enum holds one stack per branch of its values' texts, not one per value: cheap per token."""
+    values = [f"{c}{n:03d}" for c in "ABCDEFGHIJ" for n in range(200)] + [7, None, "é"]
+    _, aut = compile_all("schema", {"enum": values})
+    st = aut.step(aut.initial, ord('"'))
+    assert len(st.stacks) <= 16  # one per first letter and the rest, not 2,000
+    for v in values[::97] + values[-3:]:
+        assert aut.accepts_bytes(json.dumps(v, ensure_ascii=False).encode()), v
+    for bad in ('"A200"', '"K001"', '"A00"', "8", '"e"'):
+        assert not aut.accepts_bytes(bad.encode()), bad
+    for s in sentences(aut.program, random.Random(0), 50):
+        assert json.loads(s) in values
 
 
 def test_deep_inputs_compile_without_recursion():
