@@ -23,9 +23,10 @@ Limits (limits.py), each refusal naming the JSON pointer: the document nests at 
 count that must be reached (minLength, minItems, a pattern's {m}) is at most `max_repeat`, and an upper count
 beyond it is lowered to it; a number bound needing more than `max_number_digits` digits is refused, one beyond
 them on the outer side is lowered to them (every value generated stays within it). References are compiled
-once each, from a worklist (no recursion through them); a `$ref` with sibling keywords or an `allOf` becomes a
-rule of its own, compiled once per schema object, so repeated or recursive uses cost nothing more. All the
-work is charged to the compilation's `Budget`.
+once each, from a worklist (no recursion through them); a `$ref` with sibling keywords becomes a rule of its
+own, compiled once per (reference, siblings) content, and an `allOf` once per schema object, so repeated or
+recursive uses are references to it. Enums of more than 8 values are a trie of their texts. All the work is
+charged to the compilation's `Budget`.
 """
 
 from __future__ import annotations

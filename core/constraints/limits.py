@@ -32,7 +32,7 @@ class ConstraintLimits:
     # -- per token ----------------------------------------------------------------------------------------------
     max_stacks: int = 4096  # stacks one automaton state may hold, or one step may explore (live parses)
     max_stack_depth: int = 1024  # frames of one stack (nesting of the output)
-    max_states: int = 20_000  # automaton states (and cached masks) kept; beyond it the caches start afresh
+    max_states: int = 10_000  # automaton states (and cached masks) kept; beyond it the caches start afresh
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -149,6 +149,17 @@ def test_counted_repetitions_keep_their_language(lo, hi):
     assert accepted == list(range(lo, (hi if hi is not None else top) + 1))
 
 
+def test_huge_enums_and_consts_are_refused_by_work():
+    """An enum or const is read, written and compiled in proportion to its size: max_work bounds it (set low
+    here, so the test stays small; 100,000 values pass the default)."""
+    limits = ConstraintLimits(max_work=100_000)
+    for schema in ({"enum": [f"v{i}" for i in range(20_000)]}, {"const": "x" * 200_000}):
+        budget = Budget(limits)
+        with pytest.raises(ConstraintLimitError) as e:
+            compile_grammar(parse_gbnf(schema_to_gbnf(schema, limits=budget), limits=budget), budget)
+        assert e.value.limit == "max_work" and budget.work <= 100_000 + 200_000
+
+
 def test_large_enums_are_a_trie_of_their_texts():
     """An enum holds one stack per branch of its values' texts, not one per value: cheap per token."""
     values = [f"{c}{n:03d}" for c in "ABCDEFGHIJ" for n in range(200)] + [7, None, "é"]
