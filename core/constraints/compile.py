@@ -98,6 +98,7 @@ class _Compiler:
         self.bodies: list[list[list[Elem]] | None] = [None] * len(self.names)
         self.generated: dict[object, int] = {}
         self.counter: dict[str, int] = {}
+        self.chars: dict[Chars, list[Elem]] = {}  # the elements of each class compiled so far
         self.positions = 0
         budget.check("max_rules", len(self.names), "the grammar", "rule count")
         limit = budget.limits.max_nesting
@@ -168,6 +169,12 @@ class _Compiler:
             raise ConstraintError(f"not a grammar node: {node!r}")
 
     def emit_chars(self, node: Chars, base: str, out: list[Elem]) -> None:
+        elems = self.chars.get(node)  # a class met again (schemas repeat theirs) is not split into UTF-8 again
+        if elems is None:
+            elems = self.chars[node] = self.chars_elements(node, base)
+        self.extend(out, elems, base)
+
+    def chars_elements(self, node: Chars, base: str) -> list[Elem]:
         self.budget.charge(len(node.ranges), f"rule {base!r}")
         ranges = normalize(node.ranges, node.negated)
         seqs = byte_sequences(ranges)
@@ -179,18 +186,15 @@ class _Compiler:
             else:
                 multi.append(s)
         if not multi:
-            out.append((BYTES, single))
-            return
+            return [(BYTES, single)]
         if not single and len(multi) == 1:
-            self.extend(out, [(BYTES, byte_mask(lo, hi)) for lo, hi in multi[0]], base)
-            return
-        key = ("chars", tuple(ranges))
-        rid, fresh = self.new_rule(key, base)
+            return [(BYTES, byte_mask(lo, hi)) for lo, hi in multi[0]]
+        rid, fresh = self.new_rule(("chars", tuple(ranges)), base)
         if fresh:
             alts = [[(BYTES, single)]] if single else []
             alts += [[(BYTES, byte_mask(lo, hi)) for lo, hi in s] for s in multi]
             self.set_body(rid, alts, base)
-        out.append((REF, rid))
+        return [(REF, rid)]
 
     def emit_repeat(self, node: Repeat, base: str, out: list[Elem]) -> None:
         lo, hi = node.min, node.max
