@@ -363,9 +363,9 @@ class SchemaCompiler:
                 return f'"\\"" {fmt} "\\"" space'
         if lo == 0 and hi is None:
             return self.use("string")
-        self.use("char")
+        unit = self.use("length-char" if lo > 0 else "char")
         rep = f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-        return f'"\\"" char{rep} "\\"" space'
+        return f'"\\"" {unit}{rep} "\\"" space'
 
     def number(self, schema: dict, t: str, path: str) -> str:
         step = schema.get("multipleOf")
