@@ -25,8 +25,17 @@ def stories(type_name: str = "f32") -> Path:
 
 
 def registry_model(name: str) -> Path:
-    """A registry model from the cache; skipped locally when absent, an error under CI (it must be fetched)."""
+    """A registry model (by its file name) from the store: its blob once pulled, else the old layout's file;
+    skipped locally when absent, an error under CI (it must be fetched)."""
     path = REGISTRY_CACHE / name
+    try:
+        from llamay.native.store import CATALOGUE, llamay_store
+    except ImportError:  # under Pyodide: the old layout's folder only
+        CATALOGUE = {}
+    for e in CATALOGUE.values():
+        blob = llamay_store().blob(f"sha256:{e.sha256}")
+        if e.file == name and blob.is_file() and blob.stat().st_size == e.size:
+            path = blob
     if not path.exists():
         msg = f"{path} is missing: run `llamay pull --all`"
         if IN_CI:

@@ -123,6 +123,21 @@ def from_ollama(opts: OllamaOptions | None, fmt: str | dict[str, Any] | None) ->
     )
 
 
+def with_defaults(p: GenParams, defaults: Any) -> GenParams:
+    """`p` with the fields a request left out taken from a stored model's PARAMETERs (an Options, or None)."""
+    if defaults is None:
+        return p
+    fill: dict[str, Any] = {}
+    for name, fld in (("temperature", "temp"), ("top_p", "top_p"), ("top_k", "top_k"), ("min_p", "min_p"),
+                      ("seed", "seed"), ("presence_penalty", "presence_penalty"),
+                      ("frequency_penalty", "frequency_penalty"), ("repeat_penalty", "repeat_penalty")):  # fmt: skip
+        if getattr(p, name) is None and fld in defaults.sampler:
+            fill[name] = defaults.sampler[fld]
+    if not p.stop and defaults.stop:
+        fill["stop"] = tuple(defaults.stop)
+    return dataclasses.replace(p, **fill) if fill else p
+
+
 def _config_fields() -> set[str]:
     return {f.name for f in dataclasses.fields(SamplerConfig)}
 

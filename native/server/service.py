@@ -111,6 +111,8 @@ class Service:
         aliases: tuple[str, ...] = (),
         snapshot_dir: str | os.PathLike[str] | None = None,
         load_seconds: float = 0.0,
+        name: str | None = None,
+        defaults: Any = None,
     ) -> None:
         if not model.cfg.causal:
             raise LlamayError(f"{model.name} is an encoder ({model.cfg.arch}); serve it with --embedding-model")
@@ -127,7 +129,9 @@ class Service:
         )
         path = Path(model_path)
         digest, details = describe(model, path)
-        self.generator = ServedModel(path.stem, model, path, frozenset({path.stem, path.name, *aliases}), now,
+        self.defaults = defaults  # a stored model's PARAMETERs (llamay.native.store.options.Options), or None
+        mid = name or path.stem  # a stored model by its name, a file by its stem
+        self.generator = ServedModel(mid, model, path, frozenset({mid, path.stem, path.name, *aliases}), now,
                                      "generate", digest, details)  # fmt: skip
         self.embedder: ServedModel | None = None
         self.embed_engine: Engine | None = None

@@ -18,7 +18,7 @@ from typing import Any
 from llamay.engine import StopMatcher
 
 from .errors import ApiError
-from .params import GenParams, check_supported, constraint_for, sampler_for
+from .params import GenParams, check_supported, constraint_for, sampler_for, with_defaults
 from .scheduler import Job, JobFailed, Pin, QueueFull, Sink, Update
 
 DISCONNECT_POLL = 0.25  # seconds between checks that a non-streaming client is still there
@@ -53,6 +53,7 @@ class Generation:
 
     def __init__(self, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,
                  keep: bool = False, pin: Pin | None = None) -> None:  # fmt: skip
+        params = with_defaults(params, getattr(service, "defaults", None))
         check_supported(params)
         constraint = constraint_for(params, service.tokenizer)
         self.service = service

@@ -27,8 +27,24 @@ def pull(name: str, log=print, verify: bool = False):
 
 
 def models_dir():
-    """The folder `llamay web` serves by default: llamay's store root (its models listed by name)."""
+    """The root of llamay's store (LLAMAY_MODELS)."""
     return llamay_store().root
+
+
+def served_models() -> dict:
+    """{name:tag: model blob} of every intact stored model (llamay's first, then Ollama's): what `llamay web`
+    serves at /models/."""
+    from .manifests import MODEL
+
+    out = {}
+    for x in listing():
+        if x.problems or x.name.short in out:
+            continue
+        m = x.store.read_manifest(x.manifest)
+        layer = m.first(MODEL)
+        if layer is not None:
+            out[x.name.short] = x.store.blob(layer.digest)
+    return out
 
 
 __all__ = [
@@ -49,4 +65,5 @@ __all__ = [
     "remove_leftovers",
     "resolve",
     "resolve_model",
+    "served_models",
 ]

@@ -54,8 +54,10 @@ class Options:
             unknown=tuple(k for k in params if k not in known),
         )
 
-    def sampler_config(self, **given: Any) -> Any:
-        """A SamplerConfig: the model's values under what the caller gives (None: not given)."""
+    def sampler_config(self, defaults: dict[str, Any] | None = None, **given: Any) -> Any:
+        """A SamplerConfig: what the caller gives (None: not given) over the model's values over `defaults`."""
         from llamay.sampling import SamplerConfig
 
-        return SamplerConfig(**{**self.sampler, **{k: v for k, v in given.items() if v is not None}})
+        return SamplerConfig(
+            **{**(defaults or {}), **self.sampler, **{k: v for k, v in given.items() if v is not None}}
+        )
