@@ -52,15 +52,17 @@ PRINTF_VERB = re.compile(r"%(.)")
 
 # The macros and the conversation view, before the body. `_s` prints a value as Go's fmt would (views of tools
 # carry the request's JSON under "_json"); `_j` is Go's json (sorted map keys, no spaces, <>& escaped).
-MACROS = r"""{%- macro _j(v) -%}
-{%- if v is mapping and '_json' in v -%}{{ _j(v['_json']) }}
-{%- elif v is iterable and v is not string and v is not mapping and v|length > 0
-      and v[0] is mapping and '_json' in v[0] -%}
-[{%- for x in v -%}{{ ',' if not loop.first }}{{ _j(x) }}{%- endfor -%}]
-{%- else -%}
-{{ v|tojson(separators=(',', ':'), sort_keys=('_json' not in v) if v is mapping else false)
+MACROS = r"""{%- macro _jx(v, sort) -%}
+{{ v|tojson(separators=(',', ':'), sort_keys=sort)
     |replace('<', '\\u003c')|replace('>', '\\u003e')|replace('&', '\\u0026')
     |replace('\u2028', '\\u2028')|replace('\u2029', '\\u2029') }}
+{%- endmacro -%}
+{%- macro _j(v) -%}
+{%- if v is mapping and '_json' in v -%}{{ _jx(v['_json'], false) }}
+{%- elif v is iterable and v is not string and v is not mapping and v|length > 0
+      and v[0] is mapping and '_json' in v[0] -%}
+[{%- for x in v -%}{{ ',' if not loop.first }}{{ _jx(x['_json'], false) }}{%- endfor -%}]
+{%- else -%}{{ _jx(v, true) }}
 {%- endif -%}
 {%- endmacro -%}
 {%- macro _s(v) -%}
