@@ -14,9 +14,16 @@ VOCAB = FIXTURES / "vocab"
 STORIES = MODELS / "stories260K"
 STORIES_TYPES = ("f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0")
 MINILM = MODELS / "all-minilm-l6-v2" / "all-MiniLM-L6-v2-f16.gguf"
-REGISTRY_CACHE = Path(os.environ.get("LLAMAY_MODELS_DIR", Path.home() / ".cache" / "llamay" / "models"))
+REGISTRY_CACHE = Path(os.environ.get("LLAMAY_MODELS_DIR", Path.home() / ".cache" / "llamay" / "models"))  # old layout
+STORE = Path(os.environ.get("LLAMAY_MODELS", Path.home() / ".cache" / "llamay"))  # `llamay pull` puts blobs here
 SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3 = "gemma-3-270m-q4_k_m.gguf"
+# the catalogue's digests (tests/native/test_store.py checks they agree): a registry model's blob, found without
+# importing the native store (the tests run under Pyodide too)
+REGISTRY_SHA256 = {
+    SMOLLM2: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    GEMMA3: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+}
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
@@ -24,18 +31,18 @@ def stories(type_name: str = "f32") -> Path:
     return STORIES / f"stories260K-{type_name}.gguf"
 
 
+def registry_path(name: str) -> Path | None:
+    """A registry model (by its file name): its blob in the store, else the old layout's file, else None."""
+    for path in (STORE / "blobs" / f"sha256-{REGISTRY_SHA256[name]}", REGISTRY_CACHE / name):
+        if path.is_file():
+            return path
+    return None
+
+
 def registry_model(name: str) -> Path:
-    """A registry model (by its file name) from the store: its blob once pulled, else the old layout's file;
-    skipped locally when absent, an error under CI (it must be fetched)."""
-    path = REGISTRY_CACHE / name
-    try:
-        from llamay.native.store import CATALOGUE, llamay_store
-    except ImportError:  # under Pyodide: the old layout's folder only
-        CATALOGUE = {}
-    for e in CATALOGUE.values():
-        blob = llamay_store().blob(f"sha256:{e.sha256}")
-        if e.file == name and blob.is_file() and blob.stat().st_size == e.size:
-            path = blob
+    """A registry model (by its file name) from the store; skipped locally when absent, an error under CI (it
+    must be fetched)."""
+    path = registry_path(name) or REGISTRY_CACHE / name
     if not path.exists():
         msg = f"{path} is missing: run `llamay pull --all`"
         if IN_CI:

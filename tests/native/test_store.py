@@ -311,3 +311,8 @@ def test_a_damaged_old_layout_file_is_not_adopted(local, capsys):
     assert main(["pull", ENTRY.name]) == 1
     assert "damaged" in capsys.readouterr().err
     assert not blob(local).exists() and leftovers(local) == []
+
+
+def test_the_tests_know_the_catalogues_digests():
+    """tests/paths.py finds registry models' blobs without the native store (for Pyodide): same digests."""
+    assert paths.REGISTRY_SHA256 == {e.file: e.sha256 for e in store.CATALOGUE.values()}

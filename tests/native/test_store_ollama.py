@@ -174,3 +174,28 @@ def test_the_server_answers_by_its_name_with_its_parameters_and_ps_lists_it(env,
         assert any(line.startswith("fake:latest ") and "Forever" in line for line in out.splitlines()), out
     finally:
         live.stop()
+
+
+def test_llamay_web_serves_stored_models_by_name(env, tmp_path):
+    from llamay.native.commands.web import WebServer
+    from tests.native.test_static_site import get
+
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "index.html").write_text("<!doctype html>")
+    assert main(["import", str(MODEL), "mine"]) == 0
+    srv = WebServer(web, None).start()  # no --models: the stores
+    try:
+        status, _h, body = get(srv.url, "/models/index.json")
+        index = {m["name"]: m for m in json.loads(body)}
+        assert status == 200 and set(index) == {"mine:latest", "fake:latest"}
+        assert index["fake:latest"] == {"name": "fake:latest", "url": "/models/fake:latest.gguf",
+                                        "size": MODEL.stat().st_size}  # fmt: skip
+        for name in index:
+            status, headers, body = get(srv.url, index[name]["url"])
+            assert status == 200 and body == MODEL.read_bytes()
+            assert headers["content-type"] == "application/octet-stream"
+        for path in ("/models/nothing:latest.gguf", "/models/../blobs", "/models/blobs/", "/models/.lock"):
+            assert get(srv.url, path)[0] == 404, path
+    finally:
+        srv.close()
