@@ -80,7 +80,7 @@ MACROS = r"""{%- macro _jx(v, sort) -%}
 {%- endmacro -%}
 """
 
-VIEW = r"""{%- set _n = namespace(system=[], msgs=[], tools=[]) -%}
+VIEW = r"""{%- set _n = namespace(system=[], msgs=[], fns=[]) -%}
 {%- for _m in messages -%}
 {%- set _c = _m['content'] if _m['content'] is string
     else ((_m['content'] or [])|map(attribute='text')|select('string')|join) -%}
@@ -99,7 +99,12 @@ VIEW = r"""{%- set _n = namespace(system=[], msgs=[], tools=[]) -%}
     'ToolName': _m['tool_name'] or _m['name'] or '', 'ToolCallID': _m['tool_call_id'] or ''}] -%}
 {%- endif -%}
 {%- endfor -%}
-{%- for _x in (tools or []) -%}
+{%- set _think = enable_thinking is defined and enable_thinking is sameas true -%}
+"""
+
+# only for a template that reads .Tools: the translation mentions `tools` exactly when the Go template does (the
+# server offers tools to templates whose source names them)
+TOOLS_VIEW = r"""{%- for _x in (tools or []) -%}
 {%- set _fn = _x['function'] if _x['function'] is mapping else {} -%}
 {%- set _pa = _fn['parameters'] if _fn['parameters'] is mapping else {} -%}
 {%- set _pp = namespace(items=[]) -%}
@@ -108,16 +113,15 @@ VIEW = r"""{%- set _n = namespace(system=[], msgs=[], tools=[]) -%}
     'Enum': _p['enum'] or [], 'Items': _p['items'], 'AnyOf': _p['anyOf'] or [], 'Properties': _p['properties'],
     'Required': _p['required'] or [], '_json': _p})] -%}
 {%- endfor -%}
-{%- set _n.tools = _n.tools + [{'Type': _x['type'], 'Items': _x['items'], 'Function': {'Name': _fn['name'] or '',
+{%- set _n.fns = _n.fns + [{'Type': _x['type'], 'Items': _x['items'], 'Function': {'Name': _fn['name'] or '',
     'Description': _fn['description'] or '', 'Parameters': {'Type': _pa['type'] or '', 'Defs': _pa['$defs'],
     'Items': _pa['items'], 'Required': _pa['required'] or [], 'Properties': dict(_pp.items), '_json': _pa},
     '_json': _fn}, '_json': _x}] -%}
 {%- endfor -%}
-{%- set _think = enable_thinking is defined and enable_thinking is sameas true -%}
 """
 
 MESSAGES_CALL = (
-    "{%- set _r = {'System': _n.system|join('\\n\\n'), 'Messages': _n.msgs, 'Tools': _n.tools, 'Response': '', "
+    "{%- set _r = {'System': _n.system|join('\\n\\n'), 'Messages': _n.msgs, 'Tools': _n.fns, 'Response': '', "
     "'Think': _think, 'ThinkLevel': '', 'IsThinkSet': enable_thinking is defined} -%}{{ _body(_r) }}"
 )
 
@@ -525,12 +529,13 @@ def translate(source: str, name: str = "Ollama template") -> Translation:
     tree = parse(source, name)
     used = identifiers(tree)
     try:
+        view = VIEW + (TOOLS_VIEW if "tools" in used else "")
         if "messages" in used:
-            return Translation(MACROS + body_macro("_body", tree) + VIEW + MESSAGES_CALL, "messages")
+            return Translation(MACROS + body_macro("_body", tree) + view + MESSAGES_CALL, "messages")
         if "response" not in used:
             tree = (*tree, Action(Pipe((), False, (Command((Field(("Response",)),)),)), 0))
         last = cut_after_response(tree)
-        jinja = MACROS + body_macro("_body", tree) + body_macro("_last", last) + VIEW + TURNS_CALL
+        jinja = MACROS + body_macro("_body", tree) + body_macro("_last", last) + view + TURNS_CALL
         return Translation(jinja, "turns")
     except TranslationError as e:
         raise TranslationError(f"{name}: {e}") from None

@@ -62,7 +62,7 @@ def gguf_facts(path) -> tuple[dict, str | None]:
 def run(args: argparse.Namespace) -> int:
     from llamay.native.store import resolve
 
-    r = resolve(args.name, log=lambda m: print(m, file=sys.stderr))
+    r = resolve(args.name, pull=False, log=lambda m: print(m, file=sys.stderr))
     layers = r.layers
     if args.modelfile:
         sys.stdout.write(modelfile(r))

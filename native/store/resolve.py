@@ -159,6 +159,8 @@ def resolve(ref: str | None, *, pull: bool = True, log: Log = print) -> Resolved
     found = ollama.manifest_path(name)
     if found is not None:
         return from_manifest(ollama, name, found)
+    if e is not None:
+        raise ModelNotFound(f"{ref} is in the catalogue but not pulled yet: `llamay pull {e.name}` fetches it")
     raise ModelNotFound(
         f"no model named {ref!r}: not a file, not in llamay's store ({llamay.root}), the catalogue "
         f"({', '.join(catalogue.CATALOGUE)}) or Ollama's store ({ollama.root}); `llamay list` shows what there is"

@@ -261,3 +261,10 @@ def test_what_is_not_go_is_refused(go):
     with pytest.raises(GoTemplateError) as e:
         parse(go)
     assert not isinstance(e.value, TranslationError)
+
+
+def test_the_translation_reads_tools_only_when_the_template_does():
+    """The server offers tools only to a template whose source names them: a translation of one that ignores
+    .Tools must not look as if it read them."""
+    assert "tools" not in translate(CHATML).jinja
+    assert "tools" in translate("{{ range .Tools }}{{ . }}{{ end }}" + CHATML).jinja
