@@ -6,8 +6,8 @@ name, and never half-written (a rename is all or nothing). Its writer holds an f
 as long as it writes; a temporary file nobody holds is what a killed writer left, and `remove_stale` deletes it
 (the next writer runs it first). Writes are atomic in the same way for manifests (`write_atomic`).
 
-`LLAMAY_STORE_KILL_AT=<point>` makes this process SIGKILL itself at that point (tests: what a crash leaves):
-blob-opened, blob-writing, blob-written, blob-synced, blob-installed, manifest-written.
+`LLAMAY_STORE_KILL_AT=<point>[:<signal>]` makes this process send itself SIGKILL (or the signal named) at that
+point, for the tests: blob-opened, blob-writing, blob-written, blob-synced, blob-installed, manifest-written.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ class BlobError(LlamayError):
 
 
 def checkpoint(point: str) -> None:
-    """The test hook: die here, as a crash would, when asked to."""
-    if os.environ.get(KILL_AT) == point:
-        os.kill(os.getpid(), signal.SIGKILL)
+    """The test hook: die here, as a crash would (or take the signal asked for), when asked to."""
+    asked = os.environ.get(KILL_AT, "")
+    if asked.split(":")[0] == point:
+        os.kill(os.getpid(), getattr(signal, asked.partition(":")[2] or "SIGKILL"))
 
 
 def parse_digest(digest: str) -> str:

@@ -15,6 +15,7 @@ from llamay.errors import LlamayError
 from llamay.modelfile import Modelfile, parse
 
 from .blobs import BlobError, BlobWriter, hash_file, link_in, parse_digest
+from .catalogue import exit_on_fatal_signals
 from .layers import Layers, manifest_of
 from .manifests import MODEL, Layer, Store
 from .names import Name
@@ -116,7 +117,7 @@ def create(name: str, text: str, folder: Path, log: Log = print) -> Path:
     mf = parse(text)
     store = llamay_store()
     store.clean()
-    with store.lock():
+    with exit_on_fatal_signals(), store.lock():  # SIGTERM or SIGHUP: temporary files go, as on any error
         model, base = base_of(store, mf, folder, log)
         layers = merged(base, mf)
         for w in warnings(layers):
@@ -135,7 +136,7 @@ def copy(src: str, dst: str, log: Log = print) -> Path:
     if origin.manifest is None:
         raise LlamayError(f"{src} is a file, not a stored model: `llamay import {src} {dst}` stores it")
     store.clean()
-    with store.lock():
+    with exit_on_fatal_signals(), store.lock():
         other = store if origin.source == store.kind else ollama_store()
         m = other.read_manifest(origin.manifest)
         if other is not store:

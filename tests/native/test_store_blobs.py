@@ -77,6 +77,15 @@ def test_a_writer_killed_anywhere_installs_nothing_half_written(env, point):
     assert blobs_are_their_digests(root) == []
 
 
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_writer_stopped_by_a_signal_removes_its_temporary_file(env, sig):
+    root = Path(env["LLAMAY_MODELS"])
+    r = run_import(env, "m", kill_at=f"blob-writing:{sig}")
+    assert r.returncode in (128 + getattr(signal, sig), 130), r.stderr
+    assert "Traceback" not in r.stderr
+    assert temps(root) == [] and not (root / "blobs" / f"sha256-{MODEL_HEX}").exists()
+
+
 def test_a_temp_file_held_by_a_writer_is_not_stale(env, tmp_path):
     blobs = Path(env["LLAMAY_MODELS"]) / "blobs"
     with BlobWriter(blobs) as w:
