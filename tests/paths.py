@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,12 +43,24 @@ def registry_path(name: str) -> Path | None:
 
 
 def registry_model(name: str) -> Path:
-    """A registry model (by its file name) from the store; skipped locally when absent, an error under CI (it
+    """A registry model under its file name (tests name models by file): the old layout's file, or the store's
+    blob hard-linked under that name in a temporary folder; skipped locally when absent, an error under CI (it
     must be fetched)."""
-    path = registry_path(name) or REGISTRY_CACHE / name
-    if not path.exists():
-        msg = f"{path} is missing: run `llamay pull --all`"
+    path = registry_path(name)
+    if path is None:
+        msg = f"{REGISTRY_CACHE / name} is missing: run `llamay pull --all`"
         if IN_CI:
             pytest.fail(msg)
         pytest.skip(msg)
-    return path
+    if path.name == name or sys.platform == "emscripten":  # under Pyodide a copy would fill its memory
+        return path
+    named = Path(tempfile.gettempdir()) / f"llamay-registry-models-{os.getuid()}" / name
+    if not (named.is_file() and named.stat().st_ino == path.stat().st_ino):
+        named.parent.mkdir(exist_ok=True)
+        temp = named.with_name(f".{name}.{os.getpid()}")
+        try:
+            os.link(path, temp)
+        except OSError:
+            shutil.copyfile(path, temp)
+        os.replace(temp, named)
+    return named
