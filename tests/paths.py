@@ -35,8 +35,8 @@ def stories(type_name: str = "f32") -> Path:
 
 
 def registry_path(name: str) -> Path | None:
-    """A registry model (by its file name): its blob in the store, else the old layout's file, else None."""
-    for path in (STORE / "blobs" / f"sha256-{REGISTRY_SHA256[name]}", REGISTRY_CACHE / name):
+    """A registry model (by its file name): the old layout's file, else its blob in the store, else None."""
+    for path in (REGISTRY_CACHE / name, STORE / "blobs" / f"sha256-{REGISTRY_SHA256[name]}"):
         if path.is_file():
             return path
     return None
