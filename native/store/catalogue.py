@@ -167,9 +167,8 @@ def pull(store: Store, name: str, log: Log = print, verify: bool = False) -> Pat
     with store.lock():
         if have.ok:  # the old layout's file, intact by size
             adopt(store, e, have.path, log)
-        else:
-            if blob.exists() and check_file(blob, e, True).problem:
-                blob.unlink()  # a damaged blob is replaced, never trusted
+        elif not (blob.is_file() and check_file(blob, e, True).ok):  # an intact blob nothing named yet is kept
+            blob.unlink(missing_ok=True)  # a damaged blob is replaced, never trusted
             with pull_folder(store.root) as tmp:
                 fetch(store, e, tmp, log)
         store.write_manifest(e.model_name, manifest_for(store, blob, e.sha256, e.size))

@@ -52,7 +52,7 @@ def stores() -> tuple[Store, Store]:
 
 
 def looks_like_path(ref: str) -> bool:
-    return ref.startswith(("/", "./", "../", "~")) or ref.endswith(".gguf") or os.sep + os.sep in ref
+    return ref.startswith(("/", "./", "../", "~", os.sep)) or ref.endswith(".gguf")
 
 
 @dataclass

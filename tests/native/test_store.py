@@ -316,3 +316,13 @@ def test_a_damaged_old_layout_file_is_not_adopted(local, capsys):
 def test_the_tests_know_the_catalogues_digests():
     """tests/paths.py finds registry models' blobs without the native store (for Pyodide): same digests."""
     assert {e.file: e.sha256 for e in store.CATALOGUE.values()} == paths.REGISTRY_SHA256
+
+
+def test_an_intact_blob_left_without_its_manifest_is_not_downloaded_again(local, monkeypatch):
+    """A pull killed after installing the blob, before its manifest: the next pull checks the blob and names it."""
+    assert main(["pull", ENTRY.name]) == 0
+    manifest = Path(local["LLAMAY_MODELS"]) / "manifests" / "registry.ollama.ai" / "library" / ENTRY.name / "latest"
+    manifest.unlink()
+    monkeypatch.setattr(catalogue, "download", lambda *_a: pytest.fail("downloaded again"))
+    assert store.pull(ENTRY.name, log=lambda _m: None) == blob(local)
+    assert manifest.is_file() and blob(local).read_bytes() == PAYLOAD
