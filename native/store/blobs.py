@@ -217,6 +217,21 @@ def remove_stale(folder: Path, recursive: bool = False) -> list[Path]:
     return removed
 
 
+def problem(path: Path, size: int, hexa: str, verify: bool = False) -> str | None:
+    """What is wrong with the file that should hold `size` bytes of SHA-256 `hexa`: missing, of another size, or
+    (`verify`: hashed whole) of another digest; None when nothing is. Every integrity check in the store is this one
+    (`llamay list --verify`, `llamay models --verify`, `pull --verify`)."""
+    try:
+        got = path.stat().st_size
+    except FileNotFoundError:
+        return "missing"
+    if got != size:
+        return f"{got:,} bytes where there should be {size:,} (truncated or damaged)"
+    if verify and (digest := hash_file(path)) != hexa:
+        return f"SHA-256 {digest} is not the expected {hexa} (damaged)"
+    return None
+
+
 def hash_file(path: Path, progress: Progress | None = None) -> str:
     h, done = hashlib.sha256(), 0
     with open(path, "rb") as f:

