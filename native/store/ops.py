@@ -15,7 +15,7 @@ from llamay.errors import LlamayError
 from llamay.modelfile import Modelfile, parse
 
 from .blobs import BlobError, BlobWriter, hash_file, link_in, parse_digest
-from .catalogue import exit_on_fatal_signals
+from .catalogue import exit_on_fatal_signals, remove_leftovers
 from .layers import Layers, manifest_of
 from .manifests import MODEL, Layer, Store
 from .names import Name
@@ -163,7 +163,8 @@ def remove(name: str, log: Log = print) -> None:
 
 
 def prune(store: Store, log: Log = print, quiet: bool = False) -> int:
-    """Remove the blobs no manifest names; how many."""
+    """Remove the blobs no manifest names, and what killed pulls left; how many blobs."""
+    remove_leftovers(store.root, log)
     removed, done = store.gc()
     if removed and not quiet:
         log(f"llamay: removed {len(removed)} unused blob(s) from {store.blobs}")

