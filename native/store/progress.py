@@ -12,7 +12,7 @@ from typing import TextIO
 
 BAR = 24  # characters of the bar
 INTERVAL = 0.1  # seconds between redraws
-UNITS = (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10))
+UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))  # decimal, as `ollama list` counts
 
 
 def human_bytes(n: float) -> str:

@@ -273,7 +273,7 @@ class Terminal(io.StringIO):
 
 
 def test_the_progress_bar_shows_bytes_rate_and_time_left_on_a_terminal_only():
-    assert line("pulling x", 50 << 20, 100 << 20, 10.0) == (
+    assert line("pulling x", 50 * 10**6, 100 * 10**6, 10.0) == (
         "pulling x [############------------] 50.0 MB / 100.0 MB 5.0 MB/s 0:10 left"
     )
     tty, pipe = Terminal(), io.StringIO()
@@ -282,5 +282,5 @@ def test_the_progress_bar_shows_bytes_rate_and_time_left_on_a_terminal_only():
         bar(500)
         bar(1000)
         bar.close()
-    assert "1000 B / 1000 B" in tty.getvalue() and tty.getvalue().endswith("left\n")
+    assert "1.0 kB / 1.0 kB" in tty.getvalue() and tty.getvalue().endswith("left\n")
     assert pipe.getvalue() == ""
