@@ -181,14 +181,16 @@ def check_supported(p: GenParams) -> None:
 
 
 def sampler_for(p: GenParams, choice: int = 0, *, tokenizer: Any = None, constraint: Any = None,
-                prompt: list[int] | None = None) -> Sampler:  # fmt: skip
+                prompt: list[int] | None = None, base: dict[str, Any] | None = None) -> Sampler:  # fmt: skip
     """The sampler of one choice: seeded `seed + choice` so that n choices differ yet repeat. The prompt is fed
     to the penalties where the sampler has them (as llama.cpp does)."""
-    kw: dict[str, Any] = {}
+    fields = _config_fields()
+    # a stored model's PARAMETERs first (mirostat, typical_p, ... that requests cannot set), the request's over
+    # them; its seed, from either, is set below (offset per choice)
+    kw: dict[str, Any] = {k: v for k, v in (base or {}).items() if k in fields and k != "seed"}
     for name in ("temperature", "top_p", "top_k", "min_p"):  # every SamplerConfig takes these by name
         if getattr(p, name) is not None:
             kw[name] = getattr(p, name)
-    fields = _config_fields()
     for name in NEUTRAL:
         value = getattr(p, name)
         if value is not None and name in fields:

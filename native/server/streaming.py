@@ -53,7 +53,8 @@ class Generation:
 
     def __init__(self, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,
                  keep: bool = False, pin: Pin | None = None) -> None:  # fmt: skip
-        params = with_defaults(params, getattr(service, "defaults", None))
+        defaults = getattr(service, "defaults", None)  # a stored model's PARAMETERs (store.options.Options)
+        params = with_defaults(params, defaults)
         check_supported(params)
         constraint = constraint_for(params, service.tokenizer)
         self.service = service
@@ -67,7 +68,8 @@ class Generation:
         for p, (prompt, budget) in enumerate(zip(prompts, budgets, strict=True)):
             for i in range(params.n):
                 index = p * params.n + i
-                sampler = sampler_for(params, i, tokenizer=self.tokenizer, constraint=constraint, prompt=prompt)
+                sampler = sampler_for(params, i, tokenizer=self.tokenizer, constraint=constraint, prompt=prompt,
+                                      base=getattr(defaults, "sampler", None))  # fmt: skip
                 job = Job(prompt, budget, sampler, logprobs=params.logprobs, index=index,
                           sink=self.sink, keep=keep, pin=pin.hold() if pin else None)  # fmt: skip
                 self.choices.append(Choice(job, self.tokenizer.detokenizer(), StopMatcher(list(params.stop))))

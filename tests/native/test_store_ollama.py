@@ -169,11 +169,39 @@ def test_the_server_answers_by_its_name_with_its_parameters_and_ps_lists_it(env,
             assert got.status_code == 200, got.text
             greedy = llamay(env, "run", "-m", str(MODEL), "-p", PROMPT, "-n", "12", "--temp", "0")
             assert PROMPT + got.json()["choices"][0]["text"] + "\n" == greedy  # temperature 0 from its params
+            got = c.post("/api/generate", json={"model": "fake", "prompt": PROMPT, "raw": True, "stream": False})
+            assert got.status_code == 200, got.text
+            assert got.json()["eval_count"] == PARAMS["num_predict"]  # its num_predict when the request has none
+            assert PROMPT + got.json()["response"] + "\n" == greedy
         assert main(["ps", "--host", live.url]) == 0
         out = capsys.readouterr().out
         assert any(line.startswith("fake:latest ") and "Forever" in line for line in out.splitlines()), out
     finally:
         live.stop()
+
+
+def test_the_server_samples_with_parameters_requests_cannot_set(env):
+    """mirostat and typical_p come only from the model's PARAMETERs: the server's draws are `run`'s (which takes
+    every PARAMETER), seed for seed."""
+    pytest.importorskip("uvicorn")
+    from tests.server.conftest import start_server
+
+    params = {"mirostat": 2, "mirostat_tau": 3.0, "typical_p": 0.7, "temperature": 1.0, "seed": 7, "num_predict": 16}
+    fake_ollama(Path(env["OLLAMA_MODELS"]), "miro", params=params)
+    r = resolve("miro", pull=False)
+    live = start_server(r.path, backend="portable", n_ctx=128, parallel=1, queue=2, name=r.name, defaults=r.options,
+                        aliases=("miro",))  # fmt: skip
+    try:
+        with live.client() as c:
+            got = c.post("/v1/completions", json={"model": "miro", "prompt": PROMPT})
+            assert got.status_code == 200, got.text
+            served = got.json()["choices"][0]["text"]
+    finally:
+        live.stop()
+    ran = llamay(env, "run", "-m", "miro", "-p", PROMPT)
+    plain = llamay(env, "run", "-m", str(MODEL), "-p", PROMPT, "-n", "16", "--temp", "1", "--seed", "7")
+    assert PROMPT + served + "\n" == ran
+    assert ran != plain, "the model's mirostat and typical_p change nothing here: the test cannot tell"
 
 
 def test_llamay_web_serves_stored_models_by_name(env, tmp_path):
