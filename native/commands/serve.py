@@ -72,12 +72,13 @@ def run(args: argparse.Namespace) -> int:
     aliases = (args.model, r.name) if args.model else (DEFAULT_MODEL, r.name, "default")
     say(f"llamay serve: loading {r.name} ({r.path})")
     opts = r.options
-    service = Service.load(
-        r.path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size or opts.num_ctx,
-        parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
-        aliases=aliases, snapshot_dir=args.snapshot_dir, name=r.name if r.manifest else None, defaults=opts,
-        **quota,
-    )  # fmt: skip
+    with r.held() as path:  # no `rm` or `prune` takes its blob while it is opened
+        service = Service.load(
+            path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size or opts.num_ctx,
+            parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
+            aliases=aliases, snapshot_dir=args.snapshot_dir, name=r.name if r.manifest else None, defaults=opts,
+            **quota,
+        )  # fmt: skip
     r.apply(service.generator.model)  # its TEMPLATE, SYSTEM and MESSAGE layers
     be = service.generator.model.backend
     threads = args.threads or opts.num_thread

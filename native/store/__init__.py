@@ -12,7 +12,8 @@
 
 What a server needs to answer for stored models by name is `listing()` (every model of both stores),
 `resolve(name, pull=False)` (a `Resolved`: GGUF path, layers, `options`, `chat_template`) and
-`Resolved.load(backend)` (the Model, its layers applied); `ModelNotFound` is the unknown name.
+`Resolved.load(backend)` (the Model, its layers applied, opened while `Resolved.held()` keeps its blob from
+garbage collection); `ModelNotFound` is the unknown name.
 """
 
 from .catalogue import CATALOGUE, DEFAULT_MODEL, CatalogueEntry, Stored, check, entry, legacy_dir, remove_leftovers

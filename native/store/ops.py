@@ -169,5 +169,8 @@ def prune(store: Store, log: Log = print, quiet: bool = False) -> int:
     if removed and not quiet:
         log(f"llamay: removed {len(removed)} unused blob(s) from {store.blobs}")
     if not done:
-        log("llamay: another llamay is writing to the store: unused blobs are kept until the next prune")
+        log(
+            "llamay: another llamay is writing to the store or loading a model: unused blobs are kept until the next "
+            "prune"
+        )
     return len(removed)

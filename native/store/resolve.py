@@ -15,7 +15,9 @@ and MESSAGE (added to every chat), PARAMETER (`options`: the sampling defaults).
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -94,11 +96,27 @@ class Resolved:
         preset = ChatPreset(self.layers.system or None, tuple(self.layers.messages))
         model.tokenizer.use_chat_template(jinja, f"{self.name}'s TEMPLATE layer", preset)
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[Path]:
+        """The GGUF's path, kept from garbage collection for the block: llamay's store's lock, shared (as writers
+        hold it), so `prune`, `rm` and the rest remove no blob meanwhile. Hold it while opening the file; once
+        it is open (mapped) a later `rm` cannot take the bytes from under the reader (POSIX keeps an open file's
+        data). Ollama's store is never collected by llamay: nothing to hold. A blob removed between resolving and
+        holding is an error naming it."""
+        if self.source != "llamay":
+            yield self.path
+            return
+        with llamay_store().lock():
+            if not self.path.is_file():
+                raise ModelNotFound(f"{self.name}: its model blob {self.path} was removed meanwhile")
+            yield self.path
+
     def load(self, backend: Any = None) -> Any:
-        """The Model (llamay.model), its layers applied."""
+        """The Model (llamay.model), its layers applied (loaded while `held`)."""
         from llamay.model import load_model
 
-        model = load_model(self.path, backend)
+        with self.held() as path:
+            model = load_model(path, backend)
         try:
             self.apply(model)
         except BaseException:

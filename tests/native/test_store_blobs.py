@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from llamay.native.cli import main
-from llamay.native.store import llamay_store
+from llamay.native.store import ModelNotFound, llamay_store
 from llamay.native.store.blobs import KILL_AT, BlobError, BlobWriter, remove_stale
 from llamay.native.store.manifests import MODEL as MODEL_MEDIA
 from tests import paths
@@ -140,8 +140,26 @@ def test_gc_waits_for_writers(env, tmp_path, capsys):
     with llamay_store().lock():  # a writer between its first blob and its manifest
         assert main(["prune"]) == 0
         assert orphan.exists()
-        assert "another llamay is writing" in capsys.readouterr().err
+        assert "another llamay is writing to the store or loading" in capsys.readouterr().err
     assert main(["prune"]) == 0 and not orphan.exists()
+
+
+def test_a_model_being_loaded_keeps_its_blob_through_rm(env):
+    """`rm` while another process opens the model (held: what run, chat and serve do while loading) frees the
+    name at once and the blob only once the load is done."""
+    from llamay.native.store import resolve
+
+    root = Path(env["LLAMAY_MODELS"])
+    assert main(["import", str(MODEL), "a"]) == 0
+    blob = root / "blobs" / f"sha256-{MODEL_HEX}"
+    r = resolve("a", pull=False)
+    with r.held() as path:
+        assert path == blob
+        assert main(["rm", "a"]) == 0
+        assert blob.read_bytes() == MODEL.read_bytes()
+    assert main(["prune"]) == 0 and not blob.exists()
+    with pytest.raises(ModelNotFound, match="removed meanwhile"), r.held():
+        pass
 
 
 def test_list_flags_damaged_blobs(env, capsys):
