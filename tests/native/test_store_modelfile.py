@@ -245,7 +245,7 @@ def test_ps_shows_what_a_server_has_loaded(capsys):
         srv.close()
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["NAME", "ID", "SIZE", "PROCESSOR", "UNTIL"]
-    assert out[1].split() == ["llama3.2:1b", "a80c4f17acd5", "1.9", "GB", "100%", "GPU", "2026-12-01T20:00:00Z"]
+    assert out[1].split() == ["llama3.2:1b", "a80c4f17acd5", "2.0", "GB", "100%", "GPU", "2026-12-01T20:00:00Z"]
 
 
 @pytest.mark.parametrize(("status", "body", "message"), [(500, b"{}", "500"), (200, b"<html>", "not an /api/ps"),
