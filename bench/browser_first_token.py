@@ -65,13 +65,14 @@ def visit(page, base: str, model_url: str, prompt: str | None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from llamay.native.commands.web import WEB_DIR, WebServer, check_web_dir
-    from llamay.native.store import models_dir
+    from llamay.native.store import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=models_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    ap.add_argument("--model", type=Path, help="a GGUF (default: smollm2 from the store, pulled if missing)")
     ap.add_argument("--runs", type=int, default=3, help="page loads with the model cached (default 3)")
     ap.add_argument("--prompt", default=PROMPT)
     args = ap.parse_args(argv)
+    args.model = args.model or resolve_model("smollm2", log=lambda m: print(m, file=sys.stderr))
     if not args.model.exists():
         raise SystemExit(f"{args.model} is missing: run `llamay pull` (or pass --model)")
     problem = check_web_dir(WEB_DIR)

@@ -102,3 +102,11 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, Enum):
         return v.value
     return v
+
+
+def parameter_size(n: int) -> str:
+    """A parameter count as Ollama shows it: 135M, 1.2B, 260K."""
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f}{unit}".replace(".0", "")
+    return str(n)

@@ -13,8 +13,8 @@ import sys
 from llamay import __version__
 from llamay.errors import LlamayError
 
-COMMANDS = ("info", "tensor", "pull", "tokenize", "detokenize", "verify", "chat", "embed", "run", "bench", "serve",
-            "web")  # fmt: skip
+COMMANDS = ("info", "tensor", "pull", "listing", "show", "manage", "ps", "tokenize", "detokenize", "verify", "chat",
+            "embed", "run", "bench", "serve", "web")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

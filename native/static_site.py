@@ -10,8 +10,9 @@ answer is refused, so a DNS-rebinding page cannot read the models.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from email.utils import parsedate
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -101,21 +102,42 @@ def not_modified(request: Headers, response: MutableHeaders) -> bool:
     return since is not None and modified is not None and since >= modified
 
 
+class StoredModels:
+    """The model stores at /models/: each stored model as `/models/<name:tag>.gguf` (its blob; only names the
+    listing has are answered, so a request names no path), and the files of a plain folder beside them."""
+
+    def __init__(self, listing: Callable[[], dict[str, Path]], folder: Path | None = None) -> None:
+        self.listing, self.folder = listing, folder
+
+    def index(self) -> list[dict]:
+        named = [{"name": n, "url": f"{MODELS}/{n}.gguf", "size": p.stat().st_size} for n, p in self.listing().items()]
+        return named + (model_index(self.folder) if self.folder else [])
+
+    def find(self, rel: str) -> Found | None:
+        blob = self.listing().get(rel.strip("/").removesuffix(".gguf"))
+        if blob is not None and blob.is_file():
+            return Found(blob, TYPES[".gguf"], blob.stat(), False)
+        return find(self.folder, rel, ()) if self.folder else None
+
+
 class Site:
     """The endpoint: `web` at `/`, `models` at `/models/`, `/models/index.json` listing the models."""
 
-    def __init__(self, web: Path, models: Path) -> None:
-        self.web, self.models = Path(web), Path(models)
+    def __init__(self, web: Path, models: Path | StoredModels) -> None:
+        self.web, self.models = Path(web), models if isinstance(models, StoredModels) else Path(models)
 
     async def respond(self, request: Request) -> Response:
         path = request.scope["path"]  # decoded: %2e%2e is `..`, refused like it
+        stored = self.models if isinstance(self.models, StoredModels) else None
         if path == f"{MODELS}/index.json":
-            return JSONResponse(await anyio.to_thread.run_sync(model_index, self.models))
-        if path == MODELS or path.startswith(f"{MODELS}/"):
-            root, rel, hidden = self.models, path[len(MODELS) :], ()
+            index = stored.index if stored else partial(model_index, self.models)
+            return JSONResponse(await anyio.to_thread.run_sync(index))
+        if stored and path.startswith(f"{MODELS}/"):
+            found = await anyio.to_thread.run_sync(stored.find, path[len(MODELS) :])
+        elif path == MODELS or path.startswith(f"{MODELS}/"):
+            found = await anyio.to_thread.run_sync(find, self.models, path[len(MODELS) :], ())
         else:
-            root, rel, hidden = self.web, path, HIDDEN
-        found = await anyio.to_thread.run_sync(find, root, rel, hidden)
+            found = await anyio.to_thread.run_sync(find, self.web, path, HIDDEN)
         if found is None:
             return PlainTextResponse("not found", status_code=404)
         if found.folder and not path.endswith("/"):
@@ -178,7 +200,9 @@ class Guard:
         await self.app(scope, receive, with_headers)
 
 
-def create_site(web: Path, models: Path, allowed_hosts: Iterable[str] = (), log: list | None = None) -> ASGIApp:
+def create_site(
+    web: Path, models: Path | StoredModels, allowed_hosts: Iterable[str] = (), log: list | None = None
+) -> ASGIApp:
     """The ASGI app of `llamay web`; `log` (a list) records the (method, path) of every request."""
     app = Starlette(routes=[Route("/{path:path}", Site(web, models).respond, methods=["GET", "HEAD"])])
     return Guard(app, allowed_hosts, log)

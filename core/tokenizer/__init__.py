@@ -14,7 +14,7 @@ pre-tokenizer by `tokenizer.ggml.pre` (`pretokenize.PRE_TOKENIZERS`).
 
 from typing import Any
 
-from .chat import ChatTemplate, ChatTemplateError
+from .chat import ChatPreset, ChatTemplate, ChatTemplateError
 from .pretokenize import PRE_TOKENIZERS, PreTokenizer, Splitter, pre_tokenizer
 from .stream import StreamDecoder
 from .tokenizer import Tokenizer
@@ -28,6 +28,7 @@ def load_tokenizer(gguf_file: Any) -> Tokenizer:
 
 __all__ = [
     "PRE_TOKENIZERS",
+    "ChatPreset",
     "ChatTemplate",
     "ChatTemplateError",
     "PreTokenizer",

@@ -13,6 +13,8 @@ line. A model without a template gets ChatML (what llama.cpp falls back to).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -29,6 +31,22 @@ CHATML = (
 
 class ChatTemplateError(LlamayError):
     """A chat template that does not compile or that fails (or raises) while rendering."""
+
+
+@dataclass(frozen=True)
+class ChatPreset:
+    """What a stored model adds to every conversation (Ollama's SYSTEM and MESSAGE layers), as Ollama adds it:
+    the preset messages go first, and the system prompt before them when the conversation does not open with a
+    system message of its own."""
+
+    system: str | None = None
+    messages: tuple[dict[str, Any], ...] = ()
+
+    def apply(self, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = [*self.messages, *messages]
+        if self.system and not (messages and messages[0].get("role") == "system"):
+            out.insert(0, {"role": "system", "content": self.system})
+        return out
 
 
 def _raise_exception(message: str) -> None:

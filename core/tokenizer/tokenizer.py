@@ -37,6 +37,8 @@ class Tokenizer:
             self._model = UnigramModel(vocab)
         self._special = SpecialSplitter(vocab)
         self.chat_template_source = chat_template
+        self.chat_template_name = "tokenizer.chat_template"
+        self.chat_preset: Any = None  # a ChatPreset (system prompt, messages) a stored model adds
         self._chat: Any = None
         self._pieces: list[bytes | None] = [None] * len(vocab.tokens)  # rendered on first use
         # SentencePiece's dummy prefix (and WordPiece's phantom space) is not part of the text
@@ -172,6 +174,14 @@ class Tokenizer:
 
     # --- chat -------------------------------------------------------------------------------------------------
 
+    def use_chat_template(self, source: str | None, name: str, preset: Any = None) -> None:
+        """Render chats with `source` (Jinja) instead of the GGUF's template, and add `preset` (a ChatPreset) to
+        every conversation: what a stored model's TEMPLATE, SYSTEM and MESSAGE layers ask for."""
+        if source is not None:
+            self.chat_template_source, self.chat_template_name = source, name
+        self.chat_preset = preset
+        self._chat = None
+
     def apply_chat_template(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,
                             tools: list[dict[str, Any]] | None = None, **kw: Any) -> str:  # fmt: skip
         """Render the model's chat template (ChatML when the GGUF has none) for `messages`."""
@@ -182,8 +192,10 @@ class Tokenizer:
                      "sep_token": "sep", "mask_token": "mask"}  # fmt: skip
             specials = {k: self.vocab.tokens[i] for k, n in names.items() if (i := self.vocab.ids[n]) is not None}
             source = self.chat_template_source
-            name = "tokenizer.chat_template" if source else "fallback ChatML template"
+            name = self.chat_template_name if source else "fallback ChatML template"
             self._chat = ChatTemplate(source or CHATML, special_tokens=specials, name=name)
+        if self.chat_preset is not None:
+            messages = self.chat_preset.apply(messages)
         return self._chat.render(messages, add_generation_prompt=add_generation_prompt, tools=tools, **kw)
 
 

@@ -17,6 +17,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from llamay.native.commands import MODEL_HELP_DEFAULT
+
 # a fixed paragraph, repeated until the prompt is long enough (tokenised by the model's own tokenizer)
 PARAGRAPH = (
     "The old lighthouse stood at the edge of the cliff, its white paint peeling in the salt wind. Every evening "
@@ -35,7 +37,7 @@ class Result:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="prompt and generation speed, optionally against llama.cpp")
-    p.add_argument("-m", "--model", help="GGUF file or catalogue name (default: the default catalogue model)")
+    p.add_argument("-m", "--model", help=MODEL_HELP_DEFAULT)
     p.add_argument("-p", "--n-prompt", type=int, default=128, help="prompt tokens (default 128)")
     p.add_argument("-n", "--n-gen", type=int, default=64, help="generated tokens (default 64)")
     p.add_argument("-t", "--threads", type=int, action="append", help="thread count; repeat for several")

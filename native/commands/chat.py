@@ -18,16 +18,21 @@ import sys
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 
+from llamay.native.commands import MODEL_HELP_DEFAULT
+
+DEFAULTS = {"max_tokens": 512, "temp": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05}
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chat", help="chat interactively with a model, using its chat template")
-    p.add_argument("-m", "--model", help="GGUF file or catalogue name (default: the default model)")
-    p.add_argument("-s", "--system", help="system prompt")
-    p.add_argument("-n", "--max-tokens", type=int, default=512)
-    p.add_argument("--temp", type=float, default=0.7)
-    p.add_argument("--top-k", type=int, default=40)
-    p.add_argument("--top-p", type=float, default=0.95)
-    p.add_argument("--min-p", type=float, default=0.05)
+    p.add_argument("-m", "--model", help=MODEL_HELP_DEFAULT)
+    p.add_argument("-s", "--system", help="system prompt (default: the stored model's SYSTEM, if it has one)")
+    # sampling flags left out take the stored model's PARAMETERs, then these defaults
+    p.add_argument("-n", "--max-tokens", type=int, help=f"tokens a reply may have (default {DEFAULTS['max_tokens']})")
+    p.add_argument("--temp", type=float, help=f"temperature (default {DEFAULTS['temp']})")
+    p.add_argument("--top-k", type=int, help=f"top-k (default {DEFAULTS['top_k']})")
+    p.add_argument("--top-p", type=float, help=f"top-p (default {DEFAULTS['top_p']})")
+    p.add_argument("--min-p", type=float, help=f"min-p (default {DEFAULTS['min_p']})")
     p.add_argument("--seed", type=int)
     p.add_argument("-c", "--ctx-size", type=int, help="context size (default: min(train context, 4096))")
     p.add_argument("--backend", help="kernel backend (portable, numba, wasm)")
@@ -78,15 +83,17 @@ def reply(pieces: Generator[str, None, None], out=None) -> tuple[str, bool]:
 
 def run(args: argparse.Namespace) -> int:
     from llamay.engine import Engine
-    from llamay.model import load_model
-    from llamay.native.store import resolve_model
-    from llamay.sampling import SamplerConfig
+    from llamay.native.store import resolve
 
-    path = resolve_model(args.model, log=lambda m: print(m, file=sys.stderr))
-    sampling = SamplerConfig(args.temp, args.top_k, args.top_p, args.min_p, args.seed)
+    r = resolve(args.model, log=lambda m: print(m, file=sys.stderr))
+    opts = r.options
+    defaults = {k: v for k, v in DEFAULTS.items() if k != "max_tokens"}
+    sampling = opts.sampler_config(defaults, temp=args.temp, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
+                                   seed=args.seed)  # fmt: skip
+    max_tokens = args.max_tokens or (opts.num_predict if (opts.num_predict or -1) > 0 else DEFAULTS["max_tokens"])
     interactive = sys.stdin.isatty()
-    with load_model(path, args.backend) as model:
-        engine = Engine(model, n_ctx=args.ctx_size)
+    with r.load(args.backend) as model:
+        engine = Engine(model, n_ctx=args.ctx_size or opts.num_ctx)
         system = [{"role": "system", "content": args.system}] if args.system else []
         messages = list(system)
         if interactive:
@@ -104,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                 if not line.strip():
                     continue
                 messages.append({"role": "user", "content": line.rstrip("\n")})
-                text, stopped = reply(engine.chat(messages, args.max_tokens, sampling))
+                text, stopped = reply(engine.chat(messages, max_tokens, sampling, stop=opts.stop))
                 if stopped and not text:
                     messages.pop()
                     say("[stopped before the reply began: the message is dropped]")

@@ -11,13 +11,14 @@ import json
 import sys
 
 from llamay.errors import LlamayError
+from llamay.native.commands import MODEL_HELP
 
 from .tokenize import load_model_tokenizer
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("detokenize", help="print the text of token ids")
-    p.add_argument("-m", "--model", required=True, help="GGUF file, or a catalogue name (see `llamay models`)")
+    p.add_argument("-m", "--model", required=True, help=MODEL_HELP)
     p.add_argument("ids", nargs="*", help="token ids: integers, or one JSON array")
     p.add_argument("--special", action="store_true", help="render control tokens as their text")
     p.add_argument("--batch", action="store_true", help="read one JSON array of ids per line on stdin")

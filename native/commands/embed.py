@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 
+from llamay.native.commands import MODEL_HELP
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("embed", help="print sentence embeddings as JSON (encoder models, e.g. all-MiniLM)")
-    p.add_argument("-m", "--model", required=True, help="GGUF file")
+    p.add_argument("-m", "--model", required=True, help=MODEL_HELP)
     p.add_argument("texts", nargs="+", help="texts to embed")
     p.add_argument("--backend", help="kernel backend (portable, numba, wasm)")
     p.set_defaults(func=run)

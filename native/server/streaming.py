@@ -19,7 +19,7 @@ from typing import Any
 from llamay.engine import StopMatcher, StopStrings
 
 from .errors import ApiError
-from .params import GenParams, check_supported, constraint_for, sampler_for
+from .params import GenParams, check_supported, constraint_for, sampler_for, with_defaults
 from .scheduler import Job, JobFailed, Pin, QueueFull, Sink, Update
 
 log = logging.getLogger("llamay.server")
@@ -95,6 +95,8 @@ class Generation:
         if pin is not None:
             pin.hold()  # the context may be deleted meanwhile: its snapshot must outlive the preparation
         try:
+            # a stored model's PARAMETERs under what the request set (store.options.Options, or None)
+            params = with_defaults(params, getattr(service, "defaults", None))
             prepared = await service.offload(prepare, service, prompts, params)
             return cls(service, prompts, params, budgets, keep=keep, pin=pin, prepared=prepared)
         finally:

@@ -106,9 +106,9 @@ def web_models(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("models")
     for t in ("f32", "q8_0"):
         place(paths.stories(t), d)
-    smol = paths.REGISTRY_CACHE / paths.SMOLLM2
-    if smol.exists():
-        place(smol, d)
+    smol = paths.registry_path(paths.SMOLLM2)
+    if smol is not None:
+        place(smol, d, paths.SMOLLM2)
     place(paths.MINILM, d)
     (d / "notes.gguf").write_bytes(NOT_A_MODEL)
     write_unsupported_architecture(paths.stories("q8_0"), d / "mamba.gguf")

