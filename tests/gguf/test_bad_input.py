@@ -68,7 +68,11 @@ def test_a_valid_raw_file_parses():
             r"'general.alignment' must be a UINT32 power",
         ),
         (raw([kv("general.alignment", V.UINT64, struct.pack("<Q", 64))]), r"must be a UINT32 power of two, got UINT64"),
-        (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 64)], bytes(32)), r"tensor 'w': data \[.*\) lies outside"),
+        (
+            raw([ARCH], [tinfo("w", (16,), GGMLType.F32, 0)], bytes(32)),
+            r"tensor 'w': F32 \[16\] data \[.*\) lies outside",
+        ),
+        (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 64)], bytes(96)), r"tensor 'w': data offset 64, expected 0"),
         (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 4)], bytes(64)), r"tensor 'w': data offset 4 is not aligned"),
         (
             raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 0), tinfo("w", (8,), GGMLType.F32, 32)], bytes(64)),
@@ -76,7 +80,7 @@ def test_a_valid_raw_file_parses():
         ),
         (
             raw([ARCH], [tinfo("a", (16,), GGMLType.F32, 0), tinfo("b", (8,), GGMLType.F32, 32)], bytes(64)),
-            r"tensors 'a' and 'b' overlap",
+            r"tensor 'b': data offset 32 overlaps tensor 'a' \(F32 \[16\] takes 64 bytes from offset 0\); expected 64",
         ),
         (raw([ARCH], [tinfo("w", (8, 1, 1, 1, 1), GGMLType.F32, 0)], bytes(32)), r"5 dimensions"),
         (raw([ARCH], [tinfo("w", (0,), GGMLType.F32, 0)], bytes(32)), r"bad dimension 0"),
