@@ -86,6 +86,22 @@ def test_a_valid_raw_file_parses():
         (raw([ARCH], [tinfo("w", (0,), GGMLType.F32, 0)], bytes(32)), r"bad dimension 0"),
         (raw([ARCH], [tinfo("w", (16,), GGMLType.Q4_0, 0)], bytes(32)), r"not a multiple of its block size 32"),
         (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 0)]), r"lies outside the file"),
+        (
+            raw([ARCH], [tinfo("x" * 64, (8,), GGMLType.F32, 0)], bytes(32)),
+            r"name of 64 bytes \(ggml allows at most 63",
+        ),
+        (
+            raw([ARCH], [struct.pack("<Q", 2) + b"\xff\xfe" + struct.pack("<IQIQ", 1, 8, GGMLType.F32, 0)], bytes(32)),
+            r"name of tensor 0 is not valid UTF-8 \(byte 0: b'\\xff\\xfe'\)",
+        ),
+        (
+            raw([struct.pack("<Q", 1) + b"\xc3" + struct.pack("<IB", V.UINT8, 1)]),
+            r"key of metadata entry 0 is not valid",
+        ),
+        (
+            raw([ARCH], [tinfo("w", (1 << 32, 1 << 32), GGMLType.F32, 0)], bytes(32)),
+            r"tensor 'w': shape \[4294967296, 4294967296\] holds 18446744073709551616 elements, more than ggml can",
+        ),
         (b"GGUF" + struct.pack("<IQQ", 3, 1 << 40, 0), r"tensor count 1099511627776 runs past"),
         (b"GGUF" + struct.pack("<IQQ", 3, 0, 1 << 40), r"metadata count 1099511627776 runs past"),
     ],
