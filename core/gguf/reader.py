@@ -32,6 +32,8 @@ from .constants import (
 )
 
 MAX_ARRAY_NESTING = 8  # deeper nesting is certainly garbage, and recursion must stay bounded
+SHOWN_ITEMS = 8  # array items an error quotes
+SHOWN_CHARS = 80  # string characters an error quotes
 
 
 class GGUFArray(list):
@@ -51,6 +53,16 @@ class MetadataField:
     type: GGUFValueType
     value: Any  # int, float, bool, str, or GGUFArray
     offset: int  # where the key/value pair starts in the file
+
+    def shown(self) -> str:
+        """The field as an error quotes it: its GGUF type and (the start of) its value."""
+        v = self.value
+        if isinstance(v, GGUFArray):
+            items = ", ".join(map(repr, v[:SHOWN_ITEMS])) + (", ..." if len(v) > SHOWN_ITEMS else "")
+            return f"ARRAY of {len(v)} {v.item_type.name} [{items}]"
+        if isinstance(v, str) and len(v) > SHOWN_CHARS:
+            v = v[:SHOWN_CHARS] + "..."
+        return f"{self.type.name} {v!r}"
 
 
 @dataclass(frozen=True)
