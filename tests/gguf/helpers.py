@@ -70,6 +70,7 @@ p = xllamacpp.CommonParams()
 p.model.path = sys.argv[1]
 p.n_ctx, p.n_parallel, p.warmup, p.verbosity = 64, 1, False, -1
 p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
+p.check_tensors = sys.argv[2] == "check"
 try:
     server = xllamacpp.Server(p)
     print("loaded", flush=True)
@@ -79,15 +80,20 @@ os._exit(0)  # the server's destructor can hang: the answer is printed, leave wi
 """
 
 
-def llamacpp_loads(data: bytes, path) -> bool:
-    """Whether llama.cpp (xllamacpp's server) loads these bytes, written to `path`: the reference for files it
-    refuses. Asked in a child process, which prints the answer and leaves without tearing the server down."""
+def llamacpp_loads(data: bytes, path, *, check_tensors: bool = False) -> bool:
+    """Whether llama.cpp (xllamacpp's server) loads these bytes, written to `path` (with `--check-tensors`: every
+    value validated): the reference for files it refuses. Asked in a child process, which prints the answer and
+    leaves without tearing the server down."""
     import subprocess
     import sys
 
     path.write_bytes(data)
     r = subprocess.run(
-        [sys.executable, "-c", _LLAMACPP_LOAD, str(path)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", _LLAMACPP_LOAD, str(path), "check" if check_tensors else "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     answer = r.stdout.split()
     if answer not in (["loaded"], ["refused"]):
