@@ -8,9 +8,11 @@ detokenize instead. Anything else — another exception type, a token id out of 
 finite, bounded weights — is a failure, reported with the seed that reproduces it.
 
 The one way non-finite output may still come from a loaded model is from weights the mutation made huge (a
-tensor's bytes read as another type of the same size, say): finite values far beyond any trained model's. Those
-runs are counted apart ("extreme weights") when a touched tensor holds a value beyond `EXTREME`, and are
-failures otherwise.
+tensor's bytes read as another type of the same size, a block of random bytes): finite values far beyond what
+the trained tensor held, which overflow the float16 or 8-bit activations the kernels use, as ggml's do. Those
+runs are counted apart ("extreme weights") when a changed tensor holds a value more than `EXTREME` times the
+largest of the fixture's own tensor, and are failures otherwise. A data mutation's finite values stay within
+the tensor's own range, so they must always give finite output.
 
 `tests/gguf/test_fuzz.py` runs a bounded number of cases; `scripts/fuzz_gguf.py` runs thousands.
 """
@@ -44,8 +46,8 @@ from tests.gguf.layout import Layout, Span, layout
 V = GGUFValueType
 TEXT = "Once upon a time, <s> a café ☃ 123 \n\t the END</s>"
 N_TOKENS = 6  # tokens run through the model
-EXTREME = 1e4  # |weight| beyond which non-finite logits are the weights' own doing
-DATA_VALUE = 1e3  # |value| of a finite value the data mutation writes
+EXTREME = 16.0  # a weight this many times the tensor's own largest may overflow the activations
+SAMPLED_VALUES = 4096  # values of a tensor decoded to bound the data mutation's finite values
 INTEGER_TYPES = [V.UINT8, V.INT8, V.UINT16, V.INT16, V.UINT32, V.INT32, V.UINT64, V.INT64]
 RETYPES = [GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0,
            GGMLType.Q6_K, GGMLType.I16]  # fmt: skip
@@ -70,6 +72,7 @@ class Base:
     layout: Layout
     tensors: dict[str, tuple[GGMLType, tuple[int, ...], int]]  # name: (type, shape, data_start)
     keys: list[str]
+    _largest: dict[tuple[str, bool], float] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> Base:
@@ -78,6 +81,21 @@ class Base:
             tensors = {t.name: (t.type, t.shape, t.data_start) for t in f.tensors.values()}
             keys = list(f.fields)
         return cls(path, data, layout(data), tensors, keys)
+
+    def largest(self, name: str, *, sample: bool) -> float:
+        """The largest |value| of the fixture's tensor: of a sample of its blocks, or of all of it."""
+        key = (name, sample)
+        if key not in self._largest:
+            with GGUFFile.from_buffer(self.data, self.path.name) as f:
+                t = f.tensors[name]
+                data = f.tensor_data(t)
+                n_blocks = t.n_elements // block_size(t.type)
+                size = len(data) // n_blocks
+                step = max(1, n_blocks * block_size(t.type) // SAMPLED_VALUES) if sample else 1
+                raw = b"".join(bytes(data[i * size : (i + 1) * size]) for i in range(0, n_blocks, step))
+                values = dequantize(t.type, raw, len(raw) // size * block_size(t.type))
+                self._largest[key] = max(map(abs, values), default=0.0)
+        return self._largest[key]
 
     def writer(self) -> GGUFWriter:
         with GGUFFile.from_buffer(self.data, self.path.name) as f:
@@ -314,7 +332,8 @@ def m_data(rng: random.Random, b: Base) -> Mutant:
     name = rng.choice(list(b.tensors))
     t, shape, start = b.tensors[name]
     buf = bytearray(b.data)
-    value = rng.choice([math.nan, math.inf, -math.inf, rng.uniform(-DATA_VALUE, DATA_VALUE), 0.0])
+    top = b.largest(name, sample=True)  # finite values within the tensor's own range
+    value = rng.choice([math.nan, math.inf, -math.inf, rng.uniform(-top, top), 0.0])
     n = 1
     for d in shape:
         n *= d
@@ -378,16 +397,19 @@ def _changed(f: GGUFFile, b: Base, touched: set[str]) -> list[str]:
     return [n for n, t in f.tensors.items() if n in touched or b.tensors.get(n) != (t.type, t.shape, t.data_start)]
 
 
-def _max_abs(f: GGUFFile, names: Iterable[str]) -> float:
-    big = 0.0
+def _extreme(f: GGUFFile, b: Base, names: Iterable[str]) -> str:
+    """The first changed tensor holding a value beyond EXTREME times its fixture's largest, described, or ""."""
     for n in names:
         t = f.tensors[n]
         try:
             values = dequantize(t.type, f.tensor_data(t), t.n_elements)
         except LlamayError:
-            return math.inf  # a type without a reference decoder: nothing to bound
-        big = max(big, max((abs(v) for v in values), default=0.0))
-    return big
+            return f"{n} ({t.type.name}: no reference decoder to bound it)"
+        big = max(map(abs, values), default=0.0)
+        own = b.largest(n, sample=False) if n in b.tensors else 0.0
+        if not big <= EXTREME * own:
+            return f"{n} holds |w| = {big:.3g}, more than {EXTREME:g} times its own largest {own:.3g}"
+    return ""
 
 
 def _tokenize(tok: Tokenizer, n_vocab: int) -> list[int]:
@@ -424,9 +446,9 @@ def run_case(data: bytes, name: str, b: Base, touched: set[str], backend: Backen
         out = _forward(model, ids)
         bad = [v for v in out if not math.isfinite(v)]
         if bad:
-            big = _max_abs(f, changed)
-            if big > EXTREME:
-                return Outcome("extreme weights", message=f"{len(bad)} non-finite outputs, |weight| up to {big:.3g}")
+            extreme = _extreme(f, b, changed)
+            if extreme:
+                return Outcome("extreme weights", message=f"{len(bad)} non-finite outputs: {extreme}")
             raise FuzzFailure(f"{len(bad)} of {len(out)} outputs are not finite (changed tensors: {changed[:4]})")
         return Outcome("ran")
     except LlamayError as e:
@@ -454,6 +476,7 @@ class Summary:
     outcomes: Counter = field(default_factory=Counter)  # (mutation kind, outcome kind)
     stages: Counter = field(default_factory=Counter)  # refusal stage
     failures: list[str] = field(default_factory=list)
+    extreme: list[str] = field(default_factory=list)  # runs with non-finite output from extreme weights
     slowest: tuple[float, str] = (0.0, "")
     seconds: float = 0.0
 
@@ -465,6 +488,7 @@ class Summary:
             lines.append(f"  {k:<13} {parts}")
         lines.append("  refused at   " + ", ".join(f"{s} {n}" for s, n in self.stages.most_common()))
         lines.append(f"  slowest case {self.slowest[0]:.2f} s: {self.slowest[1]}")
+        lines += [f"  extreme weights: {x}" for x in self.extreme[:5]]
         lines += [f"  FAIL {x}" for x in self.failures[:20]]
         return "\n".join(lines)
 
@@ -508,5 +532,7 @@ def fuzz(
         summary.outcomes[(kind, outcome.kind)] += 1
         if outcome.kind == "refused":
             summary.stages[outcome.stage] += 1
+        elif outcome.kind == "extreme weights":
+            summary.extreme.append(f"{label}: {outcome.message}")
     summary.seconds = time.perf_counter() - t_all
     return summary
