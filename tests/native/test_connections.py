@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+pytest.importorskip("uvicorn")  # the native server's extra (absent under Pyodide)
+
 from llamay.native.commands.web import WebServer
 from llamay.native.connections import Limits
 

@@ -16,6 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+pytest.importorskip("starlette")  # the native server's extra (absent under Pyodide)
+pytest.importorskip("uvicorn")  # the native server's extra (absent under Pyodide)
+
 from llamay.native.commands.web import WebServer
 from llamay.native.static_site import HEADERS, host_allowed, resolve
 
