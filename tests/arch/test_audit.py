@@ -23,11 +23,11 @@ V = GGUFValueType
 STORIES = paths.stories("f32")  # 5 layers, 512 tokens, tied embeddings
 
 
-def _shorter_token_list(n: int) -> dict:
+def _shorter_token_list(n: int, *, keep_vocab_size: bool = False) -> dict:
     with GGUFFile.open(STORIES) as f:
         keys = ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type")
         fields = {k: (GGUFArray(f.fields[k].value.item_type, f.fields[k].value[:n]), V.ARRAY) for k in keys}
-    return {**fields, "llama.vocab_size": None}
+    return fields if keep_vocab_size else {**fields, "llama.vocab_size": None}
 
 
 def _extra_tensor(ts: list) -> list:
@@ -49,6 +49,12 @@ CASES = {
         _shorter_token_list(300),
         None,
         r"tensor 'token_embd\.weight' has 512 rows \(one per token\), but the vocabulary has 300 tokens",
+    ),
+    # the file still says 512 tokens (and has 512 embedding rows): this one loaded before and ran as garbage
+    "short-token-list-vocab-size-kept": (
+        _shorter_token_list(300, keep_vocab_size=True),
+        None,
+        r"key 'llama\.vocab_size' = UINT32 512: but the token list \(tokenizer\.ggml\.tokens\) has 300 tokens",
     ),
     "unread-tensor": (
         None,
