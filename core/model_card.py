@@ -11,6 +11,7 @@ from .arch import bind_weights, get_architecture
 from .errors import LlamayError
 from .gguf import GGUFFile, Keys
 from .gguf.reader import GGUFArray
+from .tokenizer.vocab import check_vocab
 
 TOKENIZER_KINDS = {
     "gpt2": "byte-level BPE (GPT-2 style)",
@@ -37,11 +38,13 @@ def summarise_value(value: Any, max_str: int = 120) -> Any:
 
 
 def tensor_audit(f: GGUFFile) -> dict[str, Any]:
-    """Bind the file's weights as its architecture would and list every tensor left unread."""
+    """Bind the file's weights as its architecture would (the checks of a load: hyper-parameters, layers against
+    the block count, shapes, the vocabulary) and list every tensor left unread."""
     if not f.tensors:
         return {"status": "vocab-only", "message": "no tensors: a vocabulary-only file", "unread": []}
     try:
         cfg, _weights, binder = bind_weights(f)
+        check_vocab(f)
     except LlamayError as e:
         return {"status": "refused", "message": str(e), "unread": []}
     unread = [t.name for t in binder.unread()]
@@ -49,7 +52,7 @@ def tensor_audit(f: GGUFFile) -> dict[str, Any]:
     message = (
         f"all {len(binder.read)} tensors are bound by {cfg.arch!r}"
         if not unread
-        else f"{len(unread)} of {len(f.tensors)} tensors would go unread by {cfg.arch!r}"
+        else f"{len(unread)} of {len(f.tensors)} tensors would go unread by {cfg.arch!r} (a load refuses the file)"
     )
     return {"status": status, "message": message, "bound": len(binder.read), "unread": unread}
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import UnsupportedArchitectureError
-from ..gguf import GGUFFile, Keys
+from ..gguf import GGUFFile, GGUFValueType, Keys
 from . import bert, gemma3, llama, qwen2, qwen3
 from .binder import Binder
 from .config import ModelConfig
@@ -76,12 +76,23 @@ def get_architecture(name: str | None, where: str = "") -> Architecture:
 
 
 def load_config(f: GGUFFile) -> tuple[Architecture, ModelConfig]:
+    """The architecture and its checked hyper-parameters (see `meta.Meta`)."""
+    fld = f.fields.get(Keys.ARCHITECTURE)
+    if fld is not None and fld.type != GGUFValueType.STRING:
+        raise UnsupportedArchitectureError(f"{f.name}: key {Keys.ARCHITECTURE!r} = {fld.shown()}: must be a STRING")
     arch = get_architecture(f.architecture, f.name)
     return arch, arch.config(f, f.architecture)
 
 
-def bind_weights(f: GGUFFile, runnable_types: frozenset | None = None) -> tuple[ModelConfig, ModelWeights, Binder]:
-    """Config and bound weights of a supported model; the binder's `unread()` is the tensor audit."""
+def bind_weights(
+    f: GGUFFile, runnable_types: frozenset | None = None, *, strict: bool = False
+) -> tuple[ModelConfig, ModelWeights, Binder]:
+    """Config and bound weights of a supported model, after checking the file's layers are the block count.
+    The binder's `unread()` is the tensor audit; `strict` (a load) refuses any unread tensor."""
     arch, cfg = load_config(f)
     binder = Binder(f, runnable_types)
-    return cfg, arch.bind(binder, cfg), binder
+    binder.check_layers(f.architecture, cfg.n_layer)
+    weights = arch.bind(binder, cfg)
+    if strict:
+        binder.check_all_read(f.architecture)
+    return cfg, weights, binder

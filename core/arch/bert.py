@@ -6,8 +6,9 @@ from __future__ import annotations
 from ..errors import ModelError
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
-from .config import POOLING_TYPES, Activation, Meta, ModelConfig, Norm, Pooling, Rope, RopeConfig
+from .config import POOLING_TYPES, Activation, ModelConfig, Norm, Pooling, Rope, RopeConfig
 from .layers import Pass, attention, ffn, norm
+from .meta import MAX_VOCAB, Meta
 from .names import T, weight
 from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm
 
@@ -16,24 +17,22 @@ TOKEN_TYPE_COUNT = "tokenizer.ggml.token_type_count"
 
 def config(f: GGUFFile, arch: str = "bert") -> ModelConfig:
     m = Meta(f, arch)
-    pooling_id = m.int(Keys.POOLING_TYPE, 1)
-    if pooling_id not in POOLING_TYPES:
-        raise ModelError(f"{f.name}: unknown {m.key(Keys.POOLING_TYPE)} {pooling_id} (known: {sorted(POOLING_TYPES)})")
+    pooling_id = m.int(Keys.POOLING_TYPE, 1, lo=0, hi=max(POOLING_TYPES))
     return ModelConfig(
         **m.common(),
         norm=Norm.LAYER,
-        norm_eps=m.float(Keys.LAYERNORM_EPS),
+        norm_eps=m.eps(Keys.LAYERNORM_EPS),
         rope=RopeConfig(kind=Rope.NONE),
         act=Activation.GELU,
         gated_ffn=False,
         qkv_bias=True,
-        causal=bool(m.get(Keys.CAUSAL, False)),
+        causal=m.bool(Keys.CAUSAL, False),
         pooling=POOLING_TYPES[pooling_id],
     )
 
 
 def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
-    n_types = int(b.f.get(TOKEN_TYPE_COUNT, 2))
+    n_types = Meta(b.f, cfg.arch).int(TOKEN_TYPE_COUNT, 2, hi=MAX_VOCAB)
     layers = tuple(
         LayerWeights(
             attn=bind_attention(b, cfg, i, qkv_bias=True, o_bias=True),
@@ -44,7 +43,7 @@ def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
         for i in range(cfg.n_layer)
     )
     return ModelWeights(
-        token_embd=b.get(weight(T.TOKEN_EMBD), (cfg.n_embd, cfg.n_vocab)),
+        token_embd=b.get_vocab_matrix(weight(T.TOKEN_EMBD), cfg.n_embd, cfg.n_vocab),
         layers=layers,
         token_types=b.get(weight(T.TOKEN_TYPES), (cfg.n_embd, n_types)),
         pos_embd=b.get(weight(T.POS_EMBD), (cfg.n_embd, cfg.n_ctx_train)),

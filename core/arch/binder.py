@@ -7,11 +7,14 @@ tensor nobody asked for is reported by `unread()`: a half-wired architecture sho
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..errors import ModelError, UnsupportedTypeError
 from ..ggml_types import GGMLType
-from ..gguf import GGUFFile, TensorInfo
+from ..gguf import GGUFFile, Keys, TensorInfo
+
+LAYER_NAME = re.compile(r"blk\.(0|[1-9][0-9]*)\.")  # "blk.{bid}." as names.py spells it
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,52 @@ class Binder:
         self.read[name] = t
         return t
 
+    def get_vocab_matrix(self, name: str, n_embd: int, n_vocab: int, *, required: bool = True) -> Tensor | None:
+        """A (n_embd, n_vocab) matrix, one row per token (embeddings, LM head): its row count must be the token
+        list's length, or token ids would index past it or leave rows no id reaches."""
+        info = self.f.tensors.get(name)
+        if info is not None and len(info.shape) == 2 and info.shape[0] == n_embd and info.shape[1] != n_vocab:
+            raise self._fail(
+                f"tensor {name!r} has {info.shape[1]} rows (one per token), but the vocabulary has {n_vocab} tokens "
+                f"({Keys.TOKENS})"
+            )
+        return self.get(name, (n_embd, n_vocab)) if required else self.optional(name, (n_embd, n_vocab))
+
     def unread(self) -> list[TensorInfo]:
         """File tensors no part of the architecture asked for, in file order."""
         return [t for t in sorted(self.f.tensors.values(), key=lambda t: t.index) if t.name not in self.read]
+
+    def check_layers(self, arch: str, n_layer: int) -> None:
+        """The blocks the tensors hold (`blk.N.*`) are exactly the `{arch}.block_count` the metadata gives: a
+        layer beyond it would be ignored and a missing one would leave the model short."""
+        key = Keys.BLOCK_COUNT.format(arch=arch)
+        first: dict[int, str] = {}
+        for t in sorted(self.f.tensors.values(), key=lambda t: t.index):
+            m = LAYER_NAME.match(t.name)
+            if m:
+                first.setdefault(int(m.group(1)), t.name)
+        beyond = sorted(i for i in first if i >= n_layer)
+        if beyond:
+            raise self._fail(
+                f"key {key!r} = {n_layer}, but the file has tensors of layer {beyond[-1]} (such as "
+                f"{first[beyond[-1]]!r}): {len(beyond)} layer(s) beyond the block count"
+            )
+        missing = [i for i in range(n_layer) if i not in first]
+        if missing:
+            shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+            raise self._fail(
+                f"key {key!r} = {n_layer}, but the file has no tensors for layer(s) {shown} (no 'blk.{missing[0]}.*')"
+            )
+
+    def check_all_read(self, arch: str) -> None:
+        """Refuse tensors the architecture did not bind: running without them computes something else (llama.cpp
+        refuses such a file too: "wrong number of tensors")."""
+        unread = self.unread()
+        if unread:
+            names = ", ".join(repr(t.name) for t in unread[:8]) + (", ..." if len(unread) > 8 else "")
+            raise self._fail(
+                f"{len(unread)} of {len(self.f.tensors)} tensors are not used by architecture {arch!r}: {names}"
+            )
 
 
 def _squeeze(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -7,8 +7,9 @@ import math
 
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
-from .config import Activation, Meta, ModelConfig, Norm, Rope
+from .config import Activation, ModelConfig, Norm, Rope
 from .layers import Pass, attention, ffn, norm
+from .meta import MAX_CONTEXT, Meta
 from .names import T
 from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 
@@ -23,14 +24,14 @@ def config(f: GGUFFile, arch: str = "gemma3") -> ModelConfig:
     return ModelConfig(
         **common,
         norm=Norm.RMS,
-        norm_eps=m.float(Keys.LAYERNORM_RMS_EPS),
+        norm_eps=m.eps(Keys.LAYERNORM_RMS_EPS),
         rope=m.rope(Rope.NEOX, common["head_dim"], base_swa=ROPE_BASE_SWA),
         act=Activation.GELU,
         qk_norm=True,
         post_norms=True,
         embed_scale=math.sqrt(common["n_embd"]),
         tied_output=True,
-        sliding_window=m.int(Keys.SLIDING_WINDOW, 0),
+        sliding_window=m.int(Keys.SLIDING_WINDOW, 0, lo=0, hi=MAX_CONTEXT),
         swa_layers=tuple(i % SWA_PERIOD < SWA_PERIOD - 1 for i in range(n_layer)),
     )
 

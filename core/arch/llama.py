@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
-from .config import Meta, ModelConfig, Norm, Rope
+from .config import ModelConfig, Norm, Rope
 from .layers import Pass, attention, ffn, norm
+from .meta import Meta
 from .names import T, weight
 from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 
@@ -16,7 +17,7 @@ def config(f: GGUFFile, arch: str = "llama") -> ModelConfig:
     return ModelConfig(
         **common,
         norm=Norm.RMS,
-        norm_eps=m.float(Keys.LAYERNORM_RMS_EPS),
+        norm_eps=m.eps(Keys.LAYERNORM_RMS_EPS),
         rope=m.rope(Rope.NORMAL, common["head_dim"]),
         tied_output=weight(T.OUTPUT) not in f.tensors,
     )

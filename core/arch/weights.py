@@ -114,7 +114,7 @@ def bind_ffn(b: Binder, cfg: ModelConfig, bid: int, *, gated: bool = True, biase
 
 def bind_output(b: Binder, cfg: ModelConfig) -> tuple[Tensor, NormWeights, Tensor | None]:
     """Token embeddings, the final norm and the LM head (None when tied to the embeddings)."""
-    token_embd = b.get(weight(T.TOKEN_EMBD), (cfg.n_embd, cfg.n_vocab))
+    token_embd = b.get_vocab_matrix(weight(T.TOKEN_EMBD), cfg.n_embd, cfg.n_vocab)
     output_norm = bind_norm(b, T.OUTPUT_NORM, cfg.n_embd)
-    output = None if cfg.tied_output else b.optional(weight(T.OUTPUT), (cfg.n_embd, cfg.n_vocab))
+    output = None if cfg.tied_output else b.get_vocab_matrix(weight(T.OUTPUT), cfg.n_embd, cfg.n_vocab, required=False)
     return token_embd, output_norm, output

@@ -9,6 +9,8 @@ GGUF_VERSIONS_READ = (2, 3)  # version 1 used 32-bit counts and is long gone
 GGUF_VERSION_WRITTEN = 3
 GGUF_DEFAULT_ALIGNMENT = 32
 GGML_MAX_DIMS = 4
+GGML_MAX_NAME = 64  # ggml keeps tensor names in a char[64] with its terminating zero
+GGML_MAX_ELEMENTS = 1 << 63  # ggml counts elements and bytes in int64
 
 
 class GGUFValueType(IntEnum):

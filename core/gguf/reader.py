@@ -9,7 +9,6 @@ byte offset and the key or tensor, and nothing half-loaded escapes.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import mmap
 import os
 import struct
@@ -22,6 +21,8 @@ from ..errors import GGUFError, UnsupportedTypeError
 from ..ggml_types import GGMLType, block_size, ggml_type, type_size
 from .constants import (
     GGML_MAX_DIMS,
+    GGML_MAX_ELEMENTS,
+    GGML_MAX_NAME,
     GGUF_DEFAULT_ALIGNMENT,
     GGUF_MAGIC,
     GGUF_VERSIONS_READ,
@@ -31,6 +32,8 @@ from .constants import (
 )
 
 MAX_ARRAY_NESTING = 8  # deeper nesting is certainly garbage, and recursion must stay bounded
+SHOWN_ITEMS = 8  # array items an error quotes
+SHOWN_CHARS = 80  # string characters an error quotes
 
 
 class GGUFArray(list):
@@ -50,6 +53,16 @@ class MetadataField:
     type: GGUFValueType
     value: Any  # int, float, bool, str, or GGUFArray
     offset: int  # where the key/value pair starts in the file
+
+    def shown(self) -> str:
+        """The field as an error quotes it: its GGUF type and (the start of) its value."""
+        v = self.value
+        if isinstance(v, GGUFArray):
+            items = ", ".join(map(repr, v[:SHOWN_ITEMS])) + (", ..." if len(v) > SHOWN_ITEMS else "")
+            return f"ARRAY of {len(v)} {v.item_type.name} [{items}]"
+        if isinstance(v, str) and len(v) > SHOWN_CHARS:
+            v = v[:SHOWN_CHARS] + "..."
+        return f"{self.type.name} {v!r}"
 
 
 @dataclass(frozen=True)
@@ -97,14 +110,21 @@ class _Cursor:
         n = struct.calcsize("<" + fmt)
         return struct.unpack_from("<" + fmt, self.buf, self.take(n, what))[0]
 
-    def string(self, what: str) -> str:
+    def string(self, what: str, *, strict: bool = False) -> str:
+        """A string value; `strict` for names (keys, tensor names), which must be valid UTF-8."""
         at = self.pos
         length = self.scalar("Q", f"length of {what}")
         if length > self.size - self.pos:
             raise self.fail(f"{what}: string length {length} runs past the end of the file", at)
         start = self.take(length, what)
-        # surrogateescape: a file with odd bytes in a string still round-trips byte for byte
-        return bytes(self.buf[start : start + length]).decode("utf-8", "surrogateescape")
+        raw = bytes(self.buf[start : start + length])
+        if strict:
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise self.fail(f"{what} is not valid UTF-8 (byte {e.start}: {raw[:64]!r})", at) from None
+        # surrogateescape: a file with odd bytes in a string value still round-trips byte for byte
+        return raw.decode("utf-8", "surrogateescape")
 
     def value(self, vtype: GGUFValueType, what: str, depth: int = 0) -> Any:
         if vtype == GGUFValueType.STRING:
@@ -153,6 +173,26 @@ class _Cursor:
 
 def _align(n: int, alignment: int) -> int:
     return (n + alignment - 1) // alignment * alignment
+
+
+def _describe(t: TensorInfo) -> str:
+    return f"{t.type.name} {list(t.shape)}"
+
+
+def _misplaced(t: TensorInfo, prev: TensorInfo | None, expected: int) -> str:
+    """Why a tensor's data offset is not where the previous tensor's padded region ends."""
+    if prev is None:
+        return f"data offset {t.offset}, expected 0: the first tensor starts the data section"
+    region = t.offset - prev.offset
+    if t.offset < expected:
+        return (
+            f"data offset {t.offset} overlaps tensor {prev.name!r} ({_describe(prev)} takes {prev.nbytes} bytes from "
+            f"offset {prev.offset}); expected {expected}"
+        )
+    return (
+        f"data offset {t.offset}, expected {expected}: tensor {prev.name!r} ({_describe(prev)}) takes {prev.nbytes} "
+        f"bytes but its region holds {region}: the region is not the size its type and shape require"
+    )
 
 
 class GGUFFile:
@@ -256,7 +296,7 @@ class GGUFFile:
     def _parse_metadata(self, cur: _Cursor, n_kv: int) -> None:
         for i in range(n_kv):
             at = cur.pos
-            key = cur.string(f"key of metadata entry {i}")
+            key = cur.string(f"key of metadata entry {i}", strict=True)
             vtype = cur.value_type(f"key {key!r}")
             value = cur.value(vtype, f"key {key!r}")
             if key in self.fields:
@@ -278,8 +318,10 @@ class GGUFFile:
 
     def _parse_tensor_info(self, cur: _Cursor, i: int) -> tuple[int, str, int, tuple[int, ...], int]:
         at = cur.pos
-        name = cur.string(f"name of tensor {i}")
+        name = cur.string(f"name of tensor {i}", strict=True)
         where = f"tensor {name!r}"
+        if len(name.encode()) >= GGML_MAX_NAME:
+            raise cur.fail(f"{where}: name of {len(name.encode())} bytes (ggml allows at most {GGML_MAX_NAME - 1})", at)
         n_dims = cur.scalar("I", f"{where}: dimension count")
         if not 1 <= n_dims <= GGML_MAX_DIMS:
             raise cur.fail(f"{where}: {n_dims} dimensions (ggml allows 1 to {GGML_MAX_DIMS})", at)
@@ -288,41 +330,59 @@ class GGUFFile:
         offset = cur.scalar("Q", f"{where}: data offset")
         return at, name, raw_type, shape, offset
 
+    def _tensor(self, index: int, at: int, name: str, raw_type: int, shape: tuple[int, ...], offset: int) -> TensorInfo:
+        """One index entry checked on its own: known type, positive dims, whole blocks, a countable size."""
+        where = f"{self.name}: offset {at}: tensor {name!r}"
+        if name in self.tensors:
+            raise GGUFError(f"{where}: duplicate tensor name")
+        try:
+            t = ggml_type(raw_type)
+        except UnsupportedTypeError as e:
+            raise UnsupportedTypeError(f"{where}: {e}") from None
+        n = 1
+        for d in shape:
+            if d <= 0 or d >= GGML_MAX_ELEMENTS:
+                raise GGUFError(f"{where}: bad dimension {d} in shape {list(shape)}")
+            n *= d
+        if n >= GGML_MAX_ELEMENTS:
+            raise GGUFError(f"{where}: shape {list(shape)} holds {n} elements, more than ggml can count (2^63)")
+        if shape[0] % block_size(t):
+            raise GGUFError(
+                f"{where}: {t.name} rows of {shape[0]} elements are not a multiple of its block size {block_size(t)}"
+            )
+        if offset % self.alignment:
+            raise GGUFError(f"{where}: data offset {offset} is not aligned to {self.alignment} bytes")
+        nbytes = n // block_size(t) * type_size(t)
+        return TensorInfo(name, t, shape, offset, self.data_offset + offset, nbytes, index)
+
     def _place_tensors(self, infos: list[tuple[int, str, int, tuple[int, ...], int]]) -> None:
-        data_size = self.size - self.data_offset
-        spans: list[tuple[int, int, str]] = []
+        """Tensors lie back to back in index order, each padded to the alignment (as llama.cpp requires: it
+        refuses a tensor whose offset is not the previous one's padded end). So every region is exactly the size
+        its type and shape give, and the last one ends within the file, followed by at most its padding."""
+        expected = 0  # where the next tensor must start, relative to the data section
+        prev: TensorInfo | None = None
         for index, (at, name, raw_type, shape, offset) in enumerate(infos):
-            where = f"{self.name}: offset {at}: tensor {name!r}"
-            if name in self.tensors:
-                raise GGUFError(f"{where}: duplicate tensor name")
-            try:
-                t = ggml_type(raw_type)
-            except UnsupportedTypeError as e:
-                raise UnsupportedTypeError(f"{where}: {e}") from None
-            n = 1
-            for d in shape:
-                if d <= 0 or d >= 1 << 62:
-                    raise GGUFError(f"{where}: bad dimension {d} in shape {list(shape)}")
-                n *= d
-            if shape[0] % block_size(t):
-                raise GGUFError(
-                    f"{where}: {t.name} rows of {shape[0]} elements are not a multiple of its block size "
-                    f"{block_size(t)}"
-                )
-            nbytes = n // block_size(t) * type_size(t)
-            if offset % self.alignment:
-                raise GGUFError(f"{where}: data offset {offset} is not aligned to {self.alignment} bytes")
-            if offset + nbytes > data_size:
-                raise GGUFError(
-                    f"{where}: data [{self.data_offset + offset}, {self.data_offset + offset + nbytes}) lies "
-                    f"outside the file ({self.size} bytes)"
-                )
-            self.tensors[name] = TensorInfo(name, t, shape, offset, self.data_offset + offset, nbytes, index)
-            spans.append((offset, offset + nbytes, name))
-        spans.sort()
-        for (_s0, e0, n0), (s1, _e1, n1) in itertools.pairwise(spans):
-            if s1 < e0:
-                raise GGUFError(f"{self.name}: tensors {n0!r} and {n1!r} overlap in the data section")
+            t = self._tensor(index, at, name, raw_type, shape, offset)
+            if t.offset != expected:
+                raise GGUFError(f"{self.name}: offset {at}: tensor {name!r}: " + _misplaced(t, prev, expected))
+            self.tensors[name] = t
+            expected = _align(t.offset + t.nbytes, self.alignment)
+            prev = t
+        if prev is None:
+            return
+        end = prev.data_start + prev.nbytes
+        if end > self.size:
+            raise GGUFError(
+                f"{self.name}: tensor {prev.name!r}: {_describe(prev)} data [{prev.data_start}, {end}) lies outside "
+                f"the file ({self.size} bytes; truncated?)"
+            )
+        if self.size > self.data_offset + expected:
+            extra = self.size - end
+            raise GGUFError(
+                f"{self.name}: tensor {prev.name!r}: {_describe(prev)} takes {prev.nbytes} bytes, but its region runs "
+                f"{extra} bytes to the end of the file (at most {expected - prev.offset - prev.nbytes} bytes of "
+                f"padding may follow): the region is not the size its type and shape require"
+            )
 
     # -- access -------------------------------------------------------------------------------------------
 

@@ -7,12 +7,14 @@ import hashlib
 import os
 from typing import Any
 
-from ..arch import load_config
-from ..arch.binder import Binder, Tensor
+from ..arch import bind_weights, get_architecture
+from ..arch.binder import Tensor
 from ..arch.weights import ModelWeights
 from ..gguf import GGUFFile, open_gguf
 from ..kernels import Backend, get_backend
+from ..tokenizer.vocab import check_vocab
 from .state import DEFAULT_PAGE_SIZE, State
+from .tensor_check import check_tensor_data
 
 DEFAULT_N_CTX = 4096
 FINGERPRINT_EDGE = 64  # bytes of each tensor's start and end that go into the fingerprint
@@ -32,12 +34,16 @@ def _to_backend(node: Any, be: Backend) -> Any:
 
 
 class Model:
-    def __init__(self, f: GGUFFile, backend: Backend | str | None = None) -> None:
+    def __init__(self, f: GGUFFile, backend: Backend | str | None = None, *, check_tensors: bool = False) -> None:
         self.file = f
         self.backend = backend if backend is not None and not isinstance(backend, str) else get_backend(backend)
-        self.arch, self.cfg = load_config(f)
-        binder = Binder(f, self.backend.runnable_types)  # refuses an unrunnable tensor type before any work
-        self.tensors: ModelWeights = self.arch.bind(binder, self.cfg)
+        # refuses an unrunnable tensor type, and tensors that disagree with the metadata, before any work
+        self.cfg, tensors, binder = bind_weights(f, self.backend.runnable_types, strict=True)
+        self.arch = get_architecture(f.architecture, f.name)
+        self.tensors: ModelWeights = tensors
+        check_vocab(f)  # the special ids and token arrays, before the tokenizer is built on first use
+        if check_tensors:
+            check_tensor_data(f)
         self.unread = binder.unread()
         self.weights = _to_backend(self.tensors, self.backend)
         self._tokenizer = None
@@ -64,7 +70,8 @@ class Model:
 
     @property
     def name(self) -> str:
-        return self.file.get("general.name") or os.path.basename(self.file.name)
+        name = self.file.get("general.name")  # a STRING (check_vocab)
+        return name or os.path.basename(self.file.name)
 
     def new_state(
         self,
@@ -105,11 +112,14 @@ class Model:
         self.close()
 
 
-def load_model(path: str | os.PathLike[str], backend: Backend | str | None = None) -> Model:
-    """Open a GGUF file and bind its weights; refuses unknown architectures and tensor types by name."""
+def load_model(
+    path: str | os.PathLike[str], backend: Backend | str | None = None, *, check_tensors: bool = False
+) -> Model:
+    """Open a GGUF file and bind its weights; refuses unknown architectures and tensor types by name, metadata
+    out of range and tensors that disagree with it; `check_tensors` also reads every value (NaN, infinities)."""
     f = open_gguf(path)
     try:
-        return Model(f, backend)
+        return Model(f, backend, check_tensors=check_tensors)
     except BaseException:
         f.close()
         raise

@@ -9,6 +9,7 @@ from enum import IntEnum, IntFlag
 from typing import Any
 
 from ..errors import ModelError
+from ..gguf import GGUFValueType as V
 from .pretokenize import PreTokenizer, pre_tokenizer
 
 
@@ -86,6 +87,78 @@ _ID_KEYS = {
     "fim_sep": "fim_sep_token_id",
 }
 _DEPRECATED_ID_KEYS = {"fim_pre": "prefix_token_id", "fim_suf": "suffix_token_id", "fim_mid": "middle_token_id"}
+_CHECKED_ID_KEYS = (*_ID_KEYS.values(), *_DEPRECATED_ID_KEYS.values(), "cls_token_id")
+# "no such token", as converters write it (llama.cpp warns and keeps its default id)
+_NO_TOKEN = {V.UINT32: (1 << 32) - 1, V.UINT64: (1 << 64) - 1}
+_BOOL_KEYS = ("add_bos_token", "add_eos_token", "add_sep_token", "add_space_prefix", "remove_extra_whitespaces",
+              "normalizer.lowercase", "normalizer.strip_accents")  # fmt: skip
+_STRING_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.chat_template", "general.name",
+                "general.architecture")  # fmt: skip
+_INTEGERS = frozenset({V.UINT8, V.INT8, V.UINT16, V.INT16, V.UINT32, V.INT32, V.UINT64, V.INT64})
+_ARRAYS = {  # key suffix: (item types, what they are)
+    "tokens": ({V.STRING}, "STRING"),
+    "scores": ({V.FLOAT32, V.FLOAT64}, "FLOAT32"),
+    "token_type": (_INTEGERS, "INT32"),
+    "merges": ({V.STRING}, "STRING"),
+    "precompiled_charsmap": ({V.UINT8, V.INT8}, "UINT8"),
+}
+
+
+def is_no_token(field: Any) -> bool:
+    """A special id stored as -1 or the largest unsigned value: the token is absent."""
+    return field.value == _NO_TOKEN.get(field.type, -1)
+
+
+def _refusal(where: str, fld: Any, why: str) -> ModelError:
+    return ModelError(f"{where}: key {fld.key!r} = {fld.shown()}: {why}")
+
+
+def check_vocab(gguf: Any) -> None:
+    """Check the tokenizer keys of an open GGUF file before anything reads them: their types, the token arrays
+    all as long as the token list, merges of two parts, and every special id within the token list. Cheap (no
+    tokenizer is built), so a model load runs it; each refusal names the file, the key, its type and value."""
+    fields, where = gguf.fields, getattr(gguf, "name", "<gguf>")
+    _check_types(fields, where)
+    tokens = fields.get("tokenizer.ggml.tokens")
+    n = len(tokens.value) if tokens is not None else 0
+    for key in ("scores", "token_type"):
+        fld = fields.get(f"tokenizer.ggml.{key}")
+        if fld is not None and len(fld.value) != n:
+            raise _refusal(where, fld, f"must have one item per token: the token list has {n}")
+    for i, text in enumerate(tokens.value if tokens is not None else ()):
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # the reader keeps odd bytes as surrogates
+                raise ModelError(f"{where}: key 'tokenizer.ggml.tokens' item {i} = {text!r}: not valid UTF-8") from None
+    merges = fields.get("tokenizer.ggml.merges")
+    for i, merge in enumerate(merges.value if merges is not None else ()):
+        cut = merge.find(" ", 1)  # the first part may itself start with a space (llama.cpp splits the same way)
+        if cut < 0 or cut == len(merge) - 1:
+            raise ModelError(f"{where}: key 'tokenizer.ggml.merges' item {i} = {merge!r}: not two parts and a space")
+    for key in _CHECKED_ID_KEYS:
+        fld = fields.get(f"tokenizer.ggml.{key}")
+        if fld is not None and not is_no_token(fld) and not 0 <= fld.value < n:
+            raise _refusal(where, fld, f"is not a token id: the token list has {n} tokens (ids 0 to {n - 1})")
+
+
+def _check_types(fields: dict[str, Any], where: str) -> None:
+    for key in _STRING_KEYS:
+        if key in fields and fields[key].type != V.STRING:
+            raise _refusal(where, fields[key], "must be a STRING")
+    for key in _BOOL_KEYS:
+        fld = fields.get(f"tokenizer.ggml.{key}")
+        if fld is not None and fld.type != V.BOOL:
+            raise _refusal(where, fld, "must be a BOOL")
+    for key, (types, name) in _ARRAYS.items():
+        fld = fields.get(f"tokenizer.ggml.{key}")
+        if fld is not None and (fld.type != V.ARRAY or fld.value.item_type not in types):
+            raise _refusal(where, fld, f"must be an ARRAY of {name}")
+    for key in _CHECKED_ID_KEYS:
+        fld = fields.get(f"tokenizer.ggml.{key}")
+        if fld is not None and fld.type not in _INTEGERS:
+            raise _refusal(where, fld, "must be an integer token id")
+
 
 # defaults per tokenizer.ggml.model: special ids, then flags
 _MODEL_DEFAULTS: dict[str, tuple[dict[str, int | None], dict[str, bool]]] = {
@@ -135,7 +208,8 @@ class Vocab:
 
     @classmethod
     def from_gguf(cls, gguf: Any) -> Vocab:
-        """Read the tokenizer keys of an open GGUF file (`llamay.gguf.open_gguf`)."""
+        """Read the tokenizer keys of an open GGUF file (`llamay.gguf.open_gguf`), checked by `check_vocab`."""
+        check_vocab(gguf)
         return _load(gguf.get, getattr(gguf, "name", "<gguf>"))
 
 
@@ -151,9 +225,7 @@ def _load(get: Any, where: str) -> Vocab:
     n = len(tokens)
     scores = list(get("tokenizer.ggml.scores") or [0.0] * n)
     types = get("tokenizer.ggml.token_type") or [TokenType.NORMAL] * n
-    if len(scores) < n or len(types) < n:
-        raise ModelError(f"{where}: tokenizer.ggml.scores/token_type are shorter than the {n} tokens")
-    attrs = [int(_ATTR_OF_TYPE.get(t, TokenAttr.UNDEFINED)) for t in types[:n]]
+    attrs = [int(_ATTR_OF_TYPE.get(t, TokenAttr.UNDEFINED)) for t in types]
     token_to_id: dict[str, int] = {}
     for i, t in enumerate(tokens):
         if token_to_id.setdefault(t, i) != i:
@@ -174,7 +246,10 @@ def _load(get: Any, where: str) -> Vocab:
     if charsmap:
         vocab.precompiled_charsmap = bytes(b & 0xFF for b in charsmap)
     if vocab.kind == "bpe":
-        pre = vocab.pre = pre_tokenizer(pre_name)
+        try:
+            pre = vocab.pre = pre_tokenizer(pre_name)
+        except ModelError as e:
+            raise ModelError(f"{where}: {e}") from None
         vocab.add_space_prefix = False
         vocab.escape_whitespaces = pre.escape_whitespaces
         vocab.clean_spaces = pre.clean_spaces
@@ -214,8 +289,8 @@ def _read_ids(vocab: Vocab, ids: dict[str, int | None], get: Any, where: str) ->
             ids[name] = None  # a default that does not fit this vocabulary
         for k in (key, _DEPRECATED_ID_KEYS.get(name)):
             new = get(f"tokenizer.ggml.{k}") if k else None
-            if new is not None and 0 <= int(new) < n:
-                ids[name] = int(new)
+            if new is not None and 0 <= new < n:  # in range unless it says "no token" (`check_vocab`)
+                ids[name] = new
     for flag in ("add_bos", "add_eos", "add_sep"):
         value = get(f"tokenizer.ggml.{flag}_token")
         if value is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from llamay.ggml_types import GGMLType
-from llamay.gguf import GGUFArray, GGUFValueType, GGUFWriter
+from llamay.gguf import GGUFArray, GGUFFile, GGUFValueType, GGUFWriter
 
 V = GGUFValueType
 
@@ -38,6 +38,64 @@ def tiny_gguf(alignment: int | None = None, version: int = 3) -> bytes:
 
 def header_end(data: bytes) -> int:
     """Offset where the tensor data section starts (end of the parsed header, aligned)."""
-    from llamay.gguf import GGUFFile
-
     return GGUFFile.from_buffer(data).data_offset
+
+
+def edited(path, fields: dict | None = None, tensors=None) -> bytes:
+    """The GGUF at `path` rewritten with metadata `fields` set (key: (value, GGUFValueType), or None to drop
+    it) and its tensor list passed through `tensors` ([(name, type, shape, bytes)] -> the same), unchecked: a
+    tensor may be given a type or shape its bytes do not fit (offsets follow each tensor's actual bytes)."""
+    with GGUFFile.open(path) as f:
+        w = GGUFWriter.from_file(f)
+        w.tensors = [(n, t, s, bytes(d)) for n, t, s, d in w.tensors]
+    for key, spec in (fields or {}).items():
+        if spec is None:
+            del w.fields[key]
+        else:
+            value, vtype = spec
+            w.fields[key] = (vtype, value)
+    if tensors is not None:
+        w.tensors = tensors(w.tensors)
+    return w.to_bytes()
+
+
+def retyped(name: str, ggml_type: GGMLType):
+    """A `tensors` edit for `edited`: the tensor's type changed, its bytes kept."""
+    return lambda ts: [(n, ggml_type if n == name else t, s, d) for n, t, s, d in ts]
+
+
+_LLAMACPP_LOAD = """
+import os, sys, xllamacpp
+p = xllamacpp.CommonParams()
+p.model.path = sys.argv[1]
+p.n_ctx, p.n_parallel, p.warmup, p.verbosity = 64, 1, False, -1
+p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
+p.check_tensors = sys.argv[2] == "check"
+try:
+    server = xllamacpp.Server(p)
+    print("loaded", flush=True)
+except RuntimeError:
+    print("refused", flush=True)
+os._exit(0)  # the server's destructor can hang: the answer is printed, leave without it
+"""
+
+
+def llamacpp_loads(data: bytes, path, *, check_tensors: bool = False) -> bool:
+    """Whether llama.cpp (xllamacpp's server) loads these bytes, written to `path` (with `--check-tensors`: every
+    value validated): the reference for files it refuses. Asked in a child process, which prints the answer and
+    leaves without tearing the server down."""
+    import subprocess
+    import sys
+
+    path.write_bytes(data)
+    r = subprocess.run(
+        [sys.executable, "-c", _LLAMACPP_LOAD, str(path), "check" if check_tensors else "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    answer = r.stdout.split()
+    if answer not in (["loaded"], ["refused"]):
+        raise AssertionError(f"llama.cpp gave no answer (exit {r.returncode}): {r.stdout[-300:]} {r.stderr[-500:]}")
+    return answer == ["loaded"]

@@ -68,7 +68,11 @@ def test_a_valid_raw_file_parses():
             r"'general.alignment' must be a UINT32 power",
         ),
         (raw([kv("general.alignment", V.UINT64, struct.pack("<Q", 64))]), r"must be a UINT32 power of two, got UINT64"),
-        (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 64)], bytes(32)), r"tensor 'w': data \[.*\) lies outside"),
+        (
+            raw([ARCH], [tinfo("w", (16,), GGMLType.F32, 0)], bytes(32)),
+            r"tensor 'w': F32 \[16\] data \[.*\) lies outside",
+        ),
+        (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 64)], bytes(96)), r"tensor 'w': data offset 64, expected 0"),
         (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 4)], bytes(64)), r"tensor 'w': data offset 4 is not aligned"),
         (
             raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 0), tinfo("w", (8,), GGMLType.F32, 32)], bytes(64)),
@@ -76,12 +80,28 @@ def test_a_valid_raw_file_parses():
         ),
         (
             raw([ARCH], [tinfo("a", (16,), GGMLType.F32, 0), tinfo("b", (8,), GGMLType.F32, 32)], bytes(64)),
-            r"tensors 'a' and 'b' overlap",
+            r"tensor 'b': data offset 32 overlaps tensor 'a' \(F32 \[16\] takes 64 bytes from offset 0\); expected 64",
         ),
         (raw([ARCH], [tinfo("w", (8, 1, 1, 1, 1), GGMLType.F32, 0)], bytes(32)), r"5 dimensions"),
         (raw([ARCH], [tinfo("w", (0,), GGMLType.F32, 0)], bytes(32)), r"bad dimension 0"),
         (raw([ARCH], [tinfo("w", (16,), GGMLType.Q4_0, 0)], bytes(32)), r"not a multiple of its block size 32"),
         (raw([ARCH], [tinfo("w", (8,), GGMLType.F32, 0)]), r"lies outside the file"),
+        (
+            raw([ARCH], [tinfo("x" * 64, (8,), GGMLType.F32, 0)], bytes(32)),
+            r"name of 64 bytes \(ggml allows at most 63",
+        ),
+        (
+            raw([ARCH], [struct.pack("<Q", 2) + b"\xff\xfe" + struct.pack("<IQIQ", 1, 8, GGMLType.F32, 0)], bytes(32)),
+            r"name of tensor 0 is not valid UTF-8 \(byte 0: b'\\xff\\xfe'\)",
+        ),
+        (
+            raw([struct.pack("<Q", 1) + b"\xc3" + struct.pack("<IB", V.UINT8, 1)]),
+            r"key of metadata entry 0 is not valid",
+        ),
+        (
+            raw([ARCH], [tinfo("w", (1 << 32, 1 << 32), GGMLType.F32, 0)], bytes(32)),
+            r"tensor 'w': shape \[4294967296, 4294967296\] holds 18446744073709551616 elements, more than ggml can",
+        ),
         (b"GGUF" + struct.pack("<IQQ", 3, 1 << 40, 0), r"tensor count 1099511627776 runs past"),
         (b"GGUF" + struct.pack("<IQQ", 3, 0, 1 << 40), r"metadata count 1099511627776 runs past"),
     ],

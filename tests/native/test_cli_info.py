@@ -75,3 +75,17 @@ def test_tensor_writes_float32_like_gguf_py(tmp_path, type_name):
     want = gguf.quants.dequantize(ref.data, ref.tensor_type).astype("<f4").reshape(-1)
     got = np.frombuffer(out.read_bytes(), dtype="<f4")
     assert np.array_equal(got.view("<u4"), want.view("<u4"))
+
+
+def test_info_shows_the_table_and_why_the_audit_refuses(tmp_path, capsys):
+    from llamay.gguf import GGUFValueType
+    from tests.gguf.helpers import edited
+
+    p = tmp_path / "fewer-blocks.gguf"
+    p.write_bytes(edited(paths.stories("f32"), {"llama.block_count": (4, GGUFValueType.UINT32)}))
+    assert main(["info", "-m", str(p)]) == 2
+    out = capsys.readouterr().out
+    assert "  blk.4.ffn_up.weight" in out and "architecture  llama" in out  # the table is all there
+    assert (
+        "audit         refused: " + str(p) + ": key 'llama.block_count' = 4, but the file has tensors of layer 4"
+    ) in out
