@@ -80,12 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="llamay-bench-") as tmp:
-        models = Path(tmp) / "models"
-        models.mkdir()
-        (models / args.model.name).symlink_to(args.model.resolve())
+        # the model's own folder: `llamay web` serves no link that leads out of its models folder
         log: list = []
-        server = WebServer(WEB_DIR, models, log=log).start()
-        model_url = f"/models/{args.model.name}"
+        model = args.model.resolve()
+        server = WebServer(WEB_DIR, model.parent, log=log).start()
+        model_url = f"/models/{model.name}"
         try:
             with sync_playwright() as p:
                 context = p.chromium.launch_persistent_context(

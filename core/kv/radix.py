@@ -14,7 +14,7 @@ running sequence shares with the tree is never written (the writer copies it fir
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .pages import KVPages
@@ -174,6 +174,30 @@ class RadixCache:
         self.n_pages -= len(node.pages)
         parent = node.parent
         del parent.children[node.tokens[: self.ps]]
+
+    def page_sets(self) -> Iterator[PageSet]:
+        """Every page set the tree holds (one reference each), for accounting."""
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            yield from node.pages
+            stack.extend(node.children.values())
+
+    def audit(self) -> list[str]:
+        """What is wrong with the tree's shape: [] when every edge holds whole pages under the right key."""
+        problems, held, stack = [], 0, [self.root]
+        while stack:
+            node = stack.pop()
+            held += len(node.pages)
+            if node is not self.root and len(node.tokens) != len(node.pages) * self.ps:
+                problems.append(f"prefix cache: a node of {len(node.tokens)} tokens holds {len(node.pages)} pages")
+            for key, child in node.children.items():
+                if child.parent is not node or child.tokens[: self.ps] != key:
+                    problems.append(f"prefix cache: a child is filed under the wrong key or parent ({key[:4]}...)")
+            stack.extend(node.children.values())
+        if held != self.n_pages:
+            problems.append(f"prefix cache: counts {self.n_pages} page sets, its nodes hold {held}")
+        return problems
 
     def clear(self) -> None:
         for leaf in self._leaves():

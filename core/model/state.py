@@ -3,16 +3,21 @@ KV groups), the sequences and the prefix cache. Allocated once, sized by n_batch
 (sequences at once) and the page pools; nothing here allocates inside the token loop.
 
 Sequences own page tables; the prefix cache (a radix tree) and snapshots hold references to pages too. A page
-with more than one owner is copied before it is written, so a sequence never sees another's writes.
+with more than one owner is copied before it is written, so a sequence never sees another's writes. The State
+knows every owner (it keeps the live snapshots), so `audit` can check each page's count against them; code that
+takes a sequence for a while uses `claimed` / `borrowed`, which give it back on every error.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..arch.config import ModelConfig
 from ..errors import LlamayError
 from ..kernels import Backend
+from ..kv.accounting import audit_pool, holders
 from ..kv.group import KVGroup
 from ..kv.pages import NO_PAGE
 from ..kv.radix import RadixCache
@@ -40,6 +45,21 @@ class Snapshot:
 
     tokens: tuple[int, ...]
     tables: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where some sequences stood before a forward pass, so that a pass that failed can be undone."""
+
+    marks: tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...]  # (sequence, n_past, per group: (pages, freed))
+
+
+def _freed(table: list[int]) -> int:
+    """Leading table entries a window has freed."""
+    j = 0
+    while j < len(table) and table[j] == NO_PAGE:
+        j += 1
+    return j
 
 
 def layer_groups(cfg: ModelConfig) -> list[tuple[str, list[int], int]]:
@@ -125,6 +145,7 @@ class State:
         self.logits = None  # (n_outputs, n_vocab)
         self.reserve_outputs(n_outputs)
         self.sequences = [Sequence(i, [[] for _ in self.groups]) for i in range(n_seq)]
+        self.snapshots: set[Snapshot] = set()  # live ones: each holds a reference to its pages until `drop`
         self.prefix_cache: RadixCache | None = None
         if prefix_cache:
             self.prefix_cache = RadixCache([g.pages for g in self.groups], page_size)
@@ -149,6 +170,28 @@ class State:
                 s.active = True
                 return s.index
         raise LlamayError(f"all {self.n_seq} sequences are in use")
+
+    @contextlib.contextmanager
+    def claimed(self) -> Iterator[int]:
+        """A free sequence for the caller to keep, given back (emptied, nothing cached) if the block raises."""
+        seq = self.acquire()
+        try:
+            yield seq
+        except BaseException:
+            self.release(seq, cache=False)
+            raise
+
+    @contextlib.contextmanager
+    def borrowed(self) -> Iterator[int]:
+        """A free sequence for the length of the block, released at its end whatever happens (its whole pages
+        go to the prefix cache only when the block succeeded)."""
+        seq = self.acquire()
+        ok = False
+        try:
+            yield seq
+            ok = True
+        finally:
+            self.release(seq, cache=ok)
 
     def release(self, seq: int, cache: bool = True) -> None:
         """End a sequence: its whole pages go to the prefix cache (if any), the rest back to the pool."""
@@ -222,10 +265,35 @@ class State:
         pages = [tuple(t[j] for t in s.tables) for j in range(n_full)]
         return self.prefix_cache.insert(s.tokens, pages)
 
+    def checkpoint(self, seqs: Iterable[int]) -> Checkpoint:
+        """Remember where these sequences stand (before a forward pass that may fail)."""
+        marks = []
+        for i in dict.fromkeys(seqs):
+            s = self.sequences[i]
+            marks.append((i, s.n_past, tuple((len(t), _freed(t)) for t in s.tables)))
+        return Checkpoint(tuple(marks))
+
+    def roll_back(self, point: Checkpoint) -> list[int]:
+        """Undo what a failed forward did to the checkpointed sequences: the positions it counted and the pages
+        it added go back. A page it copied before writing (copy-on-write) stays: the copy holds the same earlier
+        positions. Returns the sequences that cannot be rolled back (their window freed pages they need again);
+        the caller must end them."""
+        lost = []
+        for i, n_past, marks in point.marks:
+            s = self.sequences[i]
+            del s.tokens[n_past:]
+            for g, table, (n_pages, freed) in zip(self.groups, s.tables, marks, strict=True):
+                for page in table[n_pages:]:
+                    g.pages.release(page)
+                del table[n_pages:]
+                if _freed(table) > freed:
+                    lost.append(i)
+        return sorted(set(lost))
+
     def fork(self, src: int) -> int:
         """A new sequence sharing every page of `src`; either side copies a page before writing into it."""
-        dst = self.acquire()
-        self._share(self.sequences[src].tokens, self.sequences[src].tables, dst)
+        with self.claimed() as dst:
+            self._share(self.sequences[src].tokens, self.sequences[src].tables, dst)
         return dst
 
     def snapshot(self, seq: int) -> Snapshot:
@@ -234,18 +302,27 @@ class State:
         for g, table in zip(self.groups, s.tables, strict=True):
             for page in table:
                 g.pages.retain(page)
-        return Snapshot(tuple(s.tokens), tuple(tuple(t) for t in s.tables))
+        snap = Snapshot(tuple(s.tokens), tuple(tuple(t) for t in s.tables))
+        self.snapshots.add(snap)
+        return snap
 
     def restore(self, snap: Snapshot, seq: int | None = None) -> int:
         """A sequence (a new one, or `seq` emptied) continuing exactly where the snapshot was taken."""
-        if seq is None:
-            seq = self.acquire()
-        else:
+        if snap not in self.snapshots:
+            raise AssertionError("restoring a snapshot that was dropped, or was not made by this State")
+        if seq is not None:
             self.truncate(seq, 0)
-        self._share(list(snap.tokens), snap.tables, seq)
-        return seq
+            self._share(list(snap.tokens), snap.tables, seq)
+            return seq
+        with self.claimed() as new:
+            self._share(list(snap.tokens), snap.tables, new)
+        return new
 
     def drop(self, snap: Snapshot) -> None:
+        """Let go of a snapshot's pages (once: a second drop would release pages someone else holds)."""
+        if snap not in self.snapshots:
+            raise AssertionError("a snapshot was dropped twice, or was not made by this State")
+        self.snapshots.discard(snap)
         for g, table in zip(self.groups, snap.tables, strict=True):
             for page in table:
                 g.pages.release(page)
@@ -257,3 +334,43 @@ class State:
                 g.pages.retain(page)
             dst_t.extend(src_t)
         d.tokens.extend(tokens)
+
+    # -- accounting -----------------------------------------------------------------------------------------
+
+    def audit(self) -> list[str]:
+        """What is wrong with the cache's accounting: [] when every page's reference count equals the references
+        its owners (sequences, live snapshots, the prefix cache) hold, the free list is exactly the pages nobody
+        holds, and every sequence's tables cover its positions."""
+        problems = []
+        for gi, g in enumerate(self.groups):
+            held = holders(s.tables[gi] for s in self.sequences)
+            held.update(holders(snap.tables[gi] for snap in self.snapshots))
+            if self.prefix_cache is not None:
+                held.update(holders((pages[gi],) for pages in self.prefix_cache.page_sets()))
+            problems += audit_pool(g.pages, held)
+        if self.prefix_cache is not None:
+            problems += self.prefix_cache.audit()
+        for s in self.sequences:
+            if not s.active and (s.tokens or any(s.tables)):
+                problems.append(f"sequence {s.index} is free but holds {s.n_past} positions and its pages")
+            if s.n_past > self.n_ctx:
+                problems.append(f"sequence {s.index} holds {s.n_past} positions, more than the context {self.n_ctx}")
+            for g, table in zip(self.groups, s.tables, strict=True):
+                if len(table) * self.page_size < s.n_past:
+                    problems.append(f"sequence {s.index}: {len(table)} {g.name} pages for {s.n_past} positions")
+        return problems
+
+    def page_use(self) -> dict[str, int]:
+        """Pages of every group by their first holder, in this order: free, sequences, snapshots, and the prefix
+        cache alone (which gives its pages back when the pool runs dry)."""
+        use = {"free": 0, "sequences": 0, "snapshots": 0, "prefix_cache": 0}
+        for gi, g in enumerate(self.groups):
+            in_seqs = holders(s.tables[gi] for s in self.sequences)
+            in_snaps = holders(snap.tables[gi] for snap in self.snapshots)
+            use["free"] += g.pages.n_free
+            for page in range(g.pages.n_pages):
+                if g.pages.refs[page] <= 0:
+                    continue
+                kind = "sequences" if page in in_seqs else "snapshots" if page in in_snaps else "prefix_cache"
+                use[kind] += 1
+        return use

@@ -1,13 +1,22 @@
 """`llamay chat -m MODEL`: an interactive chat with the model's own template, streaming replies.
 
 Each turn reuses the KV cache of the conversation so far: only the new message is computed.
-Commands: /reset forgets the conversation, /exit (or end of input) leaves.
+Commands: /reset forgets the conversation, /exit (or end of input, Ctrl-D) leaves.
+
+Ctrl-C while a reply streams stops that reply at the next piece of text and keeps the conversation, as
+llama.cpp's CLI does; a second Ctrl-C before it stops, or a Ctrl-C at the prompt, leaves. The part of the reply
+already shown stays in the conversation as the assistant's turn: the model then sees what the person saw (and
+its KV cache already holds it), and turns keep alternating, which many chat templates require. A reply stopped
+before any text came drops its message too, so the conversation is as it was before the turn.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +34,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def first_ctrl_c_stops() -> Iterator[Callable[[], bool]]:
+    """Within the block, a first Ctrl-C only raises a flag (read by the function yielded); a second raises
+    KeyboardInterrupt. Kernels are never interrupted mid-step: the reply stops where the caller looks."""
+    pressed: list[int] = []
+
+    def on_sigint(_signum: int, _frame) -> None:
+        if pressed:
+            raise KeyboardInterrupt
+        pressed.append(1)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield lambda: bool(pressed)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def reply(pieces: Generator[str, None, None], out=None) -> tuple[str, bool]:
+    """Stream `pieces` to `out` (stdout) until they end or Ctrl-C; (the text shown, whether Ctrl-C stopped it)."""
+    out = out or sys.stdout
+    shown: list[str] = []
+    with first_ctrl_c_stops() as stopped:
+        try:
+            for piece in pieces:
+                if stopped():
+                    break
+                shown.append(piece)
+                out.write(piece)
+                out.flush()
+        finally:
+            pieces.close()  # the engine leaves its state where the reply stopped
+        interrupted = stopped()
+    out.write("\n")
+    out.flush()
+    return "".join(shown), interrupted
+
+
 def run(args: argparse.Namespace) -> int:
     from llamay.engine import Engine
     from llamay.model import load_model
@@ -39,23 +90,28 @@ def run(args: argparse.Namespace) -> int:
         system = [{"role": "system", "content": args.system}] if args.system else []
         messages = list(system)
         if interactive:
-            print(f"llamay chat: {model.name} ({model.backend.name}); /reset, /exit", file=sys.stderr)
-        while True:
-            if interactive:
-                print("> ", end="", file=sys.stderr, flush=True)
-            line = sys.stdin.readline()
-            if not line or line.strip() == "/exit":
-                return 0
-            if line.strip() == "/reset":
-                messages = list(system)
-                continue
-            if not line.strip():
-                continue
-            messages.append({"role": "user", "content": line.rstrip("\n")})
-            reply = []
-            for piece in engine.chat(messages, args.max_tokens, sampling):
-                reply.append(piece)
-                sys.stdout.write(piece)
-                sys.stdout.flush()
-            sys.stdout.write("\n")
-            messages.append({"role": "assistant", "content": "".join(reply)})
+            say(f"llamay chat: {model.name} ({model.backend.name}); /reset, /exit; Ctrl-C stops a reply")
+        try:
+            while True:
+                if interactive:
+                    print("> ", end="", file=sys.stderr, flush=True)
+                line = sys.stdin.readline()
+                if not line or line.strip() == "/exit":
+                    return 0
+                if line.strip() == "/reset":
+                    messages = list(system)
+                    continue
+                if not line.strip():
+                    continue
+                messages.append({"role": "user", "content": line.rstrip("\n")})
+                text, stopped = reply(engine.chat(messages, args.max_tokens, sampling))
+                if stopped and not text:
+                    messages.pop()
+                    say("[stopped before the reply began: the message is dropped]")
+                    continue
+                messages.append({"role": "assistant", "content": text})
+                if stopped:
+                    say("[stopped: the reply so far stays in the conversation]")
+        except KeyboardInterrupt:  # at the prompt, or a second Ctrl-C during a reply
+            say("")
+            return 130

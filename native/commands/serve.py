@@ -7,7 +7,10 @@ otherwise and prints the URL once it answers.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,10 +26,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a request may take in all (default 600)")
     p.add_argument("--embedding-model", help="an encoder GGUF (e.g. all-MiniLM-L6-v2) for the embedding routes")
     p.add_argument("--snapshot-dir", help="where context snapshots are saved (default: a temporary folder)")
+    p.add_argument("--max-snapshots", type=int, help="snapshot files kept at most; more get 507 (default 32)")
+    p.add_argument("--max-snapshot-bytes", type=size, help="total size of the snapshot files (e.g. 512M, 4G); "
+                   "more get 507 (default 1G)")  # fmt: skip
     p.add_argument("-t", "--threads", type=int, default=0, help="kernel threads (default: LLAMAY_THREADS or all)")
     p.add_argument("--backend", help="kernel backend: numba, wasm, portable (default: the fastest)")
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
+
+
+def size(text: str) -> int:
+    """`1073741824`, `512M`, `1G`, `1.5GiB` -> bytes (binary units)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 1073741824, 512M, 1G)")
+    return int(float(m.group(1)) * SIZE_UNITS[m.group(2).upper()])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
         raise LlamayError(f"the server needs the native extra: pip install 'llamay[native]' ({e})") from None
     if args.parallel < 1 or args.queue < 1:
         raise LlamayError("--parallel and --queue must be at least 1")
+    quota = {k: v for k, v in (("max_snapshots", args.max_snapshots), ("max_snapshot_bytes", args.max_snapshot_bytes))
+             if v is not None}  # fmt: skip
+    if any(v < 1 for v in quota.values()):
+        raise LlamayError("--max-snapshots and --max-snapshot-bytes must be at least 1")
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -54,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     service = Service.load(
         path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size,
         parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
-        aliases=aliases, snapshot_dir=args.snapshot_dir,
+        aliases=aliases, snapshot_dir=args.snapshot_dir, **quota,
     )  # fmt: skip
     be = service.generator.model.backend
     if args.threads and hasattr(be, "set_threads"):

@@ -3,7 +3,10 @@
 app.py            the ASGI app: routers, OpenAPI metadata, API key, OpenAI-style error bodies
 openai_routes.py  /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models
 ollama_routes.py  /api/generate, /api/chat, /api/embed, /api/tags, /api/show, /api/ps, /api/version
-contexts.py       /llamay/contexts: named KV contexts (create, fork, snapshot, restore, continue, delete)
+contexts.py       /llamay/contexts: named KV contexts (create, fork, snapshot, restore, continue, delete);
+                  /llamay/snapshots: the snapshot files (list, delete)
+context_store.py  the contexts by name
+snapshot_store.py the snapshot folder: listing, quota, atomic writes and deletes off the event loop
 scheduler.py      the model thread: bounded queue, admission, batcher steps, cancellation, deadlines
 streaming.py      scheduler updates to text (detokenizer + stop strings), SSE and NDJSON framing
 params.py         request fields to generation parameters and a Sampler

@@ -67,7 +67,8 @@ def create_app(service: Service, api_key: str | None = None) -> FastAPI:
         app.include_router(module.router, dependencies=guard)
     app.include_router(_server_router(), dependencies=guard)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],
-                      summary="Liveness: 200 while the model thread runs")  # fmt: skip
+                      summary="200 ok while the model thread runs and the KV accounting is exact; else 503 degraded",
+                      responses={503: {"model": Health}})  # fmt: skip
     _add_error_handlers(app)
     app.add_middleware(JsonBodies)
     app.add_middleware(CountRequests, service=service)
@@ -128,10 +129,8 @@ def _bearer(api_key: str):
 
 
 async def health(service: ServiceDep) -> Any:
-    if not service.scheduler.alive:
-        raise ApiError(503, "the model thread has stopped", code="unavailable")
-    s = service.scheduler
-    return {"status": "ok", "model": service.generator.id, "queue_depth": s.queue_depth, "running": s.running}
+    status, body = service.health()
+    return JSONResponse(body, status_code=status) if status != 200 else body
 
 
 def _server_router():

@@ -4,46 +4,61 @@ A context is a KV snapshot (its pages pinned, see `scheduler.Pin`) plus the toke
 it offers the snapshot's whole pages to the prefix cache and queues an ordinary job whose prompt is the
 context's tokens + the new text: admission adopts the pinned pages, so only the new text (and the last partial
 page) is computed. With `update` the context then moves on to the new snapshot. A fork shares the pin: pages
-are copied only when one side writes (copy-on-write). Snapshots go to files (`llamay.kv.snapshot_file`,
-checked against the model's fingerprint) and come back into any name.
+are copied only when one side writes (copy-on-write). Snapshots go to files (`llamay.kv.snapshot_file`: one
+checksum over the KV and the context's tokens, checked against the model's fingerprint; `snapshot_store`: the
+folder and its quota) and come back into any name; `/llamay/snapshots` lists and deletes them.
+
+Every route gives back what it took on every error: a reserved name (`ContextStore.reserve`), a pin
+(`hold` / `let_go` in try-finally), a sequence (`State.borrowed` on the model thread). File reads and writes run
+in worker threads; only what touches the State runs on the model thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import concurrent.futures
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import StreamingResponse
 
 from llamay.kv import snapshot_file
+from llamay.kv.pages import OutOfPages
 
 from .context_store import Context, ContextStore
 from .deps import ServiceDep
 from .errors import ApiError, bad_request
 from .params import from_openai
-from .scheduler import Job, Pin
+from .scheduler import Job, JobFailed, Pin
 from .schemas import (
     NAME_PATTERN,
     ContextCompletion,
     ContextContinue,
     ContextCreate,
+    ContextDeleted,
     ContextFork,
     ContextInfo,
     ContextList,
     ContextRestore,
+    ErrorResponse,
+    SnapshotDeleted,
     SnapshotInfo,
+    SnapshotList,
 )
 from .service import Service
+from .snapshot_store import FULL, ID_PATTERN
 from .streaming import SSE_HEADERS, Generation, sse_stream
 from .tools import message_dicts
 
-router = APIRouter(prefix="/llamay/contexts", tags=["Contexts"])
+BASE = "/llamay/contexts"
+SNAPSHOTS = "/llamay/snapshots"
+router = APIRouter(tags=["Contexts"])
 Name = Annotated[str, Path(pattern=NAME_PATTERN, description="the context's name")]
+SnapshotId = Annotated[str, Path(pattern=ID_PATTERN, description="the snapshot's id")]
+STORAGE_FULL = {FULL: {"model": ErrorResponse, "description": "the snapshot quota (or the disk) is full"}}
 
 
 def _store(service: Service) -> ContextStore:
@@ -66,10 +81,25 @@ async def _settled(service: Service) -> None:
     await asyncio.wrap_future(service.scheduler.call(lambda _st: None))
 
 
+async def _owned(future: concurrent.futures.Future[Any], release: Callable[[Any], Any]) -> Any:
+    """Await a model-thread op that makes something to give back (a snapshot): if the route is cancelled (its
+    client went away) while the op runs, the thing is released as soon as the op has made it."""
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+
+        def later(f: concurrent.futures.Future[Any]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                release(f.result())
+
+        future.add_done_callback(later)
+        raise
+
+
 # -- create, list, delete, fork -------------------------------------------------------------------------------
 
 
-@router.post("", response_model=ContextInfo, summary="Create a named context from a prompt or a chat")
+@router.post(BASE, response_model=ContextInfo, summary="Create a named context from a prompt or a chat")
 async def create(body: ContextCreate, request: Request, service: ServiceDep) -> dict[str, Any]:
     store = _store(service)
     if (body.prompt is None) == (body.messages is None):
@@ -99,23 +129,25 @@ async def create(body: ContextCreate, request: Request, service: ServiceDep) -> 
     return ctx.info(gen.text(0) if body.max_tokens else None, gen.usage())
 
 
-@router.get("", response_model=ContextList, summary="List the named contexts")
+@router.get(BASE, response_model=ContextList, summary="List the named contexts")
 async def list_contexts(service: ServiceDep) -> dict[str, Any]:
     return {"object": "list", "data": [c.info() for c in _store(service).items.values()]}
 
 
-@router.get("/{name}", response_model=ContextInfo, summary="One context")
+@router.get(BASE + "/{name}", response_model=ContextInfo, summary="One context")
 async def get_context(name: Name, service: ServiceDep) -> dict[str, Any]:
     return _store(service).get(name).info()
 
 
-@router.delete("/{name}", summary="Delete a context (its pages are released once nothing else holds them)")
+@router.delete(BASE + "/{name}", response_model=ContextDeleted,
+               summary="Delete a context (its pages are released once nothing else holds them)")  # fmt: skip
 async def delete(name: Name, service: ServiceDep) -> dict[str, Any]:
     _store(service).drop(name)
     return {"name": name, "deleted": True}
 
 
-@router.post("/{name}/fork", response_model=ContextInfo, summary="Fork a context under a new name (copy-on-write)")
+@router.post(BASE + "/{name}/fork", response_model=ContextInfo,
+             summary="Fork a context under a new name (copy-on-write)")  # fmt: skip
 async def fork(body: ContextFork, name: Name, service: ServiceDep) -> dict[str, Any]:
     store = _store(service)
     src = store.get(name)
@@ -128,54 +160,81 @@ async def fork(body: ContextFork, name: Name, service: ServiceDep) -> dict[str, 
 # -- snapshots ------------------------------------------------------------------------------------------------
 
 
-@router.post("/{name}/snapshot", response_model=SnapshotInfo, summary="Save a context's KV to a snapshot file")
+@router.post(BASE + "/{name}/snapshot", response_model=SnapshotInfo, responses=STORAGE_FULL,
+             summary="Save a context's KV and tokens to a snapshot file (within the quota)")  # fmt: skip
 async def snapshot(name: Name, service: ServiceDep) -> dict[str, Any]:
     ctx = _store(service).get(name)
-    sid = uuid.uuid4().hex[:16]
-    path = service.snapshot_dir / f"{sid}.llkv"
+    await service.snapshots.check_room()  # a full quota is refused before any work
     pin = ctx.pin.hold()
-    fingerprint = service.model_fingerprint
+    fingerprint, tokens = service.model_fingerprint, list(ctx.tokens)
     try:
-        await asyncio.wrap_future(service.scheduler.call(
-            lambda st: snapshot_file.save(st, pin.snapshot, path, fingerprint)))  # fmt: skip
+        data = await asyncio.wrap_future(service.scheduler.call(
+            lambda st: snapshot_file.encode(st, pin.snapshot, fingerprint, context=tokens, label=name)))  # fmt: skip
     finally:
         pin.let_go()
-    meta = {"context": name, "tokens": ctx.tokens}
-    (service.snapshot_dir / f"{sid}.json").write_text(json.dumps(meta))
-    return {"snapshot": sid, "context": name, "n_tokens": len(ctx.tokens), "bytes": path.stat().st_size}
+    entry = await service.snapshots.add(data)
+    return {"snapshot": entry.id, "context": name, "n_tokens": len(tokens), "bytes": entry.bytes,
+            "created": entry.created}  # fmt: skip
 
 
-@router.post("/{name}/restore", response_model=ContextInfo,
+@router.post(BASE + "/{name}/restore", response_model=ContextInfo,
              summary="Restore a snapshot into a context (created, or replaced)")  # fmt: skip
-async def restore(body: ContextRestore, name: Name, service: ServiceDep):
+async def restore(body: ContextRestore, name: Name, service: ServiceDep) -> dict[str, Any]:
     store = _store(service)
-    path = service.snapshot_dir / f"{body.snapshot}.llkv"
-    meta_path = service.snapshot_dir / f"{body.snapshot}.json"
-    if not path.exists() or not meta_path.exists():
-        raise ApiError(404, f"no snapshot {body.snapshot!r}", param="snapshot", code="snapshot_not_found")
-    tokens = json.loads(meta_path.read_text())["tokens"]
-    fingerprint = service.model_fingerprint
-
-    def load(st: Any) -> Any:
-        seq = snapshot_file.load(st, path, fingerprint)
-        snap = st.snapshot(seq)
-        st.release(seq)  # its whole pages also go to the prefix cache
-        return snap
-
     with store.reserve(name, replace=True):
+        saved = await asyncio.to_thread(_read, service, body.snapshot)
+        sched = service.scheduler
+
+        def load(st: Any) -> Any:  # on the model thread; the sequence is given back whatever happens
+            try:
+                with st.borrowed() as seq:
+                    snapshot_file.install(st, saved, seq)
+                    return st.snapshot(seq)  # its whole pages also go to the prefix cache
+            except OutOfPages as e:
+                hint = "; delete some contexts" if st.snapshots else ""
+                raise JobFailed(f"the snapshot does not fit the KV cache now: {e}; {sched.describe_pages()}{hint}",
+                                503, "kv_cache_full") from None  # fmt: skip
+
         try:
-            snap = await asyncio.wrap_future(service.scheduler.call(load, needs_sequence=True))
-        except snapshot_file.SnapshotFileError as e:
-            raise bad_request(str(e), "snapshot") from None
-        ctx = Context(name, tokens, Pin(snap, service.scheduler), int(time.time()))
+            snap = await _owned(sched.call(load, needs_sequence=True), lambda x: sched.call(lambda st: st.drop(x)))
+        except JobFailed as e:
+            raise ApiError(e.status, str(e), code=e.code) from None
+        ctx = Context(name, saved.context, Pin(snap, sched), int(time.time()))
         store.put(ctx)
     return ctx.info()
+
+
+def _read(service: Service, sid: str) -> snapshot_file.Saved:
+    """Read and check a whole snapshot file (in a worker thread): nothing is allocated for a bad one."""
+    path = service.snapshots.path(sid)
+    if not path.is_file():
+        raise ApiError(404, f"no snapshot {sid!r}", param="snapshot", code="snapshot_not_found")
+    try:
+        return snapshot_file.read(path, service.snapshot_layout, service.model_fingerprint)
+    except snapshot_file.SnapshotFileError as e:  # the message names the field; the client knows the id, not the path
+        raise bad_request(str(e).replace(str(path), f"snapshot {sid}"), "snapshot", "invalid_snapshot") from None
+
+
+@router.get(SNAPSHOTS, response_model=SnapshotList, summary="List the snapshot files and the quota")
+async def list_snapshots(service: ServiceDep) -> dict[str, Any]:
+    return await service.snapshots.list()
+
+
+@router.get(SNAPSHOTS + "/{snapshot}", response_model=SnapshotInfo, summary="One snapshot file")
+async def get_snapshot(snapshot: SnapshotId, service: ServiceDep) -> dict[str, Any]:
+    return await service.snapshots.info(snapshot)
+
+
+@router.delete(SNAPSHOTS + "/{snapshot}", response_model=SnapshotDeleted, summary="Delete a snapshot file")
+async def delete_snapshot(snapshot: SnapshotId, service: ServiceDep) -> dict[str, Any]:
+    await service.snapshots.delete(snapshot)
+    return {"snapshot": snapshot, "deleted": True}
 
 
 # -- continue -------------------------------------------------------------------------------------------------
 
 
-@router.post("/{name}/completions", response_model=ContextCompletion,
+@router.post(BASE + "/{name}/completions", response_model=ContextCompletion,
              summary="Continue a context: its tokens + `prompt`, then generate (SSE with `stream: true`)",
              responses={200: {"content": {"text/event-stream": {}}}})  # fmt: skip
 async def continue_context(body: ContextContinue, request: Request, name: Name,

@@ -15,7 +15,12 @@ the decoders. A job ends by its length, an end-of-generation token, a cancel (cl
 its deadline; its sequence is then released and its whole pages stay in the prefix cache.
 
 Everything that touches the State runs on the model thread: control ops (cancels, context operations) are
-run between steps, in the order they were sent.
+run between steps, in the order they were sent. An op that needs a sequence waits for one, but not forever: it
+fails (503) when no running job could free one, or after the request timeout.
+
+One job's failure is that job's alone (the Batcher ends only the request whose sampling or forward failed).
+Whenever the model thread goes idle it audits the KV accounting (`State.audit`, `Batcher.audit`: every page's
+count equals its owners, no sequence without a running job); `problems` is what `/health` reports.
 """
 
 from __future__ import annotations
@@ -54,9 +59,10 @@ class QueueFull(LlamayError):
 class JobFailed(LlamayError):
     """A job that could not run (its prompt cannot fit the KV cache, the model raised)."""
 
-    def __init__(self, message: str, status: int = 500) -> None:
+    def __init__(self, message: str, status: int = 500, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -105,14 +111,24 @@ def deliver(by_sink: dict[Sink, list[Update]]) -> None:
             loop.call_soon_threadsafe(_put_each, batches)
 
 
+def _failure(error: Exception) -> JobFailed:
+    """What a client is told about its request's own failure (the others' go on)."""
+    if isinstance(error, LlamayError):
+        return JobFailed(f"this request failed: {error}", 400)
+    log.error("a request failed:\n%s", "".join(traceback.format_exception(error)))
+    return JobFailed(f"this request failed: {type(error).__name__}: {error}", 500)
+
+
 class Pin:
     """A KV snapshot held by contexts and by the jobs continuing them; dropped (pages released) on the model
-    thread when its last holder lets go. Holders are counted on the event loop only."""
+    thread when its last holder lets go. Holders are counted on the event loop only; the scheduler knows every
+    live pin (for the audit)."""
 
     def __init__(self, snapshot: Snapshot, scheduler: Scheduler) -> None:
         self.snapshot = snapshot
         self.scheduler = scheduler
         self.holders = 1
+        scheduler.pinned(self, True)
 
     def hold(self) -> Pin:
         self.holders += 1
@@ -123,6 +139,7 @@ class Pin:
         if self.holders == 0:
             snap = self.snapshot
             self.scheduler.call(lambda st: st.drop(snap))
+            self.scheduler.pinned(self, False)  # after the drop is queued: an audit never sees it unowned
 
 
 @dataclass(eq=False)
@@ -149,7 +166,7 @@ class _KeepingBatcher(Batcher):
     """The Batcher, snapshotting the sequence of a `keep` job just before it is released."""
 
     def _finish(self, req: Request, reason: str) -> None:
-        if isinstance(req, Job) and req.keep and req.seq is not None and req.kept is None:
+        if isinstance(req, Job) and req.keep and req.seq is not None and req.kept is None and reason != "error":
             req.kept = self.st.snapshot(req.seq)
         super()._finish(req, reason)
 
@@ -159,6 +176,12 @@ class _Op:
     fn: Callable[[State], Any]
     future: concurrent.futures.Future[Any]
     needs_sequence: bool = False
+    deadline: float = math.inf  # an op waiting for a sequence fails (503) at this time
+
+
+def _refuse(op: _Op, error: JobFailed) -> None:
+    if op.future.set_running_or_notify_cancel():  # False: its caller went away already
+        op.future.set_exception(error)
 
 
 @dataclass
@@ -193,6 +216,10 @@ class Scheduler:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._last_error = ""
+        self._pins: set[Pin] = set()  # live pins (touched on the event loop, read by the audit)
+        self._pins_lock = threading.Lock()
+        self._dirty = True  # something ran since the last idle audit
+        self.problems: tuple[str, ...] = ()  # what the last idle audit found ([] = the accounting is exact)
 
     # -- event-loop side ------------------------------------------------------------------------------------
 
@@ -227,11 +254,12 @@ class Scheduler:
         self.call(lambda _st: self._cancel(job, reason))
 
     def call(self, fn: Callable[[State], Any], needs_sequence: bool = False) -> concurrent.futures.Future[Any]:
-        """Run fn(state) on the model thread between steps; `needs_sequence`: only once a sequence is free."""
-        op = _Op(fn, concurrent.futures.Future(), needs_sequence)
+        """Run fn(state) on the model thread between steps; `needs_sequence`: only once a sequence is free (fails
+        with a 503 JobFailed when none can become free, or none did within the request timeout)."""
+        op = _Op(fn, concurrent.futures.Future(), needs_sequence, time.monotonic() + self.cfg.timeout)
         with self._cond:
             if self._stopping:
-                op.future.set_exception(JobFailed("the server is shutting down", 503))
+                _refuse(op, JobFailed("the server is shutting down", 503))
                 return op.future
             self._control.append(op)
             self._cond.notify_all()
@@ -258,6 +286,38 @@ class Scheduler:
     @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    def pinned(self, pin: Pin, live: bool) -> None:
+        with self._pins_lock:
+            (self._pins.add if live else self._pins.discard)(pin)
+
+    def audit(self, strict: bool = False) -> concurrent.futures.Future[list[str]]:
+        """The accounting problems now ([] when exact), checked on the model thread between steps. `strict`
+        (for tests, once every request is over): also every live snapshot must be held by a context's pin."""
+        return self.call(lambda _st: self._audit(strict))
+
+    def _audit(self, strict: bool) -> list[str]:
+        problems = self.state.audit() + self.batcher.audit()
+        if strict:
+            with self._pins_lock:
+                pinned = {p.snapshot for p in self._pins}
+            for snap in self.state.snapshots - pinned:
+                problems.append(f"a snapshot of {len(snap.tokens)} tokens is live but no context holds it")
+        return problems
+
+    def describe_pages(self) -> str:
+        """Who holds the KV pages now (model thread), for messages that say why something does not fit."""
+        st = self.state
+        use = st.page_use()
+        total = sum(g.pages.n_pages for g in st.groups)
+        said = [f"{use['free']} are free"]
+        if use["sequences"]:
+            said.append(f"{use['sequences']} are held by the sequences of {self.running} running requests")
+        if use["snapshots"]:
+            said.append(f"{use['snapshots']} are held by {len(st.snapshots)} snapshots (named contexts and forks)")
+        if use["prefix_cache"]:
+            said.append(f"{use['prefix_cache']} are held by the prefix cache alone")
+        return f"of the KV cache's {total} pages, " + ", ".join(said)
 
     def _retry_after(self) -> int:
         """Seconds a refused client should wait: a rough time for the queue ahead of it to drain."""
@@ -288,7 +348,21 @@ class Scheduler:
             if self._deferred and self.batcher.can_admit():
                 return
             waiting = self._pending or self._deferred or self.batcher.running
+            if not waiting and self._dirty:
+                self._audit_idle()
             self._cond.wait(IDLE_TICK if waiting else None)
+            self._dirty = True
+
+    def _audit_idle(self) -> None:
+        """With nothing queued or running, the accounting must be exact; what is wrong goes to `problems`."""
+        self._dirty = False
+        try:
+            problems = tuple(self.state.audit() + self.batcher.audit())
+        except Exception as e:  # a broken structure the audit cannot even walk
+            problems = (f"the audit failed: {type(e).__name__}: {e}",)
+        if problems and problems != self.problems:
+            log.error("KV accounting is broken:\n  %s", "\n  ".join(problems))
+        self.problems = problems
 
     def _run_control(self) -> None:
         with self._cond:
@@ -296,16 +370,33 @@ class Scheduler:
             self._control.clear()
         ops = self._deferred + ops
         self._deferred = []
+        now = time.monotonic()
         for op in ops:
-            if op.future.cancelled():
+            if op.future.cancelled():  # its caller went away before it ran
                 continue
             if op.needs_sequence and not self.batcher.can_admit():
-                self._deferred.append(op)
+                error = self._no_sequence(op, now)
+                if error is None:
+                    self._deferred.append(op)
+                else:
+                    _refuse(op, error)
+                continue
+            if not op.future.set_running_or_notify_cancel():  # from here on a cancel cannot race set_result
                 continue
             try:
                 op.future.set_result(op.fn(self.state))
             except Exception as e:  # the op's caller gets the error, the server keeps serving
                 op.future.set_exception(e)
+
+    def _no_sequence(self, op: _Op, now: float) -> JobFailed | None:
+        """Why an op waiting for a sequence must stop waiting (None: one may still become free in time)."""
+        n = self.cfg.n_seq
+        if not self.batcher.running:  # no job could ever give one back
+            return JobFailed(f"no sequence is free and no request is running to free one: all {n} are held by no "
+                             "request (see /health)", 503)  # fmt: skip
+        if now >= op.deadline:
+            return JobFailed(f"no sequence became free within {self.cfg.timeout:g} s: all {n} are busy", 503)
+        return None
 
     def _cancel(self, job: Job, reason: str) -> None:
         with self._cond:
@@ -357,12 +448,8 @@ class Scheduler:
                 admitted, error = False, JobFailed(f"admission failed: {type(e).__name__}: {e}", 500)
             else:
                 error = None
-                if not admitted and not self.batcher.running:  # nothing will free pages: it can never fit
-                    error = JobFailed(
-                        f"the KV cache cannot hold this prompt of {len(job.prompt)} tokens now: named contexts "
-                        "hold its pages; delete some contexts",
-                        503,
-                    )
+                if not admitted and not self.batcher.running:  # nothing will free a sequence or pages
+                    error = self._never_fits(job)
             if not admitted and error is None:
                 return  # wait for a running job to end
             with self._cond:
@@ -374,6 +461,15 @@ class Scheduler:
             self.metrics.prompt_tokens += len(job.prompt)
             self.metrics.cached_prompt_tokens += job.cached_tokens
 
+    def _never_fits(self, job: Job) -> JobFailed:
+        """Why a job cannot be admitted while nothing runs: the true holders, not a guess."""
+        if not self.batcher.can_admit():
+            return JobFailed(f"no sequence is free and no request is running: all {self.cfg.n_seq} are held by no "
+                             "request (see /health)", 503)  # fmt: skip
+        hint = "; delete some contexts" if self.state.snapshots else ""
+        return JobFailed(f"the KV cache cannot hold this prompt of {len(job.prompt)} tokens now: "
+                         f"{self.describe_pages()}{hint}", 503)  # fmt: skip
+
     def _offer(self, snap: Snapshot) -> None:
         """Put a context's whole pages back into the prefix cache, so that admission adopts them."""
         st = self.state
@@ -384,7 +480,7 @@ class Scheduler:
     def _step(self) -> None:
         try:
             events = self.batcher.step()
-        except Exception as e:  # a failing forward must not take the server down: fail what ran, go on
+        except Exception as e:  # the Batcher ends failing requests itself; this is a bug in it: fail what ran
             self._last_error = traceback.format_exc()
             log.error("batcher step failed:\n%s", self._last_error)
             for job in list(self.batcher.running):
@@ -401,6 +497,9 @@ class Scheduler:
         for ev in events:
             job = ev.request
             if not isinstance(job, Job):
+                continue
+            if ev.error is not None:
+                self._fail(job, _failure(ev.error))
                 continue
             if ev.token is not None:
                 m.generated_tokens += 1
@@ -428,5 +527,4 @@ class Scheduler:
             if isinstance(job, Job):
                 self._fail(job, gone)
         for op in ops:
-            if not op.future.done():
-                op.future.set_exception(gone)
+            _refuse(op, gone)

@@ -250,10 +250,11 @@ class DetokenizeResponse(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"]
     model: str
     queue_depth: int
     running: int
+    problems: list[str] = Field(default_factory=list, description="why the server is degraded (empty when ok)")
 
 
 # -- Ollama ---------------------------------------------------------------------------------------------------
@@ -363,6 +364,27 @@ class ContextList(BaseModel):
 
 class SnapshotInfo(BaseModel):
     snapshot: str
-    context: str
-    n_tokens: int
+    context: str | None = Field(description="the context it was taken of (None: unreadable here, see `error`)")
+    n_tokens: int | None = Field(description="the context's tokens")
     bytes: int
+    created: int
+    error: str | None = Field(None, description="why the file cannot be restored here (another model or format)")
+
+
+class SnapshotList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[SnapshotInfo]
+    count: int
+    bytes: int
+    max_count: int = Field(description="the quota: --max-snapshots")
+    max_bytes: int = Field(description="the quota: --max-snapshot-bytes")
+
+
+class ContextDeleted(BaseModel):
+    name: str
+    deleted: Literal[True] = True
+
+
+class SnapshotDeleted(BaseModel):
+    snapshot: str
+    deleted: Literal[True] = True

@@ -17,12 +17,14 @@ from typing import Any
 from llamay import __version__
 from llamay.engine import Engine
 from llamay.errors import LlamayError
+from llamay.kv.snapshot_file import Layout
 from llamay.model import Model, load_model
 
 from .context_store import ContextStore
 from .errors import ApiError, bad_request
 from .metrics import Metrics
 from .scheduler import Scheduler, SchedulerConfig
+from .snapshot_store import DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SNAPSHOTS, SnapshotStore
 
 DEFAULT_N_CTX = 2048
 
@@ -110,6 +112,8 @@ class Service:
         embedder_path: str | os.PathLike[str] | None = None,
         aliases: tuple[str, ...] = (),
         snapshot_dir: str | os.PathLike[str] | None = None,
+        max_snapshots: int = DEFAULT_MAX_SNAPSHOTS,
+        max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
         load_seconds: float = 0.0,
     ) -> None:
         if not model.cfg.causal:
@@ -142,11 +146,13 @@ class Service:
         self._embed_lock = threading.Lock()
         self._own_snapshot_dir = snapshot_dir is None
         self.snapshot_dir = Path(snapshot_dir or tempfile.mkdtemp(prefix="llamay-snapshots-"))
-        self.snapshot_dir.mkdir(parents=True, exist_ok=True)
-        self.contexts = ContextStore()
         self.model_fingerprint = model.fingerprint  # what saved KV snapshots must match
+        self.snapshots = SnapshotStore(self.snapshot_dir, self.model_fingerprint, max_snapshots, max_snapshot_bytes)
+        self.contexts = ContextStore()
         m = self.metrics
         st = self.scheduler.state
+        # what a snapshot file must fit (token ids the tokenizer and the embedding both know)
+        self.snapshot_layout = Layout.of(st, n_vocab=min(model.cfg.n_vocab, model.tokenizer.n_vocab))
         m.gauge("queue_depth", "Jobs waiting for admission.", lambda: self.scheduler.queue_depth)
         m.gauge("running_sequences", "Sequences being prefilled or decoded.", lambda: self.scheduler.running)
         m.gauge("batch_width", "Sequences in the last batcher step.", lambda: self.scheduler.batcher.last_batch_width)
@@ -155,6 +161,8 @@ class Service:
         m.gauge("kv_pages_free", "Free KV pages (first KV group).", lambda: st.groups[0].pages.n_free)
         m.gauge("prefix_cache_pages", "Page sets held by the prefix cache.", lambda: st.prefix_cache.n_pages)
         m.gauge("contexts", "Named contexts held.", lambda: len(self.contexts))
+        m.gauge("kv_accounting_problems", "Problems the last idle KV audit found (0: exact).",
+                lambda: len(self.scheduler.problems))  # fmt: skip
 
     # -- life cycle -----------------------------------------------------------------------------------------
 
@@ -178,6 +186,17 @@ class Service:
             for p in self.snapshot_dir.glob("*"):
                 p.unlink(missing_ok=True)
             self.snapshot_dir.rmdir()
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """(status, body) of /health: 200 "ok", or 503 "degraded" with the problems (the model thread has stopped,
+        or its last idle audit found the KV accounting broken)."""
+        s = self.scheduler
+        problems = list(s.problems)
+        if not s.alive:
+            problems.insert(0, "the model thread has stopped")
+        body = {"status": "degraded" if problems else "ok", "model": self.generator.id, "queue_depth": s.queue_depth,
+                "running": s.running, "problems": problems}  # fmt: skip
+        return (503 if problems else 200), body
 
     @property
     def version(self) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import paths
+from tests.browser.server import place
 
 WEB = paths.REPO / "web"
 DIST = WEB / "dist"
@@ -104,11 +105,11 @@ def web_models(tmp_path_factory) -> Path:
     .gguf and a GGUF of an unsupported architecture."""
     d = tmp_path_factory.mktemp("models")
     for t in ("f32", "q8_0"):
-        (d / paths.stories(t).name).symlink_to(paths.stories(t))
+        place(paths.stories(t), d)
     smol = paths.REGISTRY_CACHE / paths.SMOLLM2
     if smol.exists():
-        (d / paths.SMOLLM2).symlink_to(smol)
-    (d / "all-MiniLM-L6-v2-f16.gguf").symlink_to(paths.MINILM)
+        place(smol, d)
+    place(paths.MINILM, d)
     (d / "notes.gguf").write_bytes(NOT_A_MODEL)
     write_unsupported_architecture(paths.stories("q8_0"), d / "mamba.gguf")
     return d

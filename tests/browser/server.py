@@ -7,6 +7,8 @@ Routes: `/web/...` (the web/ folder: pages, JS modules, web/dist), `/fixtures/..
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import threading
 import zipfile
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -76,6 +78,17 @@ class Server:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def place(src: Path, folder: Path, name: str | None = None) -> Path:
+    """`src` as `folder/name` (default: its own name) for `llamay web` to serve: a hard link where the file system
+    allows, else a copy (it serves no symbolic link that leads out of its folder)."""
+    dst = folder / (name or src.name)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+    return dst
 
 
 BUNDLED_FIXTURES = ("models/stories260K", "models/all-minilm-l6-v2", "vocab")

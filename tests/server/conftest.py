@@ -78,6 +78,31 @@ def idle(service) -> bool:
     return sched.queue_depth == 0 and sched.running == 0 and not any(s.active for s in sched.state.sequences)
 
 
+def settled_problems(service, timeout: float = 20.0) -> list[str]:
+    """Once nothing runs, what the strict KV audit finds (every page's count equals its owners, every sequence
+    and snapshot owned). Asked again while not empty, up to `timeout`: a gone client's clean-up may still be on
+    its way to the model thread; a real leak stays."""
+    sched = service.scheduler
+    deadline = time.monotonic() + timeout
+    wait_for(lambda: sched.queue_depth == 0 and sched.running == 0, timeout, "nothing to run")
+    while True:
+        problems = sched.audit(strict=True).result(timeout)
+        if not problems or time.monotonic() > deadline:
+            return problems
+        time.sleep(0.05)
+
+
+@pytest.fixture(autouse=True)
+def accounting_exact(request):
+    """After every test on a shared server: it is idle and its KV accounting is exact (nothing leaked)."""
+    yield
+    for name in ("server", "slow_server"):
+        if name in request.fixturenames:
+            live = request.getfixturevalue(name)
+            problems = settled_problems(live.service)
+            assert problems == [], f"{request.node.name} left the {name}'s KV accounting broken: {problems}"
+
+
 @pytest.fixture(scope="session")
 def server() -> Iterator[Live]:
     live = start_server(stories("f32"), backend=os.environ.get("LLAMAY_BACKEND"), n_ctx=512, parallel=4, queue=16,

@@ -110,5 +110,6 @@ def test_deleting_contexts_gives_their_pages_back(server, client):
     for name in ("p0", "p0b", "p1", "p2"):
         assert client.delete(f"{BASE}/{name}").status_code == 200
     wait_for(lambda: idle(server.service), what="idle")
-    st.prefix_cache.clear()  # what is left is free, not held by snapshots
+    server.service.scheduler.call(lambda s: s.prefix_cache.clear()).result(10)  # on the model thread
+    # what is left is free, not held by snapshots
     wait_for(lambda: pool.n_free == pool.n_pages, what="every page to be free", timeout=5)

@@ -1,0 +1,149 @@
+"""The snapshot files a server keeps in its `--snapshot-dir`: listing, the quota, writes and deletes.
+
+The folder is the index (files may come from an earlier run): `{id}.llkv` files in `llamay.kv.snapshot_file`'s
+format. Every file operation runs in a worker thread, never on the event loop. A quota bounds the files' number
+and total size (`--max-snapshots`, `--max-snapshot-bytes`); a snapshot past it is refused with 507 Insufficient
+Storage naming the limit, and a write in flight counts against it from the moment it is accepted. Leftovers of
+writes a killed process interrupted (`*.partial`) are removed when the store opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llamay.kv import snapshot_file
+
+from .errors import ApiError
+
+SUFFIX = ".llkv"
+ID_PATTERN = r"^[0-9a-f]{8,64}$"
+DEFAULT_MAX_SNAPSHOTS = 32
+DEFAULT_MAX_SNAPSHOT_BYTES = 1 << 30  # 1 GiB: the default folder is a temporary one, often in memory (tmpfs)
+FULL = 507  # Insufficient Storage
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    path: Path
+    bytes: int
+    created: int
+
+
+class SnapshotStore:
+    def __init__(self, directory: Path, fingerprint: bytes, max_count: int, max_bytes: int) -> None:
+        if max_count < 1 or max_bytes < 1:
+            raise ValueError("the snapshot quota must allow at least one snapshot of at least one byte")
+        self.dir = directory
+        self.fingerprint = fingerprint
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self._reserved: dict[str, int] = {}  # writes in flight: id -> bytes
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for leftover in self.dir.glob(f"*{snapshot_file.PARTIAL}"):
+            leftover.unlink(missing_ok=True)
+
+    def path(self, sid: str) -> Path:
+        return self.dir / f"{sid}{SUFFIX}"
+
+    # -- reading the folder (worker thread) -----------------------------------------------------------------
+
+    def _scan(self) -> list[Entry]:
+        entries = []
+        with os.scandir(self.dir) as it:
+            for e in it:
+                sid = e.name.removesuffix(SUFFIX)
+                if e.name.endswith(SUFFIX) and re.match(ID_PATTERN, sid) and e.is_file(follow_symlinks=False):
+                    with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
+                        st = e.stat(follow_symlinks=False)
+                        entries.append(Entry(sid, Path(e.path), st.st_size, int(st.st_mtime)))
+        return sorted(entries, key=lambda x: (x.created, x.id))
+
+    def _describe(self, entry: Entry) -> dict[str, Any]:
+        info = {"snapshot": entry.id, "context": None, "n_tokens": None, "bytes": entry.bytes,
+                "created": entry.created, "error": None}  # fmt: skip
+        try:
+            head = snapshot_file.peek(entry.path)
+        except snapshot_file.SnapshotFileError as e:
+            return {**info, "error": str(e).removeprefix(f"{entry.path}: ")}
+        if head.version != snapshot_file.FORMAT_VERSION:
+            info["error"] = f"format version {head.version}; this llamay reads {snapshot_file.FORMAT_VERSION}"
+        elif head.fingerprint != self.fingerprint:
+            info["error"] = "made with a different model"
+        else:
+            info.update(context=head.label or None, n_tokens=head.n_context)
+        return info
+
+    async def list(self) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            entries = self._scan()
+            return {"object": "list", "data": [self._describe(e) for e in entries], **self._usage(entries)}
+
+        return await asyncio.to_thread(run)
+
+    def _usage(self, entries: list[Entry]) -> dict[str, int]:
+        return {"count": len(entries), "bytes": sum(e.bytes for e in entries), "max_count": self.max_count,
+                "max_bytes": self.max_bytes}  # fmt: skip
+
+    async def info(self, sid: str) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            path = self.path(sid)
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                raise _missing(sid) from None
+            return self._describe(Entry(sid, path, st.st_size, int(st.st_mtime)))
+
+        return await asyncio.to_thread(run)
+
+    # -- quota ----------------------------------------------------------------------------------------------
+
+    async def check_room(self, nbytes: int = 0) -> None:
+        """507 when one more snapshot of nbytes would pass the quota (writes in flight included)."""
+        entries = await asyncio.to_thread(self._scan)
+        count = len(entries) + len(self._reserved)
+        used = sum(e.bytes for e in entries) + sum(self._reserved.values())
+        if count + 1 > self.max_count:
+            raise ApiError(FULL, f"the snapshot quota is full: {count} snapshots, at most {self.max_count} "
+                           "(--max-snapshots); delete some: DELETE /llamay/snapshots/{id}",
+                           code="snapshot_quota_full")  # fmt: skip
+        if used + nbytes > self.max_bytes:
+            raise ApiError(FULL, f"the snapshot quota is full: {used} bytes used + {nbytes} for this one > "
+                           f"{self.max_bytes} (--max-snapshot-bytes); delete some: DELETE /llamay/snapshots/{{id}}",
+                           code="snapshot_quota_full")  # fmt: skip
+
+    # -- writing and deleting -------------------------------------------------------------------------------
+
+    async def add(self, data: bytes) -> Entry:
+        """Write a new snapshot (atomically, in a worker thread) if the quota has room for it."""
+        await self.check_room(len(data))
+        sid = uuid.uuid4().hex[:16]
+        self._reserved[sid] = len(data)
+        try:
+            await asyncio.to_thread(snapshot_file.write, self.path(sid), data)
+        except OSError as e:
+            full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+            raise ApiError(FULL if full else 500, f"cannot write the snapshot: {e.strerror or e}",
+                           code="snapshot_write_failed") from None  # fmt: skip
+        finally:
+            del self._reserved[sid]
+        return Entry(sid, self.path(sid), len(data), int(time.time()))
+
+    async def delete(self, sid: str) -> None:
+        try:
+            await asyncio.to_thread(self.path(sid).unlink)
+        except FileNotFoundError:
+            raise _missing(sid) from None
+
+
+def _missing(sid: str) -> ApiError:
+    return ApiError(404, f"no snapshot {sid!r}", param="snapshot", code="snapshot_not_found")

@@ -1,0 +1,207 @@
+"""The site `llamay web` serves: a web/ folder at `/` and a models folder at `/models/`, as a Starlette app.
+
+Every path is resolved inside its root after following links (a link that stays inside is fine, one that leads
+out is not found), and no name that starts with a dot or marks a partial or temporary file is served on either
+side of a link. A folder answers with its index.html or not at all: no listings. Every response carries the
+cross-origin-isolation headers, `nosniff` and `no-cache`; a request whose Host is a name other than a loopback
+one (or one allowed by the caller) is refused, so a DNS-rebinding page cannot read the models.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Iterable
+from email.utils import parsedate
+from pathlib import Path
+from typing import NamedTuple
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".wasm": "application/wasm",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".py": "text/x-python; charset=utf-8",
+    ".gguf": "application/octet-stream",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".md": "text/markdown; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+}
+HEADERS = {  # on every response, errors included
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+    # revalidate every time (ETag / Last-Modified): a rebuilt web/dist is picked up at once; the page keeps the
+    # models itself, in the Cache API
+    "Cache-Control": "no-cache",
+}
+HIDDEN = ("node_modules",)  # first folders under web/ that are never served
+UNSERVED_SUFFIXES = (".partial", ".tmp")  # files still being written (a pull, a copy)
+LOOPBACK_NAMES = ("localhost",)  # and any name under .localhost (RFC 6761: never resolved outside)
+MODELS = "/models"
+
+
+def servable_name(name: str) -> bool:
+    """Whether a path component may be served: not a dotfile, not a partial or temporary file."""
+    return not name.startswith(".") and not name.endswith(UNSERVED_SUFFIXES) and not {"\\", "\0"} & set(name)
+
+
+def resolve(root: Path, rel: str, hidden: Iterable[str] = ()) -> Path | None:
+    """The real path of `rel` under `root` when it exists, stays inside `root` once every link is followed, and
+    names nothing unservable (in the request or in what the links lead to); else None."""
+    hidden = tuple(hidden)
+    parts = [p for p in rel.split("/") if p]
+    if not all(map(servable_name, parts)) or (parts and parts[0] in hidden):
+        return None
+    try:
+        base = Path(os.path.realpath(root, strict=True))
+        real = Path(os.path.realpath(base.joinpath(*parts), strict=True))
+    except (OSError, ValueError, RuntimeError):  # missing, a NUL, a link loop
+        return None
+    if real != base and base not in real.parents:
+        return None
+    inside = real.relative_to(base).parts
+    if not all(map(servable_name, inside)) or (inside and inside[0] in hidden):
+        return None
+    return real
+
+
+def model_index(models: Path) -> list[dict]:
+    """The servable .gguf files directly in `models`: [{name, url, size}], by name."""
+    if not models.is_dir():
+        return []
+    out = []
+    for p in sorted(models.iterdir()):
+        real = resolve(models, p.name) if p.suffix == ".gguf" else None
+        if real is not None and real.is_file():
+            out.append({"name": p.name, "url": f"{MODELS}/{p.name}", "size": real.stat().st_size})
+    return out
+
+
+def host_name(host: str) -> str:
+    """The name in a Host header, without its port or brackets, lower case, without a final dot."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else ""
+    return host.rsplit(":", 1)[0].rstrip(".") if host.count(":") == 1 else host.rstrip(".")
+
+
+def host_allowed(host: str, allowed: Iterable[str] = ()) -> bool:
+    """Whether a Host header names this server: an IP address (a page reached by address is on that origin,
+    so rebinding needs a name), a loopback name, or a name in `allowed` ("*": any)."""
+    name = host_name(host)
+    if not name:
+        return False
+    allowed = {host_name(a) if a != "*" else a for a in allowed}
+    if "*" in allowed or name in allowed or name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def not_modified(request: Headers, response: MutableHeaders) -> bool:
+    """Whether the client's copy (If-None-Match, else If-Modified-Since) is the file's current version."""
+    if tags := request.get("if-none-match"):
+        return tags.strip() == "*" or response["etag"] in [t.strip().removeprefix("W/") for t in tags.split(",")]
+    since, modified = parsedate(request.get("if-modified-since", "")), parsedate(response["last-modified"])
+    return since is not None and modified is not None and since >= modified
+
+
+class Site:
+    """The endpoint: `web` at `/`, `models` at `/models/`, `/models/index.json` listing the models."""
+
+    def __init__(self, web: Path, models: Path) -> None:
+        self.web, self.models = Path(web), Path(models)
+
+    async def respond(self, request: Request) -> Response:
+        path = request.scope["path"]  # decoded: %2e%2e is `..`, refused like it
+        if path == f"{MODELS}/index.json":
+            return JSONResponse(await anyio.to_thread.run_sync(model_index, self.models))
+        if path == MODELS or path.startswith(f"{MODELS}/"):
+            root, rel, hidden = self.models, path[len(MODELS) :], ()
+        else:
+            root, rel, hidden = self.web, path, HIDDEN
+        found = await anyio.to_thread.run_sync(find, root, rel, hidden)
+        if found is None:
+            return PlainTextResponse("not found", status_code=404)
+        if found.folder and not path.endswith("/"):
+            # relative links in a folder's page need the slash
+            query = f"?{request.url.query}" if request.url.query else ""
+            return RedirectResponse(path + "/" + query, status_code=301)
+        response = FileResponse(found.path, media_type=found.media_type, stat_result=found.stat)
+        if not_modified(request.headers, response.headers):
+            return Response(status_code=304, headers={"ETag": response.headers["etag"]})
+        return response
+
+
+class Found(NamedTuple):
+    path: Path  # the file to send (real: every link followed)
+    media_type: str  # from the requested name (a link's target may be named otherwise)
+    stat: os.stat_result
+    folder: bool  # a folder was asked for: this is its index.html
+
+
+def find(root: Path, rel: str, hidden: tuple[str, ...]) -> Found | None:
+    """What answers `rel` under `root`: a file, or a folder's index.html, else None."""
+    name = rel.rstrip("/").rsplit("/", 1)[-1]
+    real = resolve(root, rel, hidden)
+    folder = real is not None and real.is_dir()
+    if folder:
+        name, real = "index.html", resolve(root, f"{rel.rstrip('/')}/index.html", hidden)
+    if real is None or not real.is_file():
+        return None
+    return Found(real, TYPES.get(Path(name).suffix, "application/octet-stream"), real.stat(), folder)
+
+
+class Guard:
+    """Around the app: the Host check, the headers on every response, and the request log."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = (), log: list | None = None) -> None:
+        self.app, self.allowed, self.log = app, tuple(allowed_hosts), log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.log is not None:
+            self.log.append((scope["method"], scope["path"]))
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for k, v in HEADERS.items():
+                    headers[k] = v
+            await send(message)
+
+        host = Headers(scope=scope).get("host", "")
+        if not host_allowed(host, self.allowed):
+            refusal = PlainTextResponse(
+                f"host {host_name(host) or '(none)'!r} is not served: llamay web answers its IP addresses and "
+                "loopback names (localhost); start it with --allowed-host NAME to be reached by another name",
+                status_code=403,
+            )
+            return await refusal(scope, receive, with_headers)
+        await self.app(scope, receive, with_headers)
+
+
+def create_site(web: Path, models: Path, allowed_hosts: Iterable[str] = (), log: list | None = None) -> ASGIApp:
+    """The ASGI app of `llamay web`; `log` (a list) records the (method, path) of every request."""
+    app = Starlette(routes=[Route("/{path:path}", Site(web, models).respond, methods=["GET", "HEAD"])])
+    return Guard(app, allowed_hosts, log)
