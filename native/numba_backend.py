@@ -434,6 +434,7 @@ def _plain_kernel(op: Op) -> Callable:
 
 for _op in OPS:
     if _op.name not in vars(NumbaBackend):
-        if not _op.plain:
-            raise ImportError(f"op {_op.name} takes {_op.params}: the numba backend needs a method that lowers it")
+        if not _op.plain or _op.result != "None":  # a result needs a method that returns it
+            raise ImportError(f"op {_op.name} takes {_op.params}, returns {_op.result}: the numba backend needs a "
+                              "method that lowers them")  # fmt: skip
         setattr(NumbaBackend, _op.name, _plain_kernel(_op))
