@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import LlamayError
@@ -39,30 +39,71 @@ class Stats:
         return self.generated_tokens / self.generate_seconds if self.generate_seconds > 0 else 0.0
 
 
-@dataclass
-class StopMatcher:
-    """Holds back text that might be the start of a stop string; reports when one is complete."""
+class StopStrings:
+    """Stop strings prepared once (per request, shared by its choices): each with its KMP failure table."""
 
-    stops: Sequence[str]
-    held: str = ""
-    stopped: bool = field(default=False)
+    def __init__(self, stops: Sequence[str]) -> None:
+        self.stops = tuple(dict.fromkeys(s for s in stops if s))
+        self.failure = [_failure(s) for s in self.stops]
+
+
+def _failure(s: str) -> list[int]:
+    """KMP's table: failure[i] = length of the longest proper prefix of s[:i + 1] that is also its suffix."""
+    f = [0] * len(s)
+    k = 0
+    for i in range(1, len(s)):
+        while k and s[i] != s[k]:
+            k = f[k - 1]
+        if s[i] == s[k]:
+            k += 1
+        f[i] = k
+    return f
+
+
+class StopMatcher:
+    """Holds back text that might be the start of a stop string; reports when one is complete.
+
+    Linear in the text pushed: for each stop, a KMP automaton remembers how much of it the text ends with, so
+    only the longest such partial match is held back (less than the longest stop). A stop is searched for in
+    the held text plus the new text only (a stop cannot start before the held text: it would be a longer
+    partial match). When several stops appear in one push, the one that starts first wins.
+    """
+
+    def __init__(self, stops: Sequence[str] | StopStrings) -> None:
+        self.compiled = stops if isinstance(stops, StopStrings) else StopStrings(stops)
+        self.matched = [0] * len(self.compiled.stops)  # per stop: how many of its first chars the text ends with
+        self.held = ""
+        self.stopped = False
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        return self.compiled.stops
 
     def push(self, text: str) -> str:
-        if not self.stops:
+        stops = self.compiled.stops
+        if not stops:
             return text
         buf = self.held + text
-        for s in self.stops:
-            i = buf.find(s)
-            if i >= 0:
-                self.stopped = True
-                self.held = ""
-                return buf[:i]
-        keep = max((k for s in self.stops for k in range(1, len(s)) if buf.endswith(s[:k])), default=0)
+        first = min((i for i in (buf.find(s) for s in stops) if i >= 0), default=-1)
+        if first >= 0:
+            self.stopped = True
+            self.held = ""
+            return buf[:first]
+        for k, (s, failure) in enumerate(zip(stops, self.compiled.failure, strict=True)):
+            m = self.matched[k]
+            for ch in text:
+                while m and (m == len(s) or s[m] != ch):
+                    m = failure[m - 1]
+                if s[m] == ch:
+                    m += 1
+            self.matched[k] = m
+        keep = max(self.matched)
         self.held = buf[len(buf) - keep :] if keep else ""
         return buf[: len(buf) - keep] if keep else buf
 
     def flush(self) -> str:
         out, self.held = self.held, ""
+        self.matched = [0] * len(self.matched)
         return out
 
 

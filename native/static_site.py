@@ -3,13 +3,12 @@
 Every path is resolved inside its root after following links (a link that stays inside is fine, one that leads
 out is not found), and no name that starts with a dot or marks a partial or temporary file is served on either
 side of a link. A folder answers with its index.html or not at all: no listings. Every response carries the
-cross-origin-isolation headers, `nosniff` and `no-cache`; a request whose Host is a name other than a loopback
-one (or one allowed by the caller) is refused, so a DNS-rebinding page cannot read the models.
+cross-origin-isolation headers, `nosniff` and `no-cache`; a request whose Host the rule of `host_rule` does not
+answer is refused, so a DNS-rebinding page cannot read the models.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterable
 from email.utils import parsedate
@@ -23,6 +22,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .host_rule import host_allowed, host_name
 
 TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -52,7 +53,6 @@ HEADERS = {  # on every response, errors included
 }
 HIDDEN = ("node_modules",)  # first folders under web/ that are never served
 UNSERVED_SUFFIXES = (".partial", ".tmp")  # files still being written (a pull, a copy)
-LOOPBACK_NAMES = ("localhost",)  # and any name under .localhost (RFC 6761: never resolved outside)
 MODELS = "/models"
 
 
@@ -91,30 +91,6 @@ def model_index(models: Path) -> list[dict]:
         if real is not None and real.is_file():
             out.append({"name": p.name, "url": f"{MODELS}/{p.name}", "size": real.stat().st_size})
     return out
-
-
-def host_name(host: str) -> str:
-    """The name in a Host header, without its port or brackets, lower case, without a final dot."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else ""
-    return host.rsplit(":", 1)[0].rstrip(".") if host.count(":") == 1 else host.rstrip(".")
-
-
-def host_allowed(host: str, allowed: Iterable[str] = ()) -> bool:
-    """Whether a Host header names this server: an IP address (a page reached by address is on that origin,
-    so rebinding needs a name), a loopback name, or a name in `allowed` ("*": any)."""
-    name = host_name(host)
-    if not name:
-        return False
-    allowed = {host_name(a) if a != "*" else a for a in allowed}
-    if "*" in allowed or name in allowed or name in LOOPBACK_NAMES or name.endswith(".localhost"):
-        return True
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
 
 
 def not_modified(request: Headers, response: MutableHeaders) -> bool:
@@ -190,11 +166,12 @@ class Guard:
                     headers[k] = v
             await send(message)
 
-        host = Headers(scope=scope).get("host", "")
+        host = Headers(scope=scope).get("host")
         if not host_allowed(host, self.allowed):
             refusal = PlainTextResponse(
-                f"host {host_name(host) or '(none)'!r} is not served: llamay web answers its IP addresses and "
-                "loopback names (localhost); start it with --allowed-host NAME to be reached by another name",
+                f"host {host_name(host or '') or '(none)'!r} is not served: llamay web answers IP addresses, "
+                "loopback names (localhost) and the address it is bound to; start it with --allowed-host NAME to "
+                "be reached by another name",
                 status_code=403,
             )
             return await refusal(scope, receive, with_headers)

@@ -10,13 +10,20 @@ automata and walked over a token trie of the vocabulary (see docs/constraints.md
 
 The sampler (`llamay.sampling.Sampler(cfg, constraint=c)`) samples first and checks the token with
 `accepts`; only when it is rejected does it compute the mask and sample again among the allowed tokens.
-Compiled constraints are cached (by source text and vocabulary), so a repeated schema costs nothing to rebuild
-and keeps its warm mask caches.
+Compiled constraints are cached (by source text, vocabulary and limits), so a repeated schema costs nothing to
+rebuild and keeps its warm mask caches.
+
+Every builder takes `limits` (a `ConstraintLimits`; the defaults otherwise): the work a source may cost is
+bounded, at compile time and per token, and a refusal is a `ConstraintLimitError` naming the limit and where
+(docs/constraints.md has the table). Building is safe in a worker thread while another thread samples with
+other constraints: it shares nothing mutable but the cache, which is locked, and caches nothing half-built.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from .compile import Program, compile_grammar
@@ -27,6 +34,7 @@ from .grammar import Grammar
 from .json_any import json_gbnf
 from .json_schema import schema_to_gbnf, schema_to_grammar
 from .lexicon import lexicon_grammar
+from .limits import DEFAULT_LIMITS, Budget, ConstraintLimitError, ConstraintLimits
 from .vocab import ConstraintVocab
 
 
@@ -42,17 +50,27 @@ class Constraint(Protocol):
 
 _CACHE: OrderedDict[tuple, GrammarConstraint] = OrderedDict()
 _CACHE_SIZE = 16
+_CACHE_LOCK = threading.Lock()  # builders may run in worker threads; the compile itself runs outside the lock
 
 
-def _cached(key: tuple, vocab: ConstraintVocab, build) -> GrammarConstraint:
-    key = (*key, id(vocab))
-    c = _CACHE.get(key)
-    if c is None or c.vocab is not vocab:
-        c = GrammarConstraint(build(), vocab, name=key[0])
-        _CACHE[key] = c
+def _cached(key: tuple, vocab: ConstraintVocab, build: Callable[[], Program], limits: ConstraintLimits | None):
+    limits = limits or DEFAULT_LIMITS
+    key = (*key, id(vocab), limits)
+    with _CACHE_LOCK:
+        c = _CACHE.get(key)
+        if c is not None and c.vocab is vocab:
+            _CACHE.move_to_end(key)
+            return c
+    c = GrammarConstraint(build(), vocab, name=key[0], limits=limits)  # when this raises, nothing is kept
+    with _CACHE_LOCK:
+        other = _CACHE.get(key)
+        if other is not None and other.vocab is vocab:  # built meanwhile by another thread: share its caches
+            c = other
+        else:
+            _CACHE[key] = c
+        _CACHE.move_to_end(key)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
-    _CACHE.move_to_end(key)
     return c
 
 
@@ -60,17 +78,33 @@ def _vocab(tokenizer: Any) -> ConstraintVocab:
     return tokenizer if isinstance(tokenizer, ConstraintVocab) else ConstraintVocab.for_tokenizer(tokenizer)
 
 
-def grammar_constraint(gbnf: str, tokenizer: Any, root: str = "root") -> GrammarConstraint:
+def _from_gbnf(text: str, limits: ConstraintLimits | Budget | None, root: str = "root") -> Callable[[], Program]:
+    def build() -> Program:
+        budget = limits if isinstance(limits, Budget) else Budget(limits)
+        return compile_grammar(parse_gbnf(text, root, budget), budget)
+
+    return build
+
+
+def grammar_constraint(
+    gbnf: str, tokenizer: Any, root: str = "root", limits: ConstraintLimits | None = None
+) -> GrammarConstraint:
     """A GBNF grammar (llama.cpp's format) over the tokenizer's vocabulary."""
-    return _cached(("grammar", gbnf, root), _vocab(tokenizer), lambda: compile_grammar(parse_gbnf(gbnf, root)))
+    if not isinstance(gbnf, str):
+        raise ConstraintError(f"a GBNF grammar is text, not {type(gbnf).__name__}")
+    return _cached(("grammar", gbnf, root), _vocab(tokenizer), _from_gbnf(gbnf, limits, root), limits)
 
 
 def json_constraint(
-    tokenizer: Any, root: str = "object", max_string_length: int | None = None, max_items: int | None = None
+    tokenizer: Any,
+    root: str = "object",
+    max_string_length: int | None = None,
+    max_items: int | None = None,
+    limits: ConstraintLimits | None = None,
 ) -> GrammarConstraint:
     """Any JSON object (root="value": any JSON value); the caps bound strings and containers."""
     text = json_gbnf(root, max_string_length, max_items)
-    return _cached(("json", text), _vocab(tokenizer), lambda: compile_grammar(parse_gbnf(text)))
+    return _cached(("json", text), _vocab(tokenizer), _from_gbnf(text, limits), limits)
 
 
 def json_schema_constraint(
@@ -79,55 +113,80 @@ def json_schema_constraint(
     strict: bool = True,
     max_string_length: int | None = None,
     max_items: int | None = None,
+    limits: ConstraintLimits | None = None,
 ) -> GrammarConstraint:
     """JSON valid against `schema` (a dict or JSON text); unsupported keywords raise unless strict=False.
     `max_string_length` / `max_items` cap what the schema leaves unbounded (outputs stay valid)."""
-    text = schema_to_gbnf(schema, strict, max_string_length=max_string_length, max_items=max_items)
-    return _cached(("json-schema", text), _vocab(tokenizer), lambda: compile_grammar(parse_gbnf(text)))
+    budget = Budget(limits)  # one budget for the schema and the GBNF it writes
+    text = schema_to_gbnf(schema, strict, budget, max_string_length=max_string_length, max_items=max_items)
+    return _cached(("json-schema", text), _vocab(tokenizer), _from_gbnf(text, budget), limits)
 
 
 def lexicon_constraint(
-    words: list[str], tokenizer: Any, separator: str | None = None, min_count: int = 1, max_count: int | None = 1
+    words: list[str],
+    tokenizer: Any,
+    separator: str | None = None,
+    min_count: int = 1,
+    max_count: int | None = 1,
+    limits: ConstraintLimits | None = None,
 ) -> GrammarConstraint:
     """One of `words` (or min..max of them joined by `separator`)."""
+    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+        raise ConstraintError("a lexicon is a list of words (strings)")
     key = ("lexicon", tuple(words), separator, min_count, max_count)
-    return _cached(
-        key, _vocab(tokenizer), lambda: compile_grammar(lexicon_grammar(words, separator, min_count, max_count))
-    )
+
+    def build() -> Program:
+        budget = Budget(limits)
+        return compile_grammar(lexicon_grammar(words, separator, min_count, max_count, budget), budget)
+
+    return _cached(key, _vocab(tokenizer), build, limits)
 
 
-def constraint_from_request(params: dict[str, Any], tokenizer: Any) -> GrammarConstraint | None:
+def constraint_from_request(
+    params: dict[str, Any], tokenizer: Any, limits: ConstraintLimits | None = None
+) -> GrammarConstraint | None:
     """The constraint an API request asks for, or None. Understands llama.cpp's `grammar` and `json_schema`
     fields and OpenAI's `response_format` ({"type": "json_object"}, {"type": "json_schema", "json_schema":
     {"schema": ...}}, also llama.cpp's {"type": "json_object", "schema": ...}); the browser engine passes its
-    options the same way."""
+    options the same way. `limits` bound the work (ConstraintLimitError past one)."""
     fmt = params.get("response_format")
     if fmt:
         kind = fmt.get("type") if isinstance(fmt, dict) else fmt
         if kind == "json_object":
             schema = fmt.get("schema") if isinstance(fmt, dict) else None
-            return json_schema_constraint(schema, tokenizer) if schema else json_constraint(tokenizer)
+            if schema:
+                return json_schema_constraint(schema, tokenizer, limits=limits)
+            return json_constraint(tokenizer, limits=limits)
         if kind == "json_schema":
-            spec = fmt.get("json_schema") or {}
+            spec = (fmt.get("json_schema") if isinstance(fmt, dict) else None) or {}
+            if not isinstance(spec, dict):
+                raise ConstraintError("response_format json_schema must be an object with a `schema`")
             schema = spec.get("schema", fmt.get("schema"))
             if schema is None:
                 raise ConstraintError("response_format json_schema needs json_schema.schema")
-            return json_schema_constraint(schema, tokenizer)
+            return json_schema_constraint(schema, tokenizer, limits=limits)
         if kind not in ("text", None):
             raise ConstraintError(f"unknown response_format type {kind!r} (text, json_object, json_schema)")
     if params.get("json_schema") is not None:
-        return json_schema_constraint(params["json_schema"], tokenizer)
+        return json_schema_constraint(params["json_schema"], tokenizer, limits=limits)
     if params.get("grammar"):
-        return grammar_constraint(params["grammar"], tokenizer)
+        return grammar_constraint(params["grammar"], tokenizer, limits=limits)
     if params.get("lexicon"):
-        return lexicon_constraint(list(params["lexicon"]), tokenizer)
+        words = params["lexicon"]
+        if not isinstance(words, list):
+            raise ConstraintError("lexicon must be a list of words")
+        return lexicon_constraint(words, tokenizer, limits=limits)
     return None
 
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "FINISHED",
+    "Budget",
     "Constraint",
     "ConstraintError",
+    "ConstraintLimitError",
+    "ConstraintLimits",
     "ConstraintVocab",
     "Grammar",
     "GrammarConstraint",

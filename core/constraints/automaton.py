@@ -18,11 +18,17 @@ which it is a list lookup. Over a generation the states and transitions form a l
 
 The small interface the token trie uses: `push_byte(state, b) -> state | None` and, for a whole token,
 `push_bytes(state, data)`. (Going back is free: states are immutable, so "pop" is keeping the previous one.)
+
+Per-token work is bounded (limits.py): a state holds at most `max_stacks` stacks and a closure explores at most
+that many items, a stack has at most `max_stack_depth` frames; past either, the step raises
+ConstraintLimitError. The tables grow with what generation visits, so `reset` starts them afresh (a new epoch)
+once they pass `max_states`; a state of an older epoch is re-interned on its next use (`adopt`).
 """
 
 from __future__ import annotations
 
 from .compile import BYTES, END, Program
+from .limits import DEFAULT_LIMITS, ConstraintLimitError, ConstraintLimits
 
 EMPTY = 0
 EXIT = 1
@@ -31,11 +37,12 @@ EXIT = 1
 class State:
     """An interned set of stacks, with its transitions filled in as they are taken."""
 
-    __slots__ = ("complete", "exit", "first", "id", "loop", "mask", "only_exit", "stacks", "trans")
+    __slots__ = ("complete", "exit", "first", "id", "loop", "mask", "only_exit", "stacks", "tables", "trans")
 
-    def __init__(self, sid: int, stacks: tuple[int, ...], first: int = 0) -> None:
+    def __init__(self, sid: int, stacks: tuple[int, ...], first: int = 0, tables: object = None) -> None:
         self.id = sid
         self.stacks = stacks
+        self.tables = tables  # the node tables its stacks are in (one per epoch of the automaton)
         self.complete = EMPTY in stacks  # the grammar may end here
         self.exit = EXIT in stacks  # (truncated stacks) control may have left the analysed frames
         self.only_exit = all(s <= EXIT for s in stacks)  # no byte can follow
@@ -49,17 +56,62 @@ class State:
 
 
 class Automaton:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, limits: ConstraintLimits | None = None) -> None:
         self.program = program
         self.kind = program.kind
         self.arg = program.arg
         self.rule_alts = program.rule_alts
+        limits = limits or DEFAULT_LIMITS
+        self.max_stacks = limits.max_stacks
+        self.max_depth = limits.max_stack_depth
+        self.epoch = 0
+        self._fresh_tables()
+
+    def _fresh_tables(self) -> None:
+        self.initial: State | None = None  # (None while the start state is built: errors then say so)
         self.node_pos = [-1, -1]
         self.node_parent = [-1, -1]
+        self.node_depth = [0, 0]
+        self.tables = (self.node_pos, self.node_parent)
         self._nodes: dict[tuple[int, int], int] = {}
         self._closures: dict[tuple[int, int], tuple[int, ...]] = {}
         self._states: dict[tuple[int, ...], State] = {}
-        self.initial = self.state(self.closure_of_rule(program.root, EMPTY))
+        self.initial = self.state(self.closure_of_rule(self.program.root, EMPTY))
+
+    def __del__(self) -> None:
+        # states link the next ones through `trans`: unlinked here, iteratively, or freeing a long chain of them
+        # (a counted string) recurses once per state, past the stack under Pyodide
+        for st in getattr(self, "_states", {}).values():
+            st.trans = None
+
+    def reset(self) -> None:
+        """Forget every state, node and closure (a new epoch): older states are re-interned by `adopt`. Their
+        transitions are dropped so the old tables can be freed once no caller holds an old state."""
+        for st in self._states.values():
+            st.trans = None
+            st.mask = None
+        self.epoch += 1
+        self._fresh_tables()
+
+    def adopt(self, st: State) -> State:
+        """`st` as a state of the current epoch (itself when it already is one)."""
+        if st.tables is self.tables:
+            return st
+        pos, parent = st.tables
+        stacks = []
+        for s in st.stacks:
+            chain = []
+            while s > EXIT:
+                chain.append(pos[s])
+                s = parent[s]
+            for p in reversed(chain):
+                s = self.node(p, s)
+            stacks.append(s)
+        return self.state(stacks)
+
+    def limit_error(self, limit: str, value: int, amount: int, pos: int, what: str) -> ConstraintLimitError:
+        when = "the start state" if self.initial is None else "generation"
+        return ConstraintLimitError(limit, value, amount, f"{when}, in rule {self.program.rule_at(pos)!r}", what)
 
     # -- stacks -----------------------------------------------------------------------------------------------
 
@@ -67,9 +119,13 @@ class Automaton:
         key = (pos, parent)
         n = self._nodes.get(key)
         if n is None:
+            depth = self.node_depth[parent] + 1
+            if depth > self.max_depth:
+                raise self.limit_error("max_stack_depth", self.max_depth, depth, pos, "stack depth (output nesting)")
             n = self._nodes[key] = len(self.node_pos)
             self.node_pos.append(pos)
             self.node_parent.append(parent)
+            self.node_depth.append(depth)
         return n
 
     def closure_of_rule(self, rule: int, parent: int) -> tuple[int, ...]:
@@ -90,11 +146,14 @@ class Automaton:
         out: set[int] = set()
         seen: set[tuple[int, int]] = set()
         todo = [key]
+        limit = self.max_stacks
         while todo:
             item = todo.pop()
             if item in seen:
                 continue
             seen.add(item)
+            if len(seen) > limit:
+                raise self.limit_error("max_stacks", limit, len(seen), pos, "parser items explored in one step")
             p, par = item
             k = kind[p]
             if k == BYTES:
@@ -119,12 +178,7 @@ class Automaton:
         return self.closure(self.node_pos[stack], self.node_parent[stack])
 
     def depth(self, stack: int) -> int:
-        d = 0
-        parent = self.node_parent
-        while stack > EXIT:
-            d += 1
-            stack = parent[stack]
-        return d
+        return self.node_depth[stack]
 
     def truncate(self, stack: int, depth: int) -> tuple[int, int]:
         """(the top `depth` nodes of `stack` re-rooted on EXIT, the node below them)."""
@@ -144,12 +198,15 @@ class Automaton:
         key = stacks if isinstance(stacks, tuple) else tuple(sorted(stacks))
         st = self._states.get(key)
         if st is None:
+            if len(key) > self.max_stacks:
+                pos = self.node_pos[key[-1]] if key[-1] > EXIT else 0
+                raise self.limit_error("max_stacks", self.max_stacks, len(key), pos, "stacks in one state")
             first = 0
             arg, node_pos = self.arg, self.node_pos
             for s in key:
                 if s > EXIT:
                     first |= arg[node_pos[s]]
-            st = self._states[key] = State(len(self._states), key, first)
+            st = self._states[key] = State(len(self._states), key, first, self.tables)
         return st
 
     def step(self, st: State, byte: int) -> State | None:
@@ -200,3 +257,7 @@ class Automaton:
     @property
     def n_nodes(self) -> int:
         return len(self.node_pos)
+
+    @property
+    def n_closures(self) -> int:
+        return len(self._closures)

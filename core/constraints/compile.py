@@ -10,19 +10,37 @@ come back). Literals become one BYTES per UTF-8 byte; a character class becomes 
 else a small generated rule of UTF-8 byte-range alternatives. Repetition is rewritten like llama.cpp's:
 `x{2,4}` -> `x x R2` with `R2 ::= x R1 | ""`, `R1 ::= x | ""`; `x*` -> `S` with `S ::= x S | ""`.
 
-Left recursion (a rule reaching itself without consuming a byte) is refused, as llama.cpp does.
-All arrays are flat lists of ints, so a numba or C walker can take them as they are.
+Copies cost in proportion to the count, so large counts (above `_UNROLL`, or of large units) are written with
+powers of two for the exact part and blocks for the optional part: about sqrt(count) small rules, at most two
+parses alive at a time, a stack depth of about log2(count):
+
+    P0 ::= x      Pk ::= P(k-1) P(k-1)          x{100} -> P6 P5 P2              (exactly 2^k x)
+    x{0,r}, b = isqrt(r), r = q b + s:  U(i) ::= x{0,b-1} | x{b} U(i-1),  U(0) ::= x{0,s}    (U(q) is x{0,r})
+
+Left recursion (a rule reaching itself without consuming a byte) is refused, as llama.cpp does, and so is a
+grammar whose start rule derives no finite string (it could never complete). All the work is charged to the
+compilation's `Budget` (limits.py) as it is done. All arrays are flat lists of ints, so a numba or C walker can
+take them as they are.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .errors import ConstraintError
-from .grammar import Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq
+from .grammar import Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq, tree_shape
+from .limits import Budget, ConstraintLimits, budget_of
 from .utf8 import byte_mask, byte_sequences, normalize
 
 BYTES, REF, END = 0, 1, 2
+# repetitions are written out as copies while they stay this small (count, elements); beyond, in powers of two
+_UNROLL, _UNROLL_SIZE = 1024, 4096
+
+
+def _unrolled(count: int, unit: list) -> bool:
+    return count <= _UNROLL and count * len(unit) <= _UNROLL_SIZE
+
 
 Elem = tuple[int, int]  # (kind, arg)
 
@@ -35,6 +53,15 @@ class Program:
     rule_names: list[str]
     root: int
     nullable: list[bool]  # per rule: derives the empty string
+
+    def rule_at(self, pos: int) -> str:
+        """The name of the rule position `pos` is in (for error messages)."""
+        best, name = -1, self.rule_names[self.root]
+        for r, starts in enumerate(self.rule_alts):
+            for s in starts:
+                if best < s <= pos:
+                    best, name = s, self.rule_names[r]
+        return name
 
     def describe(self) -> str:
         """A readable listing (for debugging): one line per alternative."""
@@ -64,14 +91,33 @@ def _mask_text(mask: int) -> str:
 
 
 class _Compiler:
-    def __init__(self, grammar: Grammar) -> None:
+    def __init__(self, grammar: Grammar, budget: Budget) -> None:
+        self.budget = budget
         self.names = list(grammar.rules)
         self.ids = {name: i for i, name in enumerate(self.names)}
         self.bodies: list[list[list[Elem]] | None] = [None] * len(self.names)
         self.generated: dict[object, int] = {}
         self.counter: dict[str, int] = {}
+        self.chars: dict[Chars, list[Elem]] = {}  # the elements of each class compiled so far
+        self.positions = 0
+        budget.check("max_rules", len(self.names), "the grammar", "rule count")
+        limit = budget.limits.max_nesting
         for name, node in grammar.rules.items():
-            self.bodies[self.ids[name]] = self.alternatives(node, name)
+            size, depth = tree_shape(node, limit)
+            budget.charge(size, f"rule {name!r}")
+            budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
+        for name, node in grammar.rules.items():
+            self.set_body(self.ids[name], self.alternatives(node, name), name)
+
+    def set_body(self, rid: int, alts: list[list[Elem]], base: str) -> None:
+        self.bodies[rid] = alts
+        self.positions += sum(len(elems) + 1 for elems in alts)
+        self.budget.check("max_positions", self.positions, f"rule {base!r}", "program size (elements)")
+
+    def extend(self, out: list[Elem], elems: list[Elem], base: str) -> None:
+        self.budget.charge(len(elems), f"rule {base!r}")
+        out.extend(elems)
+        self.budget.check("max_positions", len(out), f"rule {base!r}", "program size (elements)")
 
     def new_rule(self, key: object, base: str) -> tuple[int, bool]:
         rid = self.generated.get(key)
@@ -80,6 +126,7 @@ class _Compiler:
         n = self.counter.get(base, 0) + 1
         self.counter[base] = n
         rid = len(self.names)
+        self.budget.check("max_rules", rid + 1, f"rule {base!r}", "rule count")
         self.names.append(f"{base}-{n}")
         self.bodies.append(None)
         self.generated[key] = rid
@@ -97,7 +144,7 @@ class _Compiler:
 
     def emit(self, node: Node, base: str, out: list[Elem]) -> None:
         if isinstance(node, Lit):
-            out.extend((BYTES, 1 << b) for b in node.text.encode("utf-8", "surrogatepass"))
+            self.extend(out, [(BYTES, 1 << b) for b in node.text.encode("utf-8", "surrogatepass")], base)
         elif isinstance(node, Chars):
             self.emit_chars(node, base, out)
         elif isinstance(node, Ref):
@@ -114,7 +161,7 @@ class _Compiler:
             else:
                 rid, fresh = self.new_rule(node, base)
                 if fresh:
-                    self.bodies[rid] = self.alternatives(node, base)
+                    self.set_body(rid, self.alternatives(node, base), base)
                 out.append((REF, rid))
         elif isinstance(node, Repeat):
             self.emit_repeat(node, base, out)
@@ -122,6 +169,13 @@ class _Compiler:
             raise ConstraintError(f"not a grammar node: {node!r}")
 
     def emit_chars(self, node: Chars, base: str, out: list[Elem]) -> None:
+        elems = self.chars.get(node)  # a class met again (schemas repeat theirs) is not split into UTF-8 again
+        if elems is None:
+            elems = self.chars[node] = self.chars_elements(node, base)
+        self.extend(out, elems, base)
+
+    def chars_elements(self, node: Chars, base: str) -> list[Elem]:
+        self.budget.charge(len(node.ranges), f"rule {base!r}")
         ranges = normalize(node.ranges, node.negated)
         seqs = byte_sequences(ranges)
         single = 0
@@ -132,40 +186,77 @@ class _Compiler:
             else:
                 multi.append(s)
         if not multi:
-            out.append((BYTES, single))
-            return
+            return [(BYTES, single)]
         if not single and len(multi) == 1:
-            out.extend((BYTES, byte_mask(lo, hi)) for lo, hi in multi[0])
-            return
-        key = ("chars", tuple(ranges))
-        rid, fresh = self.new_rule(key, base)
+            return [(BYTES, byte_mask(lo, hi)) for lo, hi in multi[0]]
+        rid, fresh = self.new_rule(("chars", tuple(ranges)), base)
         if fresh:
             alts = [[(BYTES, single)]] if single else []
             alts += [[(BYTES, byte_mask(lo, hi)) for lo, hi in s] for s in multi]
-            self.bodies[rid] = alts
-        out.append((REF, rid))
+            self.set_body(rid, alts, base)
+        return [(REF, rid)]
 
     def emit_repeat(self, node: Repeat, base: str, out: list[Elem]) -> None:
+        lo, hi = node.min, node.max
+        where = f"rule {base!r}"
+        self.budget.check("max_repeat", lo if hi is None else hi, where, "repetition count")
         unit = self.sequence(node.item, base)
-        for _ in range(node.min):
-            out.extend(unit)
-        if node.max is None:
+        self.extend(out, self.exactly(node.item, unit, lo, base), base)
+        if hi is None:
             rid, fresh = self.new_rule(("star", node.item), base)
             if fresh:
-                self.bodies[rid] = [[*unit, (REF, rid)], []]
+                self.set_body(rid, [[*unit, (REF, rid)], []], base)
             out.append((REF, rid))
-        elif node.max > node.min:
+        elif hi > lo:
+            out.append((REF, self.upto(node.item, unit, hi - lo, base)))
+
+    def exactly(self, item: Node, unit: list[Elem], count: int, base: str) -> list[Elem]:
+        """Elements for exactly `count` copies: the copies, or one power of two per bit of the count."""
+        if _unrolled(count, unit):
+            return unit * count
+        return [(REF, self.power(item, unit, k, base)) for k in range(count.bit_length() - 1, -1, -1) if count >> k & 1]
+
+    def power(self, item: Node, unit: list[Elem], k: int, base: str) -> int:
+        """The rule for exactly 2^k copies of `item`: P(k) ::= P(k-1) P(k-1)."""
+        rid, fresh = self.new_rule(("pow", item, k), base)
+        if fresh:
+            if k == 0:
+                self.set_body(rid, [list(unit)], base)
+            else:
+                half = self.power(item, unit, k - 1, base)
+                self.set_body(rid, [[(REF, half), (REF, half)]], base)
+        return rid
+
+    def upto(self, item: Node, unit: list[Elem], r: int, base: str) -> int:
+        """The rule for 0 .. r copies of `item` (r >= 1): a chain of r rules while small (one parse alive at a
+        time), else blocks of b = isqrt(r) copies: U(i) ::= (0 .. b-1 copies) | (b copies) U(i-1)."""
+        if _unrolled(r, unit):
             prev = None
-            for k in range(1, node.max - node.min + 1):
-                rid, fresh = self.new_rule(("upto", node.item, k), base)
+            for k in range(1, r + 1):
+                rid, fresh = self.new_rule(("upto", item, k), base)
                 if fresh:
-                    self.bodies[rid] = [[*unit, (REF, prev)] if prev is not None else list(unit), []]
+                    self.set_body(rid, [[*unit, (REF, prev)] if prev is not None else list(unit), []], base)
                 prev = rid
-            out.append((REF, prev))
+            return prev
+        b = math.isqrt(r)
+        fewer = self.upto(item, unit, b - 1, base)
+        rid, fresh = self.new_rule(("block", item, b), base)  # exactly b copies, one rule shared by the U(i)
+        if fresh:
+            self.set_body(rid, [self.exactly(item, unit, b, base)], base)
+        block = [(REF, rid)]
+        q, rest = divmod(r, b)
+        prev = self.upto(item, unit, rest, base) if rest else None
+        for i in range(1, q + 1):  # U(i): 0 .. rest + i * b copies
+            rid, fresh = self.new_rule(("upto-blocks", item, b, rest + i * b), base)
+            if fresh:
+                self.set_body(rid, [[(REF, fewer)], block + ([(REF, prev)] if prev is not None else [])], base)
+            prev = rid
+        return prev
 
     def program(self, root: str) -> Program:
         if root not in self.ids:
             raise ConstraintError(f"the grammar has no rule named {root!r} (its start rule)")
+        self.budget.charge(self.positions, "the program")
         kind: list[int] = []
         arg: list[int] = []
         rule_alts = []
@@ -179,22 +270,43 @@ class _Compiler:
                 kind.append(END)
                 arg.append(0)
             rule_alts.append(tuple(starts))
-        nullable = _nullable(self.bodies)
+        nullable = _derives(self.bodies, nullable=True)
         _check_left_recursion(self.bodies, nullable, self.names)
+        if not _derives(self.bodies, nullable=False)[self.ids[root]]:
+            raise ConstraintError(
+                f"the start rule {root!r} derives no finite string (every way through it recurses forever)"
+            )
         return Program(kind, arg, rule_alts, self.names, self.ids[root], nullable)
 
 
-def _nullable(bodies: list) -> list[bool]:
-    nullable = [False] * len(bodies)
-    changed = True
-    while changed:
-        changed = False
-        for r, alts in enumerate(bodies):
-            if nullable[r]:
+def _derives(bodies: list, nullable: bool) -> list[bool]:
+    """Per rule: whether it derives the empty string (nullable=True) or any finite string (False). A worklist
+    over the references, so linear in the program's size whatever the order of its rules."""
+    done = [False] * len(bodies)
+    waiting: dict[tuple[int, int], int] = {}  # (rule, alternative) -> references not yet known to derive
+    users: list[list[tuple[int, int]]] = [[] for _ in bodies]
+    ready = []
+    for r, alts in enumerate(bodies):
+        for i, elems in enumerate(alts):
+            if nullable and any(k != REF for k, _ in elems):
+                continue  # consumes a byte: never empty
+            refs = [a for k, a in elems if k == REF]
+            if not refs:
+                ready.append(r)
                 continue
-            if any(all(k == REF and nullable[a] for k, a in elems) for elems in alts):
-                nullable[r] = changed = True
-    return nullable
+            waiting[r, i] = len(refs)
+            for a in refs:
+                users[a].append((r, i))
+    while ready:
+        r = ready.pop()
+        if done[r]:
+            continue
+        done[r] = True
+        for user in users[r]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                ready.append(user[0])
+    return done
 
 
 def _check_left_recursion(bodies: list, nullable: list[bool], names: list[str]) -> None:
@@ -233,5 +345,6 @@ def _check_left_recursion(bodies: list, nullable: list[bool], names: list[str]) 
                 stack.append((nxt, iter(left[nxt])))
 
 
-def compile_grammar(grammar: Grammar) -> Program:
-    return _Compiler(grammar).program(grammar.root)
+def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None = None) -> Program:
+    """The program of `grammar`; `limits` (or a compilation's Budget) bounds the work (limits.py)."""
+    return _Compiler(grammar, budget_of(limits)).program(grammar.root)

@@ -6,7 +6,13 @@
         mask = c.allowed(st)            # the fallback: every allowed token (cached per state)
     st = c.advance(st, tok)
 
-States are immutable automaton states: keeping an old one is a rollback, sharing one is a fork.
+States are immutable automaton states: keeping an old one is a rollback, sharing one is a fork. The
+automaton's tables and the mask caches grow with what generation visits; past `max_states` (limits.py) they
+start afresh at the next call, and a state from before is re-interned (`Automaton.adopt`): memory stays bounded
+however long a cached constraint serves.
+
+The tables are built as states are stepped: one thread at a time may call a constraint's methods (the model
+thread); compiling one (constructing it) touches nothing shared.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 from .automaton import Automaton, State
 from .compile import Program
 from .errors import ConstraintError
+from .limits import DEFAULT_LIMITS, ConstraintLimits
 from .masks import MaskEngine
 from .vocab import ConstraintVocab
 
@@ -69,16 +76,30 @@ FINISHED = State(-1, ())
 class GrammarConstraint:
     """A grammar (compiled `Program`) over a vocabulary: masks, fast checks and advancing, per token."""
 
-    def __init__(self, program: Program, vocab: ConstraintVocab, name: str = "grammar") -> None:
+    def __init__(
+        self, program: Program, vocab: ConstraintVocab, name: str = "grammar", limits: ConstraintLimits | None = None
+    ) -> None:
         self.program = program
         self.vocab = vocab
         self.name = name
-        self.automaton = Automaton(program)
+        self.limits = limits or DEFAULT_LIMITS
+        self.automaton = Automaton(program, self.limits)
         self.engine = MaskEngine(self.automaton, vocab.trie)
         self._last: tuple[State, int, State | None] | None = None
+        self.resets = 0  # statistics: times the tables started afresh
+
+    def _live(self, state: State) -> State:
+        """`state` in the automaton's current tables, after starting them afresh if they grew past the limit."""
+        aut = self.automaton
+        if aut.n_states > self.limits.max_states or self.engine.n_cached > self.limits.max_states:
+            aut.reset()
+            self.engine.clear()
+            self._last = None
+            self.resets += 1
+        return state if state is FINISHED or state.tables is aut.tables else aut.adopt(state)
 
     def start(self) -> State:
-        return self.automaton.initial
+        return self._live(self.automaton.initial)
 
     def is_complete(self, state: State) -> bool:
         return state is FINISHED or state.complete
@@ -88,6 +109,7 @@ class GrammarConstraint:
         return state is FINISHED or state.only_exit
 
     def _after(self, state: State, token: int) -> State | None:
+        state = self._live(state)
         last = self._last
         if last is not None and last[0] is state and last[1] == token:
             return last[2]
@@ -114,6 +136,7 @@ class GrammarConstraint:
     def allowed(self, state: State) -> TokenMask:
         if state is FINISHED:
             return TokenMask(0, self.vocab.n_vocab)
+        state = self._live(state)
         bits = self.engine.state_bits(state)
         if state.complete:
             bits |= self.vocab.eog_bits
@@ -121,4 +144,4 @@ class GrammarConstraint:
 
     def advance_bytes(self, state: State, data: bytes) -> State | None:
         """The state after raw bytes (for tests and forced text), None when they are not allowed."""
-        return self.automaton.push_bytes(state, data)
+        return None if state is FINISHED else self.automaton.push_bytes(self._live(state), data)

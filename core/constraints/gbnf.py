@@ -7,14 +7,25 @@
 Literals "...", classes [...] / [^...] with ranges and escapes (\\xHH \\uHHHH \\UHHHHHHHH \\t \\r \\n \\\\ \\" \\[ \\]),
 `.` (any code point), rule references, groups, `*` `+` `?` `{m}` `{m,}` `{m,n}`, comments `#`. Names are
 letters, digits and '-'. A rule ends at a newline, except inside parentheses and after `|`. As in llama.cpp,
-a rule defined twice keeps its last definition. Errors name the line and column.
+a rule defined twice keeps its last definition. Errors name the line and column, limits too (limits.py): the
+text is charged to the compilation's budget, groups nest at most `max_nesting` deep and counts are at most
+`max_repeat`.
 """
 
 from __future__ import annotations
 
-from .errors import ConstraintError
-from .grammar import ANY_CHAR, Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq, seq
+import bisect
+import re
 
+from .errors import ConstraintError
+from .grammar import ANY_CHAR, Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq, children, seq
+from .limits import Budget, ConstraintLimits, budget_of, count_of
+
+_NAME = re.compile(r"[A-Za-z0-9-]+")
+_DIGITS = re.compile(r"[0-9]+")
+_PLAIN = re.compile(r'[^"\\]+')
+_SPACE = re.compile(r"(?:[ \t]|#[^\r\n]*)*")
+_SPACE_NL = re.compile(r"(?:[ \t\r\n]|#[^\r\n]*)*")
 _SIMPLE_ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "\\": "\\", '"': '"', "[": "[", "]": "]"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 
@@ -24,16 +35,28 @@ def _is_word(c: str) -> bool:
 
 
 class _Parser:
-    def __init__(self, src: str) -> None:
+    def __init__(self, src: str, budget: Budget) -> None:
         self.src = src
         self.i = 0
+        self.budget = budget
+        self.depth = 0  # groups open at the current position
+        self._lines: list[int] | None = None  # offsets of the newlines, once a position is asked for
 
     # -- errors and positions ---------------------------------------------------------------------------------
 
     def where(self, i: int | None = None) -> tuple[int, int]:
         i = self.i if i is None else i
-        line = self.src.count("\n", 0, i) + 1
-        return line, i - (self.src.rfind("\n", 0, i) + 1) + 1
+        if self._lines is None:
+            self._lines, k = [], self.src.find("\n")
+            while k >= 0:
+                self._lines.append(k)
+                k = self.src.find("\n", k + 1)
+        line = bisect.bisect_left(self._lines, i)
+        return line + 1, i - (self._lines[line - 1] + 1 if line else 0) + 1
+
+    def at(self, i: int | None = None) -> str:
+        line, col = self.where(i)
+        return f"GBNF line {line}, column {col}"
 
     def error(self, msg: str, i: int | None = None) -> ConstraintError:
         line, col = self.where(i)
@@ -48,32 +71,24 @@ class _Parser:
     # -- lexical pieces ---------------------------------------------------------------------------------------
 
     def space(self, newline_ok: bool) -> None:
-        src, n = self.src, len(self.src)
-        while self.i < n:
-            c = src[self.i]
-            if c in " \t" or (newline_ok and c in "\r\n"):
-                self.i += 1
-            elif c == "#":
-                while self.i < n and src[self.i] not in "\r\n":
-                    self.i += 1
-            else:
-                break
+        self.i = (_SPACE_NL if newline_ok else _SPACE).match(self.src, self.i).end()
 
     def name(self) -> str:
-        start = self.i
-        while self.i < len(self.src) and _is_word(self.src[self.i]):
-            self.i += 1
-        if self.i == start:
+        m = _NAME.match(self.src, self.i)
+        if m is None:
             raise self.error("expecting a rule name")
-        return self.src[start : self.i]
+        self.i = m.end()
+        return m.group()
 
     def integer(self) -> int:
         start = self.i
-        while self.peek().isdigit() and self.peek().isascii():
-            self.i += 1
-        if self.i == start:
+        m = _DIGITS.match(self.src, start)
+        if m is None:
             raise self.error("expecting an integer")
-        return int(self.src[start : self.i])
+        self.i = m.end()
+        value = count_of(m.group())
+        self.budget.check("max_repeat", value, lambda: self.at(start), "repetition count")
+        return value
 
     def char(self) -> int:
         """One code point of a literal or class, escapes decoded."""
@@ -104,8 +119,16 @@ class _Parser:
     def literal(self) -> Node:
         self.i += 1  # opening quote
         out = []
-        while self.peek() != '"':
-            if not self.peek():
+        src = self.src
+        while True:
+            m = _PLAIN.match(src, self.i)  # a run of characters that stand for themselves
+            if m is not None:
+                out.append(m.group())
+                self.i = m.end()
+            c = self.peek()
+            if c == '"':
+                break
+            if not c:
                 raise self.error("unterminated string literal")
             out.append(chr(self.char()))
         self.i += 1
@@ -162,6 +185,7 @@ class _Parser:
 
     def sequence(self, nested: bool) -> Node:
         items: list[Node] = []
+        stacked = 0
         while True:
             c = self.peek()
             if c == '"':
@@ -172,12 +196,15 @@ class _Parser:
                 at = self.where()
                 items.append(Ref(self.name(), at))
             elif c == "(":
+                self.depth += 1
+                self.budget.check("max_nesting", self.depth, self.at, "group nesting")
                 self.i += 1
                 self.space(True)
                 inner = self.alternates(nested=True)
                 if self.peek() != ")":
                     raise self.error("expecting ')'")
                 self.i += 1
+                self.depth -= 1
                 items.append(inner if isinstance(inner, (Alt, Seq)) else Seq((inner,)))
             elif c == ".":
                 self.i += 1
@@ -186,6 +213,8 @@ class _Parser:
                 if not items:
                     raise self.error(f"expecting an item before {c!r}")
                 lo, hi = self.repetition()
+                stacked = stacked + 1 if isinstance(items[-1], Repeat) else 1
+                self.budget.check("max_nesting", self.depth + stacked, self.at, "group nesting (stacked repetitions)")
                 items[-1] = Repeat(items[-1], lo, hi)
             else:
                 break
@@ -218,9 +247,12 @@ class _Parser:
         self.space(True)
 
 
-def parse(src: str, root: str = "root") -> Grammar:
-    """Parse GBNF text; every referenced rule must be defined (the root is checked when compiling)."""
-    p = _Parser(src)
+def parse(src: str, root: str = "root", limits: ConstraintLimits | Budget | None = None) -> Grammar:
+    """Parse GBNF text; every referenced rule must be defined (the root is checked when compiling). `limits`
+    (or a compilation's Budget) bounds the work (limits.py)."""
+    budget = budget_of(limits)
+    budget.charge(len(src), "GBNF text")
+    p = _Parser(src, budget)
     rules: dict[str, Node] = {}
     p.space(True)
     while p.i < len(src):
@@ -234,16 +266,12 @@ def parse(src: str, root: str = "root") -> Grammar:
 
 
 def _refs(node: Node):
-    if isinstance(node, Ref):
-        yield node
-    elif isinstance(node, Seq):
-        for i in node.items:
-            yield from _refs(i)
-    elif isinstance(node, Alt):
-        for o in node.options:
-            yield from _refs(o)
-    elif isinstance(node, Repeat):
-        yield from _refs(node.item)
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Ref):
+            yield n
+        todo.extend(reversed(children(n)))
 
 
 __all__ = ["parse"]

@@ -8,6 +8,7 @@ ranges (negated or not). Nodes are immutable and hashable, so equal sub-grammars
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 MAX_CODE_POINT = 0x10FFFF
@@ -86,13 +87,12 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*options: Node) -> Node:
-    flat: list[Node] = []
+    flat: dict[Node, None] = {}  # insertion-ordered, each option once
     for o in options:
-        if isinstance(o, Alt):
-            flat.extend(o.options)
-        elif o not in flat:
-            flat.append(o)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+        for x in o.options if isinstance(o, Alt) else (o,):
+            flat[x] = None
+    out = tuple(flat)
+    return out[0] if len(out) == 1 else Alt(out)
 
 
 def opt(item: Node) -> Node:
@@ -113,6 +113,30 @@ def chars(spec: str, negated: bool = False) -> Chars:
     return Chars(tuple(ranges), negated)
 
 
+def children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Seq):
+        return node.items
+    if isinstance(node, Alt):
+        return node.options
+    if isinstance(node, Repeat):
+        return (node.item,)
+    return ()
+
+
+def tree_shape(node: Node, depth_limit: int) -> tuple[int, int]:
+    """(nodes in the tree, its depth), iteratively, so any tree is safe to measure; the walk stops at the
+    first node deeper than `depth_limit` (the depth returned is then that node's)."""
+    count, deepest, todo = 0, 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        count += 1
+        deepest = max(deepest, d)
+        if d > depth_limit:
+            break
+        todo.extend((c, d + 1) for c in children(n))
+    return count, deepest
+
+
 # --- printing ------------------------------------------------------------------------------------------------
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", '"': '\\"', "[": "\\[", "]": "\\]"}
@@ -131,8 +155,14 @@ def _char(c: int, in_class: bool) -> str:
     return ch
 
 
+# characters a literal cannot hold as they are (see _char): most literals have none and are written at once
+_LITERAL_ESCAPED = re.compile('[\x00-\x1f\x7f-\x9f"\\\\\ud800-\udfff]')
+
+
 def node_to_gbnf(node: Node) -> str:
     if isinstance(node, Lit):
+        if _LITERAL_ESCAPED.search(node.text) is None:
+            return f'"{node.text}"'
         return '"' + "".join(_char(ord(c), False) for c in node.text) + '"'
     if isinstance(node, Chars):
         body = "".join(

@@ -15,6 +15,10 @@ PRIMITIVES: dict[str, str] = {
     "boolean": '("true" | "false") space',
     "null": '"null" space',
     "char": '[^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\bfnrt] | "u" [0-9a-fA-F]{4})',
+    # a character of a string with a minLength: no UTF-16 surrogate escapes, as a pair of them would be two
+    # characters here and one in the string (too short); a subset of `char`
+    "length-char": '[^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\bfnrt] | "u" '
+    "([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))",
     "string": '"\\"" char* "\\"" space',
     "integral-part": "[0] | [1-9] [0-9]{0,15}",
     "decimal-part": "[0-9]{1,16}",
@@ -30,6 +34,7 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "boolean": ("space",),
     "null": ("space",),
     "char": (),
+    "length-char": (),
     "string": ("char", "space"),
     "integral-part": (),
     "decimal-part": (),

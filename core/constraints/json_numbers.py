@@ -1,7 +1,7 @@
 """JSON numbers within bounds, as GBNF: the digits themselves carry the range (`minimum: 25` allows "25".."99",
 "100".. but not "24"), like llama.cpp's integer ranges. Written here from the digit-range idea, not ported.
 
-    integer_range(15, 300) -> ([1] [5-9] | [2-9] [0-9]) | ([1-2] [0-9]{2} | "300")
+    integer_range(15, 300) -> ("1" [5-9] | [2-9] [0-9] | [1-2] [0-9]{2} | "300")
 
 No leading zeros, no "-0"; an unbounded side stops at 16 digits (llama.cpp's limit for numbers too).
 Non-integer bounds allow integers in range plus decimals `I.F` whose every fraction stays in range (a subset
@@ -27,25 +27,25 @@ def _digit_class(lo: int, hi: int) -> str:
 
 
 def _same_length(x: str, y: str) -> list[str]:
-    """Alternatives matching the decimal strings x..y, which have the same length."""
-    if x == y:
-        return [f'"{x}"']
-    if len(x) == 1:
-        return [_digit_class(int(x), int(y))]
-    if x[0] == y[0]:
-        return [f"[{x[0]}] " + _group(_same_length(x[1:], y[1:]))]
-    rest = len(x) - 1
-    low_full = x[1:] == "0" * rest
-    high_full = y[1:] == "9" * rest
+    """Alternatives matching the decimal strings x..y, which have the same length: the range cut into maximal
+    aligned blocks, each `prefix [a-b] [0-9]{k}`. Flat (no nesting, whatever the number of digits) and at most
+    about 18 alternatives per digit."""
+    lo, hi, n = int(x), int(y), len(x)
     out = []
-    if not low_full:
-        out.append(f"[{x[0]}] " + _group(_same_length(x[1:], "9" * rest)))
-    first = int(x[0]) if low_full else int(x[0]) + 1
-    last = int(y[0]) if high_full else int(y[0]) - 1
-    if first <= last:
-        out.append(f"{_digit_class(first, last)} [0-9]" + ("" if rest == 1 else f"{{{rest}}}"))
-    if not high_full:
-        out.append(f"[{y[0]}] " + _group(_same_length("0" * rest, y[1:])))
+    while lo <= hi:
+        k = 0
+        while k < n - 1 and lo % 10 ** (k + 1) == 0 and lo + 10 ** (k + 1) - 1 <= hi:
+            k += 1
+        size = 10**k
+        d0 = lo // size % 10
+        j = min(10 - d0, (hi - lo + 1) // size)
+        prefix = str(lo // size)[:-1] if n - k > 1 else ""
+        lead = [f'"{prefix}"'] if prefix else []
+        piece = [f'"{prefix}{d0}"'] if j == 1 else [*lead, _digit_class(d0, d0 + j - 1)]
+        if k:
+            piece.append("[0-9]" + ("" if k == 1 else f"{{{k}}}"))
+        out.append(" ".join(piece))
+        lo += j * size
     return out
 
 

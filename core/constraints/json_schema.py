@@ -18,6 +18,15 @@ Any other keyword is an error naming it and its schema path; `strict=False` igno
 Generation choices, as in llama.cpp (outputs stay valid, they are a subset): properties come in the order
 written; without `additionalProperties` no other property is generated; an empty schema at the root means an
 object; whitespace between tokens is limited (see `json_any.SPACE_RULE`).
+
+Limits (limits.py), each refusal naming the JSON pointer: the document nests at most `max_nesting` deep; a
+count that must be reached (minLength, minItems, a pattern's {m}) is at most `max_repeat`, and an upper count
+beyond it is lowered to it; a number bound needing more than `max_number_digits` digits is refused, one beyond
+them on the outer side is lowered to them (every value generated stays within it). References are compiled
+once each, from a worklist (no recursion through them); a `$ref` with sibling keywords becomes a rule of its
+own, compiled once per (reference, siblings) content, and an `allOf` once per schema object, so repeated or
+recursive uses are references to it. Enums of more than 8 values are a trie of their texts. All the work is
+charged to the compilation's `Budget`.
 """
 
 from __future__ import annotations
@@ -30,44 +39,30 @@ from .errors import ConstraintError
 from .gbnf import parse
 from .grammar import Alt, Grammar, Lit, Node, Repeat, Seq, node_to_gbnf
 from .json_any import PRIMITIVES, primitive_rules, with_dependencies
+from .json_combinators import discriminated, merge2, types_of
+from .json_keywords import (
+    ANNOTATIONS,
+    KEYWORD_TYPES,
+    SUPPORTED,
+    TYPES,
+    check_document,
+    check_keywords,
+    text_depth,
+    type_matches,
+)
 from .json_numbers import integer_bounds, integer_range, number_range
 from .json_strings import FORMATS, key_excluding, pattern_gbnf
+from .lexicon import word_trie
+from .limits import Budget, ConstraintLimits, budget_of
 from .regex import parse_pattern
 
-ANNOTATIONS = frozenset({
-    "title", "description", "default", "examples", "$comment", "$schema", "$id", "deprecated", "readOnly",
-    "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "$defs", "definitions",
-})  # fmt: skip
-SUPPORTED = frozenset({
-    "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
-    "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
-    "minProperties", "maxProperties", "unevaluatedProperties",
-})  # fmt: skip
-TYPES = ("string", "number", "integer", "boolean", "null", "object", "array")
-_KEYWORD_TYPES = (
-    ("object", ("properties", "additionalProperties", "required", "minProperties", "maxProperties")),
-    ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
-    ("string", ("pattern", "format", "minLength", "maxLength")),
-    ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
-)
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
+_FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
 
 
-def _value_type(v: Any) -> str:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    return {str: "string", type(None): "null", list: "array", dict: "object"}.get(type(v), "?")
-
-
-def _type_matches(value: Any, t: str) -> bool:
-    vt = _value_type(value)
-    return vt == t or (t == "number" and vt == "integer")
+def _rule_base(name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "value"
 
 
 def json_literal(value: Any) -> str:
@@ -77,28 +72,44 @@ def json_literal(value: Any) -> str:
 
 class SchemaCompiler:
     """`max_string_length` / `max_items`: optional generation caps for strings, arrays and additional
-    properties the schema leaves unbounded (outputs stay valid; a small model cannot ramble forever)."""
+    properties the schema leaves unbounded (outputs stay valid; a small model cannot ramble forever).
+    `limits`: the ConstraintLimits (or a compilation's Budget) bounding the work."""
 
     def __init__(
-        self, schema: Any, strict: bool = True, max_string_length: int | None = None, max_items: int | None = None
+        self,
+        schema: Any,
+        strict: bool = True,
+        max_string_length: int | None = None,
+        max_items: int | None = None,
+        limits: ConstraintLimits | Budget | None = None,
     ) -> None:
         self.schema = schema
         self.strict = strict
         self.max_string_length = max_string_length
         self.max_items = max_items
+        self.budget = budget_of(limits)
         self.rules: dict[str, str] = {}
         self.used: set[str] = set()  # primitives and format rules referenced
         self.ignored: list[str] = []  # keywords skipped (strict=False only)
         self.refs: dict[str, str] = {}
+        self.pending: list[tuple[str, Any, str]] = []  # references named but not compiled yet: (rule, target, ref)
+        self.composites: dict[Any, tuple[str, Any]] = {}  # key (ref_key, id) -> (its rule, the schema)
+        self.depth = 0  # visits open (nesting of the schema being compiled)
+        self.by_body: dict[tuple[str, str], str] = {}  # (base name, body) -> its rule
+        self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
 
     # -- output -----------------------------------------------------------------------------------------------
 
     def gbnf(self) -> str:
         schema = self.schema
+        check_document(schema, self.budget)
         if schema is True or (isinstance(schema, dict) and not (set(schema) - ANNOTATIONS)):
             root = self.use("object")  # llama.cpp's convention: an empty schema asks for an object
         else:
             root = self.visit(schema, "", "#")
+        while self.pending:  # references, each compiled once, from here: no recursion through them
+            name, target, ref = self.pending.pop()
+            self.rules[name] = self.visit(target, name, ref)
         rules = {"root": root, **self.rules}
         primitives = primitive_rules(self.max_string_length, self.max_items)
         for name in sorted(with_dependencies(n for n in self.used if n in PRIMITIVES)):
@@ -114,12 +125,27 @@ class SchemaCompiler:
         return name
 
     def add_rule(self, name: str, rhs: str) -> str:
-        base = re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "value"
-        key, n = base, 0
-        while key in _RESERVED or (key in self.rules and self.rules[key] != rhs):
+        """A rule named after `name` for `rhs` (the same rule again when `rhs` was already added so named)."""
+        self.budget.charge(1 + len(rhs), "#")
+        base = _rule_base(name)
+        key = self.by_body.get((base, rhs))
+        if key is not None and self.rules.get(key) == rhs:
+            return key
+        key = self.fresh(base)
+        self.by_body[base, rhs] = key
+        self.rules[key] = rhs
+        return key
+
+    def fresh(self, name: str) -> str:
+        """A rule name after `name` that no rule has yet (reserved now: its body is the caller's to set)."""
+        base = _rule_base(name)
+        n = self.suffix.get(base, 0)
+        key = base if n == 0 else f"{base}-{n}"
+        while key in _RESERVED or key in self.rules:
             n += 1
             key = f"{base}-{n}"
-        self.rules[key] = rhs
+        self.suffix[base] = n + 1
+        self.rules[key] = "\0"
         return key
 
     def named(self, rhs: str, name: str) -> str:
@@ -152,54 +178,90 @@ class SchemaCompiler:
         if name is None:
             target = self.resolve(ref, path)
             base = ref.rsplit("/", 1)[-1] if "/" in ref else "root-ref"
-            name = self.add_rule(base, "")  # reserved now: recursive references find it
+            name = self.add_rule(base, f"\0{ref}")  # reserved (a body no other rule has) until compiled
             self.refs[ref] = name
-            self.rules[name] = self.visit(target, name, ref)
+            self.pending.append((name, target, ref))
         return name
 
+    def composite(self, key: Any, schema: dict, name: str, build) -> str:
+        """A rule for `schema` (a $ref with siblings, an allOf), whose body `build` makes by merging: once per
+        `key`, so the same composite met again (recursively too) is a reference to that rule."""
+        known = self.composites.get(key)
+        if known is not None:
+            return known[0]
+        rule = self.add_rule(name or "value", f"\0{len(self.composites)}")  # reserved while its body is built
+        self.composites[key] = (rule, schema)  # the schema kept alive: an id in a key stays its own
+        self.rules[rule] = build()
+        return rule
+
+    def ref_key(self, ref: str, rest: dict, schema: dict, path: str) -> Any:
+        """What a $ref with siblings means: the reference and the siblings' content (so every {$ref: "#", type:
+        object} is one rule), or the schema object when its siblings are not plain JSON."""
+        try:
+            text = json.dumps(rest, sort_keys=True)
+        except (TypeError, ValueError):
+            return id(schema)
+        self.budget.charge(len(text), path)
+        return ref, text
+
     def deref(self, schema: Any, path: str) -> Any:
-        """The schema with a top-level $ref replaced by its target (merged with any sibling keywords)."""
-        for _ in range(64):
-            if not (isinstance(schema, dict) and "$ref" in schema):
-                return schema
-            target = self.resolve(schema["$ref"], path)
-            rest = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
-            schema = self.merge([target, rest], path) if rest else target
-        raise ConstraintError(f"{path}: $ref chain too long (a reference cycle?)")
+        """The schema with a top-level $ref replaced by its target (merged with any sibling keywords), following
+        a chain of them iteratively: {$ref: A, x} with A = {$ref: B, y} is allOf(B, y, x)."""
+        rests, seen = [], set()
+        while isinstance(schema, dict) and "$ref" in schema:
+            ref = schema["$ref"]
+            if ref in seen:
+                raise ConstraintError(f"{path}: $ref {ref!r} refers to itself through a chain of references")
+            seen.add(ref)
+            self.budget.check("max_nesting", len(seen), path, "$ref chain length")
+            rests.append({k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS})
+            schema = self.resolve(ref, path)
+        parts = [r for r in reversed(rests) if r]
+        return self.merge([schema, *parts], path) if parts else schema
 
     # -- the visitor ------------------------------------------------------------------------------------------
 
     def visit(self, schema: Any, name: str, path: str) -> str:
         """GBNF right-hand side for values valid against `schema` (ending with optional space)."""
+        self.depth += 1
+        try:
+            self.budget.check("max_nesting", self.depth, path, "schema nesting depth")
+            return self.visit_schema(schema, name, path)
+        finally:
+            self.depth -= 1
+
+    def visit_schema(self, schema: Any, name: str, path: str) -> str:
         if schema is True:
             return self.use("value")
         if schema is False:
             raise ConstraintError(f"{path}: the schema `false` allows no value")
         if not isinstance(schema, dict):
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
+        self.budget.charge(1 + len(schema), path)
         for key in schema:
             if key not in SUPPORTED and key not in ANNOTATIONS:
                 self.unsupported(path, key)
+        check_keywords(schema, path)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
             if not rest:
                 return self.ref_rule(schema["$ref"], path)
-            return self.visit(self.deref(schema, path), name, path)
+            key = self.ref_key(schema["$ref"], rest, schema, path)
+            return self.composite(key, schema, name, lambda: self.visit(self.deref(schema, path), name, path))
         if "allOf" in schema:
             rest = {k: v for k, v in schema.items() if k != "allOf"}
             parts = schema["allOf"]
-            if not isinstance(parts, list):
-                raise ConstraintError(f"{path}/allOf: expecting a list of schemas")
-            return self.visit(self.merge([rest, *parts], path), name, path)
+            merged = lambda: self.visit(self.merge([rest, *parts], path), name, path)  # noqa: E731
+            return self.composite(id(schema), schema, name, merged)
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 return self.alternatives(schema, key, name, path)
         if "const" in schema:
-            return self.literals([schema["const"]], schema, path)
+            return self.literals([schema["const"]], schema, name, path)
         if "enum" in schema:
-            if not isinstance(schema["enum"], list) or not schema["enum"]:
+            if not schema["enum"]:
                 raise ConstraintError(f"{path}/enum: expecting a non-empty list")
-            return self.literals(schema["enum"], schema, path)
+            return self.literals(schema["enum"], schema, name, path)
         return self.typed(schema, name, path)
 
     def typed(self, schema: dict, name: str, path: str) -> str:
@@ -212,7 +274,7 @@ class SchemaCompiler:
                 return " | ".join(alts)
             t = t[0]
         if t is None:
-            t = next((ty for ty, keys in _KEYWORD_TYPES if any(k in schema for k in keys)), None)
+            t = next((ty for ty, keys in KEYWORD_TYPES if any(k in schema for k in keys)), None)
             if t is None:
                 return self.use("value")
         if t not in TYPES:
@@ -227,25 +289,32 @@ class SchemaCompiler:
             return self.object(schema, name, path)
         return self.array(schema, name, path)
 
-    def literals(self, values: list, schema: dict, path: str) -> str:
+    def literals(self, values: list, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
         types = t if isinstance(t, list) else [t] if t else None
         checked = {"type", "enum", "const"} | ANNOTATIONS
         others = sorted(set(schema) - checked)
         if others:
             self.unsupported(path, others[0], " together with enum/const")
-        keep = [v for v in values if types is None or any(_type_matches(v, x) for x in types)]
+        keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
         if "const" in schema and "enum" in schema:
             keep = [v for v in keep if v == schema["const"]]
         if not keep:
             raise ConstraintError(f"{path}: no value of enum/const fits the schema's type")
         self.use("space")
-        lits = [json_literal(v) for v in keep]
+        texts = list(dict.fromkeys(json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in keep))
+        self.budget.charge(sum(map(len, texts)), path)
+        if len(texts) > _FACTORED:
+            rules = word_trie(texts, lambda: self.fresh(f"{name}-enum" if name else "enum"))
+            for rule, node in rules.items():
+                self.rules[rule] = node_to_gbnf(node)
+            return f"{next(iter(rules))} space"
+        lits = [node_to_gbnf(Lit(t)) for t in texts]
         return (lits[0] if len(lits) == 1 else "(" + " | ".join(lits) + ")") + " space"
 
     def alternatives(self, schema: dict, key: str, name: str, path: str) -> str:
         branches = schema[key]
-        if not isinstance(branches, list) or not branches:
+        if not branches:
             raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
         rest = {k: v for k, v in schema.items() if k != key and k not in ANNOTATIONS}
         if key == "oneOf":
@@ -259,15 +328,28 @@ class SchemaCompiler:
 
     # -- strings and numbers ----------------------------------------------------------------------------------
 
+    def counts(self, schema: dict, lo_key: str, hi_key: str, path: str, cap: int | None) -> tuple[int, int | None]:
+        """(lower, upper) of a count pair like minLength / maxLength: the lower one must be reachable
+        (max_repeat); the upper one is lowered to the limit, or to the generation cap (never below the lower)."""
+        lo, hi = int(schema.get(lo_key, 0)), schema.get(hi_key)
+        hi = None if hi is None else int(hi)
+        if hi is not None and hi < lo:
+            raise ConstraintError(f"{path}: {hi_key} {hi} is below {lo_key} {lo}")
+        self.budget.check("max_repeat", lo, f"{path}/{lo_key}", lo_key)
+        limit = self.budget.limits.max_repeat
+        if hi is not None and hi > limit:
+            hi = limit  # >= lo, checked above
+        return lo, _capped(hi, cap, lo)
+
     def string(self, schema: dict, path: str) -> str:
         fmt, pattern = schema.get("format"), schema.get("pattern")
-        lo, hi = schema.get("minLength", 0), schema.get("maxLength")
-        lengths = lo > 0 or hi is not None
+        lo, hi = self.counts(schema, "minLength", "maxLength", path, self.max_string_length)
+        lengths = lo > 0 or schema.get("maxLength") is not None
         self.use("space")
         if pattern is not None:
             if lengths or fmt is not None:
                 self.unsupported(path, "minLength/maxLength/format", " together with pattern")
-            node = parse_pattern(pattern, f"{path}/pattern")
+            node = parse_pattern(pattern, f"{path}/pattern", self.budget)
             if self.max_string_length is not None:
                 node = _cap_repeats(node, self.max_string_length)
             return f'"\\"" ({pattern_gbnf(node)}) "\\"" space'
@@ -279,14 +361,11 @@ class SchemaCompiler:
                     self.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
                 self.use(fmt)
                 return f'"\\"" {fmt} "\\"" space'
-        if hi is not None and hi < lo:
-            raise ConstraintError(f"{path}: maxLength {hi} is below minLength {lo}")
-        hi = _capped(hi, self.max_string_length, lo)
         if lo == 0 and hi is None:
             return self.use("string")
-        self.use("char")
+        unit = self.use("length-char" if lo > 0 else "char")
         rep = f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-        return f'"\\"" char{rep} "\\"" space'
+        return f'"\\"" {unit}{rep} "\\"" space'
 
     def number(self, schema: dict, t: str, path: str) -> str:
         step = schema.get("multipleOf")
@@ -304,16 +383,33 @@ class SchemaCompiler:
         self.use("space")
         if lo is None and hi is None:
             return self.use(t)
+        lo, lo_x, hi, hi_x = self.digits_within_limit(lo, lo_x, hi, hi_x, path)
         if t == "integer":
             return integer_range(*integer_bounds(lo, lo_x, hi, hi_x)) + " space"
         self.use("decimal-part")
         return number_range(lo, lo_x, hi, hi_x) + " space"
 
+    def digits_within_limit(self, lo, lo_x: bool, hi, hi_x: bool, path: str) -> tuple:
+        """Bounds written with at most max_number_digits integral digits: a bound beyond them on the outer side
+        is lowered to the largest such number (every value generated stays within it); one that would force a
+        longer number is refused."""
+        digits = self.budget.limits.max_number_digits
+        top = 10**digits - 1
+        if hi is not None and hi > top:
+            hi, hi_x = top, False
+        if lo is not None and lo < -top:
+            lo, lo_x = -top, False
+        for bound, key in ((lo, "minimum"), (-hi if hi is not None else None, "maximum")):
+            if bound is not None and bound > top:
+                self.budget.check("max_number_digits", len(str(int(bound))), f"{path}/{key}", "digits of a bound")
+        return lo, lo_x, hi, hi_x
+
     # -- objects and arrays -----------------------------------------------------------------------------------
 
     def object(self, schema: dict, name: str, path: str) -> str:
         props = dict(schema.get("properties", {}))
-        required = list(schema.get("required", []))
+        required = list(dict.fromkeys(schema.get("required", [])))
+        is_required = set(required)
         addl = schema.get("additionalProperties")
         if schema.get("unevaluatedProperties") is False and addl is None:
             addl = False
@@ -325,7 +421,7 @@ class SchemaCompiler:
                     raise ConstraintError(f"{path}: required property {r!r} is forbidden by additionalProperties")
                 props[r] = addl if isinstance(addl, dict) else True
         extra_allowed = addl is True or isinstance(addl, dict)
-        lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
+        lo, hi = int(schema.get("minProperties", 0)), schema.get("maxProperties")
         if lo > len(required):
             self.unsupported(path, "minProperties", f" beyond the {len(required)} required properties")
         if hi is not None and (extra_allowed or hi < len(props)):
@@ -338,13 +434,15 @@ class SchemaCompiler:
         for pname, pschema in props.items():
             value = self.visit(pschema, child(pname), f"{path}/properties/{pname}")
             kv = f'{json_literal(pname)} space ":" space {self.named(value, child(pname))}'
-            items.append((self.add_rule(child(f"{pname}-kv"), kv), pname in required))
+            items.append((self.add_rule(child(f"{pname}-kv"), kv), pname in is_required))
         extra = None
         if extra_allowed:
             value = self.visit(addl, child("additional-value"), f"{path}/additionalProperties")
             key_rule = child("additional-k")
             if props:
+                self.budget.charge(sum(map(len, props)), f"{path}/additionalProperties")
                 for rule, rhs in key_excluding(list(props), key_rule, self.max_string_length).items():
+                    self.budget.charge(len(rhs), f"{path}/additionalProperties")
                     self.rules[rule] = rhs
             else:
                 key_rule = self.use("string")
@@ -378,24 +476,25 @@ class SchemaCompiler:
             prefix, rest = None, prefix
         if isinstance(items, list):  # draft 7 tuples
             prefix, rest = items, schema.get("additionalItems")
-        lo, hi = schema.get("minItems", 0), schema.get("maxItems")
-        if hi is not None and hi < lo:
-            raise ConstraintError(f"{path}: maxItems {hi} is below minItems {lo}")
-        hi = _capped(hi, self.max_items, lo)
+        lo, hi = self.counts(schema, "minItems", "maxItems", path, self.max_items)
         if schema.get("uniqueItems") is True and (hi is None or hi > 1):
             self.unsupported(path, "uniqueItems", " (only with maxItems <= 1)")
         self.use("space")
         child = f"{name}-item" if name else "item"
         if prefix is not None:
             count = min(len(prefix), hi) if hi is not None else len(prefix)
-            count = max(count, lo)
             refs = []
             for i in range(count):
-                sub = prefix[i] if i < len(prefix) else rest if rest is not None else True
-                where = f"{path}/prefixItems/{i}" if i < len(prefix) else f"{path}/items"
                 label = f"{name}-tuple-{i}" if name else f"tuple-{i}"
-                refs.append(self.named(self.visit(sub, label, where), label))
-            return '"[" space ' + ' "," space '.join(refs) + (' "]" space' if refs else '"]" space')
+                refs.append(self.named(self.visit(prefix[i], label, f"{path}/prefixItems/{i}"), label))
+            body = ' "," space '.join(refs)
+            extra = lo - count  # minItems beyond the tuple: that many more items of the rest's schema
+            if extra > 0:
+                sub = rest if rest is not None else True
+                more = self.named(self.visit(sub, child, f"{path}/items"), child)
+                tail = f'("," space {more}){{{extra - (0 if refs else 1)}}}'
+                body = f"{body} {tail}" if refs else f"{more} {tail}"
+            return f'"[" space {body} "]" space' if body else '"[" space "]" space'
         if rest is False or hi == 0:
             return '"[" space "]" space'
         item = self.named(self.visit(True if rest is None else rest, child, f"{path}/items"), child)
@@ -414,23 +513,27 @@ class SchemaCompiler:
     def merge(self, schemas: list, path: str) -> Any:
         out: Any = True
         for s in schemas:
-            out = _merge2(self, out, self.deref(s, path), path)
+            out = merge2(self, out, self.deref(s, path), path)
         return out
 
     def check_exclusive(self, branches: list, rest: dict, path: str) -> None:
         """oneOf needs each output to match exactly one branch: refuse branches that could overlap."""
         subs = [self.deref(self.merge([rest, b], path) if rest else b, path) for b in branches]
-        gen = [_types(self, s, path, generated=True) for s in subs]
-        val = [_types(self, s, path, generated=False) for s in subs]
+        gen = [types_of(self, s, path, generated=True) for s in subs]
+        val = [types_of(self, s, path, generated=False) for s in subs]
+        self.budget.charge(len(subs) ** 2, f"{path}/oneOf")
+        told_apart = None  # whether a const property tells the branches apart: computed once, when first needed
         for i in range(len(subs)):
             for j in range(len(subs)):
-                if (
-                    i != j
-                    and gen[i] & val[j]
-                    and not (gen[i] & val[j] <= {"object"} and _discriminated(self, subs, path))
-                ):
-                    self.unsupported(f"{path}/oneOf", "oneOf", f": branches {i} and {j} may both match")
-                    return
+                if i == j or not gen[i] & val[j]:
+                    continue
+                if gen[i] & val[j] <= {"object"}:
+                    if told_apart is None:
+                        told_apart = discriminated(self, subs, path)
+                    if told_apart:
+                        continue
+                self.unsupported(f"{path}/oneOf", "oneOf", f": branches {i} and {j} may both match")
+                return
 
 
 def _cap_repeats(node: Node, cap: int) -> Node:
@@ -453,127 +556,25 @@ def _capped(hi: int | None, cap: int | None, lo: int) -> int | None:
     return cap if hi is None else min(hi, cap)
 
 
-def _merge2(c: SchemaCompiler, a: Any, b: Any, path: str) -> Any:
-    """allOf of two schemas as one (sound for the keywords supported here)."""
-    if a is True:
-        return b
-    if b is True:
-        return a
-    if a is False or b is False:
-        raise ConstraintError(f"{path}: allOf with the schema `false` allows no value")
-    out = dict(a)
-    for k, v in b.items():
-        if k not in out or out[k] == v or k in ANNOTATIONS - {"$defs", "definitions"}:
-            out.setdefault(k, v)
-        else:
-            out[k] = _merge_keyword(k, out[k], v, path)
-    if "properties" in a or "properties" in b:
-        out["properties"], excluded = _merge_properties(a, b)
-        lost = [r for r in out.get("required", []) if r in excluded]
-        if lost:
-            raise ConstraintError(f"{path}: allOf requires {lost[0]!r}, which another part forbids")
-    return out
-
-
-def _merge_keyword(k: str, av: Any, v: Any, path: str) -> Any:
-    """Both parts of an allOf have keyword k (with different values): the value both together mean."""
-    if k == "type":
-        ta = {av} if isinstance(av, str) else set(av)
-        tb = {v} if isinstance(v, str) else set(v)
-        both = ta & tb
-        if ("integer" in ta and "number" in tb) or ("integer" in tb and "number" in ta):
-            both.add("integer")
-        if not both:
-            raise ConstraintError(f"{path}: allOf with incompatible types {av!r} and {v!r}")
-        return sorted(both) if len(both) > 1 else both.pop()
-    if k == "required":
-        return list(av) + [x for x in v if x not in av]
-    if k == "enum":
-        common = [x for x in av if x in v]
-        if not common:
-            raise ConstraintError(f"{path}: allOf with enums that share no value")
-        return common
-    if k in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
-        return max(av, v)
-    if k in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
-        return min(av, v)
-    if k in ("items", "additionalItems", "additionalProperties") and not isinstance(av, list):
-        if av is False or v is False:
-            return False
-        return v if av is True else av if v is True else {"allOf": [av, v]}
-    if k in ("$defs", "definitions", "properties"):
-        return {**av, **v}
-    if k == "anyOf":
-        return [{"allOf": [x, y]} for x in av for y in v]
-    raise ConstraintError(f"{path}: allOf with different values for {k!r} cannot be merged")
-
-
-def _merge_properties(a: dict, b: dict) -> tuple[dict, set]:
-    pa, pb = a.get("properties", {}), b.get("properties", {})
-    addl_a, addl_b = a.get("additionalProperties"), b.get("additionalProperties")
-    props, excluded = {}, set()
-    for name in [*pa, *(n for n in pb if n not in pa)]:
-        ca = pa.get(name, addl_a)
-        cb = pb.get(name, addl_b)
-        if ca is False or cb is False:
-            excluded.add(name)
-            continue
-        parts = [x for x in (ca, cb) if x not in (None, True)]
-        props[name] = True if not parts else parts[0] if len(parts) == 1 else {"allOf": parts}
-    return props, excluded
-
-
-def _types(c: SchemaCompiler, schema: Any, path: str, generated: bool, depth: int = 0) -> set[str]:
-    """JSON types of the values a schema generates (generated=True) or accepts (False); integer is number."""
-    every = {"string", "number", "boolean", "null", "object", "array"}
-    schema = c.deref(schema, path)
-    if schema is True or depth > 16:
-        return every
-    if schema is False:
-        return set()
-    if "const" in schema or "enum" in schema:
-        values = [schema["const"]] if "const" in schema else schema["enum"]
-        return {"number" if _value_type(v) == "integer" else _value_type(v) for v in values}
-    t = schema.get("type")
-    out = every if t is None else {"number" if x == "integer" else x for x in ([t] if isinstance(t, str) else t)}
-    if t is None and generated:
-        inferred = next((ty for ty, keys in _KEYWORD_TYPES if any(k in schema for k in keys)), None)
-        if inferred:
-            out = {inferred}
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            out = out & set().union(*(_types(c, s, path, generated, depth + 1) for s in schema[key]))
-    for s in schema.get("allOf", []):
-        out = out & _types(c, s, path, generated, depth + 1)
-    return out
-
-
-def _discriminated(c: SchemaCompiler, subs: list, path: str) -> bool:
-    """Every branch an object with a required property fixed (const / one-value enum) to a distinct value."""
-    fixed_per_branch = []
-    for s in subs:
-        if not isinstance(s, dict):
-            return False
-        props, fixed = s.get("properties", {}), {}
-        for k in s.get("required", []):
-            p = c.deref(props.get(k), path)
-            if isinstance(p, dict) and ("const" in p or len(p.get("enum", [])) == 1):
-                fixed[k] = json.dumps(p["const"] if "const" in p else p["enum"][0], sort_keys=True)
-        fixed_per_branch.append(fixed)
-    common = set.intersection(*(set(f) for f in fixed_per_branch))
-    return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)
-
-
-def schema_to_gbnf(schema: Any, strict: bool = True, **caps: int | None) -> str:
+def schema_to_gbnf(
+    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **caps: int | None
+) -> str:
     """GBNF text for `schema` (a dict or a JSON string); see the module docstring for what is supported.
-    `caps`: max_string_length / max_items (see SchemaCompiler)."""
+    `limits` (or a compilation's Budget) bounds the work; `caps`: max_string_length / max_items (SchemaCompiler)."""
+    budget = budget_of(limits)
     if isinstance(schema, (str, bytes)):
+        budget.charge(len(schema), "the JSON Schema text")
         try:
-            schema = json.loads(schema)
-        except ValueError as e:
+            text = schema.decode() if isinstance(schema, bytes) else schema
+            budget.check("max_nesting", text_depth(text), "#", "JSON nesting depth")
+            schema = json.loads(text)
+        except ValueError as e:  # UnicodeDecodeError too
             raise ConstraintError(f"the JSON Schema is not valid JSON: {e}") from None
-    return SchemaCompiler(schema, strict, **caps).gbnf()
+    return SchemaCompiler(schema, strict, limits=budget, **caps).gbnf()
 
 
-def schema_to_grammar(schema: Any, strict: bool = True, **caps: int | None) -> Grammar:
-    return parse(schema_to_gbnf(schema, strict, **caps))
+def schema_to_grammar(
+    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **caps: int | None
+) -> Grammar:
+    budget = budget_of(limits)
+    return parse(schema_to_gbnf(schema, strict, budget, **caps), limits=budget)

@@ -145,25 +145,27 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None) ->
         node[""] = {}  # end marker
     rules: dict[str, str] = {}
     more = "*" if max_length is None else f"{{0,{max_length}}}"
-
-    def build(node: dict) -> str:
+    # one rule per trie node, named in preorder; a body needs only its children's names, so no recursion
+    todo = [(trie, rule)]
+    count = 0
+    while todo:
+        node, node_rule = todo.pop()
         options = []
         # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
         children = sorted(k for k in node if k and ord(k) >= 0x20 and k not in '"\\\x7f')
+        named = []
         for ch in children:
-            sub = node[ch]
-            child_rule = f"{rule}-{len(rules) + 1}"
-            rules[child_rule] = ""  # reserve the name
-            rules[child_rule] = build(sub)
+            count += 1
+            child_rule = f"{rule}-{count}"
+            named.append((node[ch], child_rule))
             options.append(f"{node_to_gbnf(Lit(ch))} {child_rule}")
+        todo.extend(reversed(named))
         others = "".join(_class_char(ch) for ch in children)
         options.append(f'[^"\\\\\\x7F\\x00-\\x1F{others}] {KEY_CHAR}{more}')
         if "" not in node:
             options.append('""')  # the key may end here
-        return " | ".join(options)
-
-    body = build(trie)
-    rules[rule] = f'"\\"" ({body}) "\\"" space'
+        body = " | ".join(options)
+        rules[node_rule] = f'"\\"" ({body}) "\\"" space' if node is trie else body
     return rules
 
 

@@ -14,7 +14,8 @@ back to the state reached at its root (plain characters inside a string) is acce
 it (`TokenTrie.below`, `Automaton.loop_bytes`). Where the walk reaches EXIT
 after consuming a prefix with more bytes below it in the trie, the rest of those tokens depends on the frames
 below the cut: those few subtrees are walked again from the real continuation. d starts at 1 and grows while
-those subtrees are too big (in a string, the cut must keep the frame with the closing quote).
+those subtrees are too big (in a string, the cut must keep the frame with the closing quote), up to
+`_MAX_CUTS` frames, beyond which the stack is walked whole: a mask costs a bounded number of walks per stack.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .trie import TokenTrie
 
 _BIT = bytes(1 << k for k in range(8))
 _SHORTCUT = 16  # subtrees above this many nodes are checked for "every byte below loops back"
+_MAX_CUTS = 8  # cuts tried (each a budgeted walk) before a stack is walked whole: bounds the work of one mask
 
 
 class _Local:
@@ -51,6 +53,16 @@ class MaskEngine:
         self._scratch: list[State | None] = [None] * (trie.max_depth + 2)
         self.walked_nodes = 0  # statistics: trie nodes visited by all walks
 
+    @property
+    def n_cached(self) -> int:
+        return len(self._local) + len(self._stack_bits)
+
+    def clear(self) -> None:
+        """Forget every cached walk (the automaton's tables started afresh: the stack ids are stale)."""
+        self._local.clear()
+        self._stack_bits.clear()
+        self._scratch = [None] * len(self._scratch)
+
     # -- public -----------------------------------------------------------------------------------------------
 
     def state_bits(self, st: State) -> int:
@@ -72,7 +84,7 @@ class MaskEngine:
         total = aut.depth(stack)
         d = 1
         while True:
-            if d >= total:
+            if d >= total or d > _MAX_CUTS:
                 key, rest = stack, None
             else:
                 key, rest = aut.truncate(stack, d)

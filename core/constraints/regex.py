@@ -8,12 +8,15 @@ equivalent and are refused.
 
 A pattern is generated as a whole-string match. Unanchored, a JSON Schema pattern only asks that the string
 *contain* a match; a string that *is* a match contains one, so generation stays valid (a subset, by design).
+Limits (limits.py): groups nest at most `max_nesting` deep; a count that must be reached is at most
+`max_repeat`, and an upper count beyond it is lowered to it (again a subset of the matches).
 """
 
 from __future__ import annotations
 
 from .errors import ConstraintError
-from .grammar import Chars, Lit, Node, Repeat, alt, seq
+from .grammar import MAX_CODE_POINT, Chars, Lit, Node, Repeat, alt, seq, tree_shape
+from .limits import Budget, budget_of, count_of
 from .utf8 import normalize
 
 DIGIT = ((0x30, 0x39),)
@@ -29,13 +32,18 @@ _CHAR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0
 
 
 class _Regex:
-    def __init__(self, pattern: str, where: str) -> None:
+    def __init__(self, pattern: str, where: str, budget: Budget) -> None:
         self.p = pattern
         self.i = 0
         self.where = where
+        self.budget = budget
+        self.depth = 0  # groups open at the current position
 
     def error(self, msg: str) -> ConstraintError:
         return ConstraintError(f"{self.where}: pattern {self.p!r}, position {self.i}: {msg}")
+
+    def at(self) -> str:
+        return f"{self.where} (pattern position {self.i})"
 
     def peek(self, k: int = 0) -> str:
         j = self.i + k
@@ -70,6 +78,7 @@ class _Regex:
         return seq(*items) if items else Lit("")
 
     def quantified(self, atom: Node) -> Node:
+        stacked = 0  # quantifiers on this atom so far: each nests the tree one level deeper
         while True:
             c = self.peek()
             if c in ("*", "+", "?"):
@@ -81,6 +90,8 @@ class _Regex:
                 return atom
             if self.peek() == "?":  # lazy: the same language
                 self.i += 1
+            stacked += 1
+            self.budget.check("max_nesting", self.depth + stacked, self.at, "group nesting (with stacked quantifiers)")
             atom = Repeat(atom, lo, hi)
 
     def braces(self) -> tuple[int, int | None] | None:
@@ -90,12 +101,17 @@ class _Regex:
         if (
             j < 0
             or len(parts) > 2
+            or not parts[0].isascii()
             or not parts[0].isdigit()
-            or (len(parts) == 2 and parts[1] and not parts[1].isdigit())
+            or (len(parts) == 2 and parts[1] and not (parts[1].isascii() and parts[1].isdigit()))
         ):
             return None  # a literal '{' (ECMA annex B)
-        lo = int(parts[0])
-        hi = lo if len(parts) == 1 else (int(parts[1]) if parts[1] else None)
+        limit = self.budget.limits.max_repeat
+        lo = count_of(parts[0])
+        self.budget.check("max_repeat", lo, self.at, "repetition count")
+        hi = lo if len(parts) == 1 else count_of(parts[1]) if parts[1] else None
+        if isinstance(hi, str) or (hi is not None and hi > limit):
+            hi = max(lo, limit)  # beyond the limit: lowered to it (a subset of the matches)
         if hi is not None and hi < lo:
             raise self.error(f"quantifier {{{body}}} has its maximum below its minimum")
         self.i = j + 1
@@ -104,6 +120,8 @@ class _Regex:
     def atom(self) -> Node:
         c = self.peek()
         if c == "(":
+            self.depth += 1
+            self.budget.check("max_nesting", self.depth, self.at, "group nesting")
             self.i += 1
             if self.peek() == "?":
                 if self.p.startswith("?:", self.i):
@@ -119,6 +137,7 @@ class _Regex:
             if self.peek() != ")":
                 raise self.error("expecting ')'")
             self.i += 1
+            self.depth -= 1
             return inner
         if c == "[":
             return self.char_class()
@@ -156,9 +175,12 @@ class _Regex:
         if e == "u":
             if self.peek() == "{":
                 j = self.p.find("}", self.i)
-                if j < 0:
-                    raise self.error("unterminated \\u{...}")
-                value = int(self.p[self.i + 1 : j], 16)
+                digits = self.p[self.i + 1 : j]
+                if j < 0 or not digits or len(digits) > 6 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                    raise self.error("expecting \\u{H...} with 1 to 6 hex digits")
+                value = int(digits, 16)
+                if value > MAX_CODE_POINT:
+                    raise self.error(f"code point {value:#x} is beyond U+10FFFF")
                 self.i = j + 1
                 return Lit(chr(value))
             return Lit(chr(self.hex(4)))
@@ -219,6 +241,13 @@ class _Regex:
         return Chars(tuple(normalize(tuple(ranges), False)), negated)
 
 
-def parse_pattern(pattern: str, where: str = "pattern") -> Node:
-    """Grammar nodes (over code points) for strings that fully match `pattern`."""
-    return _Regex(pattern, where).top()
+def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = None) -> Node:
+    """Grammar nodes (over code points) for strings that fully match `pattern`; `limits` is the compilation's
+    Budget (limits.py)."""
+    budget = budget_of(limits)
+    budget.charge(len(pattern), where)
+    node = _Regex(pattern, where, budget).top()
+    size, depth = tree_shape(node, budget.limits.max_nesting)
+    budget.charge(size, where)
+    budget.check("max_nesting", depth, where, "pattern nesting (groups and stacked quantifiers)")
+    return node

@@ -8,6 +8,7 @@ vocabulary takes a fraction of a second, so it is built once per tokenizer and k
 from __future__ import annotations
 
 import contextlib
+import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from .trie import TokenTrie
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()  # builders run in worker threads: one builds a vocabulary, the others wait for it
 
 
 class ConstraintVocab:
@@ -31,12 +33,13 @@ class ConstraintVocab:
     @classmethod
     def for_tokenizer(cls, tokenizer: Any) -> ConstraintVocab:
         """The vocabulary of a `llamay.tokenizer.Tokenizer` (cached per tokenizer object)."""
-        try:
-            return _CACHE[tokenizer]
-        except (KeyError, TypeError):
-            pass
-        pieces = [tokenizer.token_bytes(i, special=False) for i in range(tokenizer.n_vocab)]
-        vocab = cls(pieces, tokenizer.eos_ids)
-        with contextlib.suppress(TypeError):  # not weak-referenceable: not cached
-            _CACHE[tokenizer] = vocab
-        return vocab
+        with _CACHE_LOCK:
+            try:
+                return _CACHE[tokenizer]
+            except (KeyError, TypeError):
+                pass
+            pieces = [tokenizer.token_bytes(i, special=False) for i in range(tokenizer.n_vocab)]
+            vocab = cls(pieces, tokenizer.eos_ids)
+            with contextlib.suppress(TypeError):  # not weak-referenceable: not cached
+                _CACHE[tokenizer] = vocab
+            return vocab

@@ -12,17 +12,28 @@ CPython and Pyodide, so a seed gives the same tokens natively and in the browser
 """
 
 from .candidates import Candidates, log_softmax, logsumexp, softmax
-from .config import DEFAULT_SAMPLERS, DEFAULT_TOP_K, LLAMA_DEFAULT_SEED, SamplerConfig
+from .config import (
+    BOUNDS,
+    DEFAULT_SAMPLERS,
+    DEFAULT_TOP_K,
+    LLAMA_DEFAULT_SEED,
+    Bound,
+    SamplerConfig,
+    SamplerConfigError,
+)
 from .sampler import Sampler, SampleResult, TokenLogprob
 
 __all__ = [
+    "BOUNDS",
     "DEFAULT_SAMPLERS",
     "DEFAULT_TOP_K",
     "LLAMA_DEFAULT_SEED",
+    "Bound",
     "Candidates",
     "SampleResult",
     "Sampler",
     "SamplerConfig",
+    "SamplerConfigError",
     "TokenLogprob",
     "log_softmax",
     "logsumexp",

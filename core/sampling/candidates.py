@@ -146,10 +146,13 @@ def _order(pair: Pair) -> tuple[float, int]:
 
 
 def softmax(logits: list[float]) -> list[float]:
-    """Probabilities of logits (-inf gives 0)."""
+    """Probabilities of logits (-inf gives 0; if some are +inf, they share all the mass, as in the limit)."""
     m = max(logits)
     if m == -math.inf:
         return [1.0 / len(logits)] * len(logits)
+    if m == math.inf:
+        n_inf = logits.count(math.inf)
+        return [1.0 / n_inf if v == math.inf else 0.0 for v in logits]
     e = [math.exp(v - m) for v in logits]
     total = sum(e)
     return [v / total for v in e]
@@ -157,12 +160,14 @@ def softmax(logits: list[float]) -> list[float]:
 
 def log_softmax(logits: list[float]) -> list[float]:
     m = max(logits)
+    if m == math.inf:
+        return [math.log(p) if p > 0 else -math.inf for p in softmax(logits)]
     lse = m + math.log(sum(math.exp(v - m) for v in logits))
     return [v - lse for v in logits]
 
 
 def logsumexp(values: list[float]) -> float:
     m = max(values)
-    if m == -math.inf:
+    if m in (-math.inf, math.inf):
         return m
     return m + math.log(math.fsum(math.exp(v - m) for v in values))

@@ -12,6 +12,7 @@ several tokens is matched as a head token plus the tokens of the rest of its tex
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -41,7 +42,14 @@ def z_function(seq: Sequence[int]) -> list[int]:
 
 def breaker_sequences(breakers: Sequence[str], tokenizer: Any) -> dict[int, set[tuple[int, ...]]]:
     """head token -> tails: () when the token's text contains a breaker; else the tokens that complete a
-    breaker whose beginning ends the head token's text."""
+    breaker whose beginning ends the head token's text. A pass over the vocabulary (seconds for 50k tokens):
+    kept for the last few (tokenizer, breakers) pairs, so the n samplers of one request share one pass. The
+    result is shared: never modify it."""
+    return _breaker_sequences(tuple(breakers), tokenizer)
+
+
+@functools.lru_cache(maxsize=8)
+def _breaker_sequences(breakers: tuple[str, ...], tokenizer: Any) -> dict[int, set[tuple[int, ...]]]:
     heads: dict[int, set[tuple[int, ...]]] = {}
     texts = [tokenizer.token_bytes(i, special=False).decode("utf-8", "replace") for i in range(tokenizer.n_vocab)]
     for br in breakers:
@@ -120,7 +128,10 @@ class Dry:
             exp = length - self.allowed_length
             if max_exp > 0:
                 exp = min(exp, max_exp)
-            penalty = self.multiplier * self.base**exp
+            try:
+                penalty = self.multiplier * self.base**exp
+            except OverflowError:  # llama.cpp's float pow gives inf: the token is banned
+                penalty = math.inf
             c.adjust(token, lambda v, p=penalty: v - p)
 
     def _repeat_limit(self, recent: list[int]) -> int:

@@ -40,7 +40,9 @@ class Mirostat:
             k = ((eps * 2.0**self.mu) / (1.0 - self.n_vocab ** (-eps))) ** (1.0 / s_hat) if eps != 0 else len(items)
         except (OverflowError, ZeroDivisionError):
             k = len(items)
-        del items[max(int(k), 1) :]
+        if not isinstance(k, float | int) or not math.isfinite(k):  # a negative base gives a complex; inf, nan
+            k = len(items)
+        del items[max(int(min(k, len(items))), 1) :]
         i = draw(c, self.rng)
         self._update(softmax([v for _, v in items])[i])
         return c.items[i][0]

@@ -61,7 +61,8 @@ class Sampler:
     ) -> None:
         self.cfg = cfg = cfg or SamplerConfig()
         seed = cfg.seed
-        self.seed = random.randrange(1 << 32) if seed is None or seed == LLAMA_DEFAULT_SEED else seed
+        random_seed = seed is None or seed in (LLAMA_DEFAULT_SEED, -1)  # llama.cpp's -1 is its 0xFFFFFFFF
+        self.seed = random.randrange(1 << 32) if random_seed else seed
         self.rng = random.Random(self.seed)  # the final draw (and mirostat's)
         self.xtc_rng = random.Random(self.seed)  # XTC's own coin, as in llama.cpp
         self.constraint = constraint

@@ -13,8 +13,9 @@ def scale(c: Candidates, temp: float) -> None:
     items = c.explicit()
     if not items:
         return
-    if temp <= 0.0:
-        best = max(items, key=lambda p: (p[1], -p[0]))
+    top = max(v for _, v in items)
+    if temp <= 0.0 or (math.isfinite(top) and top / temp == math.inf):  # a temperature so small that the top
+        best = max(items, key=lambda p: (p[1], -p[0]))  # logit overflows is its limit, greedy
         c.set([best], True)
         return
     c.set([(t, v / temp) for t, v in items], c.sorted)
@@ -36,5 +37,5 @@ class Temperature:
         lo, hi = max(0.0, self.temp - self.range), self.temp + self.range
         probs = softmax([v for _, v in items])
         entropy = -sum(q * math.log(q) for q in probs if q > 0)
-        normalized = entropy / math.log(len(items))
+        normalized = min(entropy / math.log(len(items)), 1.0)  # rounding can pass 1 (a uniform row of 5: 1 + 2e-16)
         scale(c, lo + (hi - lo) * normalized**self.exponent)

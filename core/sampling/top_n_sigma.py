@@ -18,10 +18,12 @@ class TopNSigma:
         if self.n <= 0.0:
             return
         items = c.explicit()
-        finite = [v for _, v in items if v != -math.inf]
+        finite = [v for _, v in items if math.isfinite(v)]
         if len(items) <= 1 or not finite:
             return
         mean = sum(finite) / len(finite)
-        std = math.sqrt(sum((v - mean) ** 2 for v in finite) / len(finite))
+        std = math.sqrt(sum((v - mean) * (v - mean) for v in finite) / len(finite))  # overflow: inf, not an error
         threshold = max(finite) - self.n * std
-        c.set([pair for pair in items if pair[1] >= threshold], c.sorted)
+        kept = [pair for pair in items if pair[1] >= threshold]
+        if kept:  # a NaN threshold keeps nothing: leave the candidates as they are
+            c.set(kept, c.sorted)

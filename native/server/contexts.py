@@ -28,6 +28,7 @@ from fastapi.responses import StreamingResponse
 from llamay.kv import snapshot_file
 from llamay.kv.pages import OutOfPages
 
+from .bodies import StrictJsonRoute
 from .context_store import Context, ContextStore
 from .deps import ServiceDep
 from .errors import ApiError, bad_request
@@ -55,7 +56,7 @@ from .tools import message_dicts
 
 BASE = "/llamay/contexts"
 SNAPSHOTS = "/llamay/snapshots"
-router = APIRouter(tags=["Contexts"])
+router = APIRouter(tags=["Contexts"], route_class=StrictJsonRoute)
 Name = Annotated[str, Path(pattern=NAME_PATTERN, description="the context's name")]
 SnapshotId = Annotated[str, Path(pattern=ID_PATTERN, description="the snapshot's id")]
 STORAGE_FULL = {FULL: {"model": ErrorResponse, "description": "the snapshot quota (or the disk) is full"}}
@@ -107,13 +108,13 @@ async def create(body: ContextCreate, request: Request, service: ServiceDep) -> 
     if body.n != 1:
         raise bad_request("a context has one continuation: n must be 1", "n")
     with store.reserve(body.name):
+        params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens or 1)
         if body.messages is not None:
-            ids = service.chat_ids(message_dicts(body.messages))
+            ids = await service.offload(service.chat_ids, message_dicts(body.messages))
         else:
-            ids = service.check_ids(service.encode(body.prompt or ""))
+            ids = await service.offload(lambda: service.check_ids(service.encode(body.prompt or "")))
         budget = service.budget(ids, body.max_tokens or 1)
-        params = from_openai(body, service.tokenizer.n_vocab, max_tokens=budget)
-        gen = Generation(service, [ids], params, [budget], keep=True).start()
+        gen = (await Generation.create(service, [ids], params, [budget], keep=True)).start()
         ch = gen.choices[0]
         try:
             await gen.collect(request.is_disconnected)
@@ -243,10 +244,12 @@ async def continue_context(body: ContextContinue, request: Request, name: Name,
     ctx = store.get(name)
     if body.n != 1:
         raise bad_request("a context continues one way at a time: n must be 1 (fork it for more)", "n")
-    ids = ctx.tokens + (service.encode(body.prompt, add_special=False) if body.prompt else [])
+    params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens)
+    new = await service.offload(service.encode, body.prompt, False) if body.prompt else []
+    ctx = store.get(name)  # again: it may have moved on (or gone) while the prompt was tokenized
+    ids = ctx.tokens + new
     budget = service.budget(ids, body.max_tokens)
-    params = from_openai(body, service.tokenizer.n_vocab, max_tokens=budget)
-    gen = Generation(service, [ids], params, [budget], keep=body.update, pin=ctx.pin).start()
+    gen = (await Generation.create(service, [ids], params, [budget], keep=body.update, pin=ctx.pin)).start()
     head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": service.generator.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
 

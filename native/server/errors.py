@@ -55,3 +55,43 @@ def error_body(message: str, type: str, param: str | None = None, code: str | No
 
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> ApiError:
     return ApiError(400, message, param=param, code=code)
+
+
+def validation_errors(errors: list[dict[str, Any]], body: Any) -> list[tuple[str, str]]:
+    """(field path, message) of pydantic's errors, the most telling first. A union field reports one error per
+    type it could have been (`prompt.str`, `prompt.list[str]`): those tags are not places in the request, so they
+    are dropped from the path, and the errors of the type the value has (a list for a list) come first."""
+    out = []
+    for err in errors:
+        path, fits = _place(err.get("loc", ()), body, err.get("type") == "missing")
+        out.append((not fits, ".".join(str(p) for p in path) or "body", err.get("msg", "invalid")))
+    out.sort(key=lambda e: e[0])  # stable: pydantic's order among equals
+    return [(path, msg) for _, path, msg in out]
+
+
+def _place(loc: Any, body: Any, missing: bool) -> tuple[list[Any], bool]:
+    parts = list(loc[1:] if loc and loc[0] == "body" else loc)
+    path: list[Any] = []
+    value, fits = body, True
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        inside = (isinstance(value, dict) and isinstance(part, str) and part in value) or (
+            isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value)
+        )
+        if inside:
+            value = value[part]
+        elif isinstance(part, str) and not (missing and last):  # a union's branch, named by its type
+            fits = fits and _fits(part, value)
+            continue
+        else:
+            value = None
+        path.append(part)
+    return path, fits
+
+
+def _fits(tag: str, value: Any) -> bool:
+    kinds = {list: ("list", "tuple"), str: ("str", "constrained-str", "literal"), bool: ("bool",),
+             int: ("int", "constrained-int"), float: ("float", "constrained-float"), type(None): ("none",)}  # fmt: skip
+    if isinstance(value, dict):
+        return tag.startswith("dict") or tag[:1].isupper()  # a model's name
+    return tag.startswith(kinds.get(type(value), ()))

@@ -11,8 +11,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .errors import bad_request
+from .limits import MAX_EMBED_INPUTS
 from .params import from_ollama
 from .schemas import (
     OllamaChatRequest,
@@ -24,7 +26,7 @@ from .service import ServedModel, Service
 from .streaming import Generation, ndjson_stream
 from .tools import message_dicts, ollama_calls, parse_tool_calls
 
-router = APIRouter(tags=["Ollama"])
+router = APIRouter(tags=["Ollama"], route_class=StrictJsonRoute)
 NDJSON = "application/x-ndjson"
 DETAIL_KEYS = ("parent_model", "format", "family", "families", "parameter_size", "quantization_level")
 
@@ -46,18 +48,10 @@ async def generate(body: OllamaGenerateRequest, request: Request, service: Servi
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if not body.prompt and not body.context:
         return {"model": model.id, "created_at": _now(), "response": "", "done": True, "done_reason": "load"}
-    if body.context:
-        prompt = service.check_ids(list(body.context), "context") + service.encode(body.prompt, add_special=False)
-    elif body.raw or body.template:
-        prompt = service.encode(body.prompt)
-    else:  # ollama renders the prompt as a one-turn chat with the model's template
-        messages = ([{"role": "system", "content": body.system}] if body.system else []) + [
-            {"role": "user", "content": body.prompt}
-        ]
-        prompt = service.chat_ids(messages)
     params = from_ollama(body.options, body.format)
+    prompt = await service.offload(_generate_prompt, service, body)
     budget = service.budget(prompt, params.max_tokens, "num_predict")
-    gen = Generation(service, [prompt], params, [budget]).start()
+    gen = (await Generation.create(service, [prompt], params, [budget])).start()
 
     def final() -> dict[str, Any]:
         ch = gen.choices[0]
@@ -67,6 +61,19 @@ async def generate(body: OllamaGenerateRequest, request: Request, service: Servi
         return StreamingResponse(ndjson_stream(_stream(gen, model, "response", final)), media_type=NDJSON)
     await gen.collect(request.is_disconnected)
     return {"model": model.id, "created_at": _now(), "response": gen.text(0), **final()}
+
+
+def _generate_prompt(service: Service, body: OllamaGenerateRequest) -> list[int]:
+    """/api/generate's prompt as token ids (on a preparation thread)."""
+    if body.context:
+        return service.check_ids(list(body.context), "context") + service.encode(body.prompt, add_special=False)
+    if body.raw or body.template:
+        return service.encode(body.prompt)
+    # ollama renders the prompt as a one-turn chat with the model's template
+    messages = ([{"role": "system", "content": body.system}] if body.system else []) + [
+        {"role": "user", "content": body.prompt}
+    ]
+    return service.chat_ids(messages)
 
 
 async def _stream(gen: Generation, model: ServedModel, key: str, final: Any) -> AsyncIterator[dict[str, Any]]:
@@ -91,10 +98,10 @@ async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
     if any(m.images for m in body.messages):
         raise bad_request("images are not supported: the served model reads text only", "messages")
     tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
-    prompt = service.chat_ids(message_dicts(body.messages), tools)
     params = from_ollama(body.options, body.format)
+    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools)
     budget = service.budget(prompt, params.max_tokens, "num_predict")
-    gen = Generation(service, [prompt], params, [budget]).start()
+    gen = (await Generation.create(service, [prompt], params, [budget])).start()
     names = {t["function"]["name"] for t in tools} if tools else set()
 
     def final() -> dict[str, Any]:
@@ -125,8 +132,8 @@ async def _one(item: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
 async def embed(body: OllamaEmbedRequest, service: ServiceDep) -> dict[str, Any]:
     t0 = time.perf_counter()
     texts = [body.input] if isinstance(body.input, str) else list(body.input)
-    if not texts or len(texts) > 256:
-        raise bad_request(f"between 1 and 256 inputs per request, got {len(texts)}", "input")
+    if not texts or len(texts) > MAX_EMBED_INPUTS:
+        raise bad_request(f"between 1 and {MAX_EMBED_INPUTS} inputs per request, got {len(texts)}", "input")
     model, vectors, n_tokens = await service.embed(body.model, texts)
     return {"model": model.id, "embeddings": vectors, "total_duration": int((time.perf_counter() - t0) * 1e9),
             "load_duration": 0, "prompt_eval_count": n_tokens}  # fmt: skip
@@ -167,7 +174,9 @@ async def ps(service: ServiceDep) -> dict[str, Any]:
 async def show(body: OllamaShowRequest, service: ServiceDep) -> dict[str, Any]:
     if not (body.model or body.name):
         raise bad_request("give the model's name in `model`", "model")
-    m = service.find(body.model or body.name)
+    if body.model and body.name:  # both spellings: each must name a model (never one silently ignored)
+        service.find(body.name, "name")
+    m = service.find(body.model or body.name, "model" if body.model else "name")
     model = m.model
     cfg = model.cfg
     info = {

@@ -12,8 +12,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .errors import bad_request
+from .limits import MAX_BATCH, MAX_EMBED_INPUTS
 from .params import from_openai
 from .schemas import (
     ChatCompletion,
@@ -29,7 +31,7 @@ from .service import Service
 from .streaming import SSE_HEADERS, Generation, Piece, sse_stream
 from .tools import message_dicts, openai_calls, parse_tool_calls
 
-router = APIRouter(tags=["OpenAI"])
+router = APIRouter(tags=["OpenAI"], route_class=StrictJsonRoute)
 
 
 # -- models ---------------------------------------------------------------------------------------------------
@@ -63,14 +65,16 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
     tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
     if body.tool_choice == "none":
         tools = None
-    prompt = service.chat_ids(message_dicts(body.messages), tools)
     max_tokens = body.max_completion_tokens or body.max_tokens
     param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
-    budget = service.budget(prompt, max_tokens, param)
+    if body.top_logprobs is not None and not body.logprobs:  # as OpenAI: never silently ignored
+        raise bad_request("top_logprobs needs logprobs: true", "top_logprobs", "conflicting_fields")
     logprobs = (body.top_logprobs or 0) if body.logprobs else None
-    params = from_openai(body, service.tokenizer.n_vocab, max_tokens=budget, logprobs=logprobs,
+    params = from_openai(body, service.tokenizer.n_vocab, max_tokens=max_tokens, logprobs=logprobs,
                          fmt=body.response_format)  # fmt: skip
-    gen = Generation(service, [prompt], params, [budget]).start()
+    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools)
+    budget = service.budget(prompt, max_tokens, param)
+    gen = (await Generation.create(service, [prompt], params, [budget])).start()
     tool_names = {t["function"]["name"] for t in tools} if tools else set()
     head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
@@ -166,15 +170,14 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     if body.suffix:
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if body.best_of is not None and body.best_of != body.n:
-        raise bad_request("best_of must equal n (candidates are not ranked)", "best_of")
-    prompts = _prompts(service, body.prompt)
-    budgets = [service.budget(p, body.max_tokens or 16) for p in prompts]
+        raise bad_request("best_of must equal n (candidates are not ranked)", "best_of", "conflicting_fields")
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
                          fmt=body.response_format)  # fmt: skip
-    gen = Generation(service, prompts, params, budgets).start()
+    prompts, echo = await service.offload(_prompts, service, body.prompt, body.echo)
+    budgets = [service.budget(p, body.max_tokens or 16) for p in prompts]
+    gen = (await Generation.create(service, prompts, params, budgets)).start()
     head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
-    echo = [service.tokenizer.decode(p) if body.echo else "" for p in prompts]
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         events = _completion_chunks(gen, head, echo, include_usage)
@@ -188,7 +191,8 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage()}
 
 
-def _prompts(service: Service, prompt: Any) -> list[list[int]]:
+def _prompts(service: Service, prompt: Any, echo: bool) -> tuple[list[list[int]], list[str]]:
+    """The prompts' token ids, and their text when echoed (on a preparation thread)."""
     if isinstance(prompt, str):
         items: list[Any] = [prompt]
     elif prompt and isinstance(prompt[0], int):
@@ -197,9 +201,10 @@ def _prompts(service: Service, prompt: Any) -> list[list[int]]:
         items = list(prompt)
     if not items:
         raise bad_request("the prompt is empty", "prompt")
-    if len(items) > 64:
-        raise bad_request(f"at most 64 prompts per request, got {len(items)}", "prompt")
-    return [service.check_ids(service.encode(p) if isinstance(p, str) else list(p)) for p in items]
+    if len(items) > MAX_BATCH:
+        raise bad_request(f"at most {MAX_BATCH} prompts per request (max_batch), got {len(items)}", "prompt")
+    ids = [service.check_ids(service.encode(p) if isinstance(p, str) else list(p)) for p in items]
+    return ids, [service.tokenizer.decode(p) if echo else "" for p in ids]
 
 
 async def _completion_chunks(gen: Generation, head: dict[str, Any], echo: list[str],
@@ -253,8 +258,8 @@ async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, A
         texts = list(inp)
     else:
         raise bad_request("input must be a string or a list of strings (token ids are not accepted)", "input")
-    if not texts or len(texts) > 256:
-        raise bad_request(f"between 1 and 256 inputs per request, got {len(texts)}", "input")
+    if not texts or len(texts) > MAX_EMBED_INPUTS:
+        raise bad_request(f"between 1 and {MAX_EMBED_INPUTS} inputs per request, got {len(texts)}", "input")
     model, vectors, n_tokens = await service.embed(body.model, texts)
     if body.dimensions is not None and body.dimensions != len(vectors[0]):
         raise bad_request(f"{model.id} gives {len(vectors[0])} dimensions; it cannot be shortened", "dimensions")

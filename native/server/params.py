@@ -1,11 +1,14 @@
 """One place where request fields become generation parameters, and those become a `Sampler`.
 
 Every API family (OpenAI chat and completions, Ollama generate and chat, contexts) fills a `GenParams`; only
-`sampler_for` knows the sampler. It passes each parameter the sampler's `SamplerConfig` has a field for, by name,
-and refuses with a clear 400 a parameter that would change sampling but that this build's sampler cannot do yet
-(`presence_penalty`, `frequency_penalty`, `repeat_penalty`, `logit_bias`, a `response_format` constraint): as
-the sampler grows those fields, they are used here with no change. A `response_format` becomes a constraint
-through `llamay.constraints.constraint_from_request` when that exists and the Sampler takes a `constraint`.
+this module knows the sampler. Each request field that steers sampling is mapped, by a table, to the
+`SamplerConfig` field of the same meaning (llama.cpp's names: `typical_p` is `typ_p`, `temperature` is
+`temp`), and the config is built once per request, here, so a value outside `llamay.sampling.BOUNDS` is a 400
+naming the request's field before anything is queued (the schemas publish the same bounds, so pydantic
+usually refuses first). Fields with no config counterpart (Ollama's `tfs_z`, `penalize_newline`) are admitted
+by the schema at their neutral value only. A `response_format` (`json_object`, `json_schema`; Ollama's
+`format`) becomes a constraint through `llamay.constraints.constraint_from_request`; its compile limits come
+back as 400s naming the limit.
 """
 
 from __future__ import annotations
@@ -16,45 +19,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamay.errors import LlamayError
-from llamay.sampling import Sampler, SamplerConfig
+from llamay.sampling import Sampler, SamplerConfig, SamplerConfigError
 
 from .errors import bad_request
-from .schemas import MAX_STOPS, OllamaOptions, ResponseFormat, Sampling
+from .limits import MAX_LOGIT_BIAS, MAX_STOP_CHARS, MAX_STOPS
+from .schemas import OLLAMA_SAMPLING, SAMPLING_FIELDS, OllamaOptions, Sampling
 
-# a value of these that leaves sampling unchanged is accepted even where the sampler lacks the field
-NEUTRAL: dict[str, Any] = {"presence_penalty": 0.0, "frequency_penalty": 0.0, "repeat_penalty": 1.0, "logit_bias": {}}
+OPENAI_FIELDS = SAMPLING_FIELDS  # request field -> SamplerConfig field (the table is the schemas')
+OLLAMA_FIELDS = {name: SAMPLING_FIELDS[name] for name in OLLAMA_SAMPLING}
 LOGIT_BIAS_LIMIT = 100.0
 
 
 @dataclass(frozen=True)
 class GenParams:
     max_tokens: int | None  # None: until the context is full
-    temperature: float | None = None  # None: the sampler's default
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
-    seed: int | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    repeat_penalty: float | None = None
-    logit_bias: dict[int, float] | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)  # SamplerConfig fields the request set (checked)
+    seed: int | None = None  # None (or -1): random; choice i uses seed + i
     stop: tuple[str, ...] = ()
     n: int = 1
     logprobs: int | None = None  # None: no logprobs; k: the sampled token's and the k most likely
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} / {"type": "json_schema", ...}
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def stops(value: str | list[str] | None) -> tuple[str, ...]:
+def stops(value: str | list[str] | None, param: str = "stop") -> tuple[str, ...]:
+    """The stop strings, within their limits (count, each one's length: so at most 16 Ki characters in all, which
+    each token's check scans at most once, in C)."""
     items = [value] if isinstance(value, str) else list(value or [])
     if len(items) > MAX_STOPS:
-        raise bad_request(f"at most {MAX_STOPS} stop strings are allowed, got {len(items)}", "stop")
+        raise bad_request(f"at most {MAX_STOPS} stop strings are allowed (max_stops), got {len(items)}", param)
+    longest = max(map(len, items), default=0)
+    if longest > MAX_STOP_CHARS:
+        raise bad_request(f"a stop string has {longest} characters; the limit is {MAX_STOP_CHARS} (max_stop_chars)",
+                          param)  # fmt: skip
     return tuple(s for s in items if s)
 
 
 def logit_bias(value: dict[str, float] | None, n_vocab: int) -> dict[int, float] | None:
     if not value:
         return None
+    if len(value) > MAX_LOGIT_BIAS:
+        raise bad_request(f"logit_bias has {len(value)} entries; the limit is {MAX_LOGIT_BIAS} (max_logit_bias)",
+                          "logit_bias")  # fmt: skip
     out = {}
     for key, bias in value.items():
         try:
@@ -69,27 +74,34 @@ def logit_bias(value: dict[str, float] | None, n_vocab: int) -> dict[int, float]
     return out
 
 
-def response_format(fmt: ResponseFormat | None) -> dict[str, Any] | None:
+def response_format(fmt: Any) -> dict[str, Any] | None:
+    """A ResponseFormat as constraint_from_request reads it (None for text); the schema made sure of its shape."""
     if fmt is None or fmt.type == "text":
         return None
-    if fmt.type == "json_schema" and not fmt.json_schema:
-        raise bad_request("response_format json_schema needs a `json_schema` object", "response_format")
-    return fmt.model_dump(exclude_none=True)
+    return fmt.model_dump(exclude_none=True, by_alias=True)
+
+
+def _sampling(req: Any, table: dict[str, str], prefix: str = "") -> dict[str, Any]:
+    """The config fields a request sets, checked against SamplerConfig's bounds (400 naming the field)."""
+    kw = {cfg: getattr(req, name) for name, cfg in table.items() if getattr(req, name, None) is not None}
+    try:
+        SamplerConfig(**kw)
+    except SamplerConfigError as e:
+        name = next((n for n, c in table.items() if c == e.field), e.field)
+        raise bad_request(f"{prefix}{name}: {e.reason}", f"{prefix}{name}", "invalid_value") from None
+    return kw
 
 
 def from_openai(req: Sampling, n_vocab: int, *, max_tokens: int | None, logprobs: int | None = None,
-                fmt: ResponseFormat | None = None) -> GenParams:  # fmt: skip
+                fmt: Any = None) -> GenParams:  # fmt: skip
+    sampling = _sampling(req, OPENAI_FIELDS)
+    bias = logit_bias(req.logit_bias, n_vocab)
+    if bias:
+        sampling["logit_bias"] = bias
     return GenParams(
         max_tokens=max_tokens,
-        temperature=req.temperature,
-        top_p=req.top_p,
-        top_k=req.top_k,
-        min_p=req.min_p,
+        sampling=sampling,
         seed=req.seed,
-        presence_penalty=req.presence_penalty,
-        frequency_penalty=req.frequency_penalty,
-        repeat_penalty=req.repeat_penalty,
-        logit_bias=logit_bias(req.logit_bias, n_vocab),
         stop=stops(req.stop),
         n=req.n,
         logprobs=logprobs,
@@ -110,29 +122,24 @@ def from_ollama(opts: OllamaOptions | None, fmt: str | dict[str, Any] | None) ->
         raise bad_request(f"format is 'json' or a JSON schema, got {fmt!r}", "format")
     return GenParams(
         max_tokens=None if num_predict is None or num_predict < 0 else max(num_predict, 1),
-        temperature=o.temperature,
-        top_p=o.top_p,
-        top_k=o.top_k,
-        min_p=o.min_p,
+        sampling=_sampling(o, OLLAMA_FIELDS, "options."),
         seed=o.seed,
-        presence_penalty=o.presence_penalty,
-        frequency_penalty=o.frequency_penalty,
-        repeat_penalty=o.repeat_penalty,
-        stop=stops(o.stop),
+        stop=stops(o.stop, "options.stop"),
         response_format=rf,
     )
-
-
-def _config_fields() -> set[str]:
-    return {f.name for f in dataclasses.fields(SamplerConfig)}
 
 
 def _sampler_takes(name: str) -> bool:
     return name in inspect.signature(Sampler).parameters
 
 
+def _config_fields() -> set[str]:
+    return {f.name for f in dataclasses.fields(SamplerConfig)}
+
+
 def constraint_for(p: GenParams, tokenizer: Any) -> Any:
-    """The constraint a `response_format` asks for (None for plain text); 400 where it cannot be built."""
+    """The constraint a `response_format` asks for (None for plain text); 400 where it cannot be built (a
+    compile limit names itself: `limit`). Runs on a preparation thread: compiling costs time."""
     if p.response_format is None:
         return None
     try:
@@ -149,43 +156,35 @@ def constraint_for(p: GenParams, tokenizer: Any) -> Any:
     try:
         return constraint_from_request({"response_format": p.response_format}, tokenizer)
     except LlamayError as e:
-        raise bad_request(f"response_format: {e}", "response_format") from None
+        code = "constraint_limit_exceeded" if getattr(e, "limit", None) else "invalid_response_format"
+        raise bad_request(f"response_format: {e}", "response_format", code) from None
+    except RecursionError:  # a compiler without a nesting limit
+        raise bad_request("response_format: the schema is nested too deeply to compile", "response_format",
+                          "constraint_limit_exceeded") from None  # fmt: skip
 
 
 def check_supported(p: GenParams) -> None:
-    """Refuse, before anything is queued, a parameter this build's sampler cannot honour."""
+    """Refuse, before anything is queued, a parameter this build's sampler cannot honour (kept for callers
+    that build GenParams themselves: from_openai / from_ollama already checked theirs)."""
     fields = _config_fields()
-    for name, neutral in NEUTRAL.items():
-        value = getattr(p, name)
-        if value is not None and value != neutral and name not in fields:
-            raise bad_request(
-                f"{name} is not supported by this build's sampler yet (only its neutral value {neutral!r})",
-                name,
-                "unsupported_parameter",
-            )
+    unknown = sorted(set(p.sampling) - fields)
+    if unknown:
+        raise bad_request(f"{unknown[0]} is not supported by this build's sampler", unknown[0], "unsupported_parameter")
 
 
 def sampler_for(p: GenParams, choice: int = 0, *, tokenizer: Any = None, constraint: Any = None,
                 prompt: list[int] | None = None) -> Sampler:  # fmt: skip
     """The sampler of one choice: seeded `seed + choice` so that n choices differ yet repeat. The prompt is fed
-    to the penalties where the sampler has them (as llama.cpp does)."""
-    kw: dict[str, Any] = {}
-    for name in ("temperature", "top_p", "top_k", "min_p"):  # every SamplerConfig takes these by name
-        if getattr(p, name) is not None:
-            kw[name] = getattr(p, name)
-    fields = _config_fields()
-    for name in NEUTRAL:
-        value = getattr(p, name)
-        if value is not None and name in fields:
-            kw[name] = value
-    if p.seed is not None:
+    to the penalties (as llama.cpp does)."""
+    kw = dict(p.sampling)
+    if p.seed is not None and p.seed != -1:  # -1: random, as in llama.cpp
         kw["seed"] = (p.seed + choice) % (1 << 64)
     extra: dict[str, Any] = {}
     if constraint is not None:
         extra["constraint"] = constraint
-    if tokenizer is not None and _sampler_takes("tokenizer"):
+    if tokenizer is not None:
         extra["tokenizer"] = tokenizer
     sampler = Sampler(SamplerConfig(**kw), **extra)
-    if prompt and hasattr(sampler, "accept_prompt"):
+    if prompt:
         sampler.accept_prompt(prompt)
     return sampler

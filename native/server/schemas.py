@@ -3,29 +3,81 @@ against before any work is done.
 
 Bounds here are static (the description is built once); a request is further checked against the loaded model
 at run time (`max_tokens` beyond the context, a prompt longer than the context), with the same error body.
+The sampling fields take their bounds from `llamay.sampling.BOUNDS` (what the sampler's math admits), narrowed
+where an API documents a smaller range (OpenAI's temperature in [0, 2], penalties in [-2, 2]). No float field
+takes NaN or an infinity.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, create_model
 
-MAX_N = 16  # choices per request
+from llamay.sampling import BOUNDS
+from llamay.sampling.config import FLT_MAX, MAX_BREAKER_CHARS, MAX_BREAKERS
+
+from .limits import (
+    MAX_BATCH,
+    MAX_CONTEXT_TOKENS,
+    MAX_DETOKENIZE_TOKENS,
+    MAX_EMBED_INPUTS,
+    MAX_LOGIT_BIAS,
+    MAX_MESSAGES,
+    MAX_N,
+    MAX_STOP_CHARS,
+    MAX_STOPS,
+    MAX_TOKENIZE_CHARS,
+    MAX_TOOLS,
+)
+
 MAX_TOKENS = 1 << 20  # a static cap; the real limit is the context, checked at run time
-MAX_STOPS = 16
-MAX_BATCH = 64  # prompts or inputs in one request
 MAX_TOP_LOGPROBS = 20
-SEED = Field(None, ge=-(2**63), le=2**64 - 1, description="sampling seed (choice i uses seed + i)")
+INT32 = (-(2**31), 2**31 - 1)  # llama.cpp holds its integer parameters as int32
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 
-Stop = str | list[str] | None
+
+def _json_integer(value: Any) -> Any:
+    """An integer as JSON Schema has it: 3 or 3.0, never true or "3" (pydantic's lax mode takes both)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a valid integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError("Input should be a valid integer, got a number with a fractional part")
+    return int(value)
+
+
+Int = Annotated[int, BeforeValidator(_json_integer)]  # request models are strict: this is their integer
+TokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "token-id"})]  # < n_vocab: set per server
+Stop = str | list[str] | None  # limits: checked by params.stops (naming them), published by openapi.py
+
+
+def sampling_field(name: str, description: str = "", api: tuple[float, float] | None = None) -> Any:
+    """A request field bounded as SamplerConfig's BOUNDS[name], within `api` (a documented range) if given."""
+    b = BOUNDS[name]
+    lo, hi = b.lo, b.hi
+    if b.integer:
+        lo = INT32[0] if lo is None else max(lo, INT32[0])
+        hi = INT32[1] if hi is None else min(hi, INT32[1])
+    else:
+        lo = -FLT_MAX if lo is None else lo
+        hi = FLT_MAX if hi is None else hi
+    if api is not None:
+        lo, hi = max(lo, api[0]), min(hi, api[1])
+    bounds: dict[str, Any] = {"gt" if b.lo_open and lo == b.lo else "ge": lo, "le": hi}
+    text = "; ".join(x for x in (description, b.why) if x)
+    return Field(None, description=text or None, **bounds)
+
+
+SEED = Field(
+    None, ge=BOUNDS["seed"].lo, le=BOUNDS["seed"].hi, description="sampling seed (choice i uses seed + i; -1: random)"
+)
 
 
 class _Lenient(BaseModel):
-    """Unknown fields are ignored (clients send fields of newer API versions)."""
+    """Unknown fields are ignored (clients send fields of newer API versions); types are strict (a number is a
+    JSON number, a boolean a JSON boolean: as the published schema says), floats finite."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, strict=True)
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -45,29 +97,109 @@ class ErrorResponse(BaseModel):
 # -- shared sampling fields -----------------------------------------------------------------------------------
 
 
-class Sampling(_Lenient):
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="0 samples greedily")
-    top_p: float | None = Field(None, ge=0.0, le=1.0)
-    top_k: int | None = Field(None, ge=0, le=1 << 20, description="llamay extension; 0 = whole vocabulary")
-    min_p: float | None = Field(None, ge=0.0, le=1.0, description="llamay extension")
-    seed: int | None = SEED
-    presence_penalty: float | None = Field(None, ge=-2.0, le=2.0)
-    frequency_penalty: float | None = Field(None, ge=-2.0, le=2.0)
-    repeat_penalty: float | None = Field(None, ge=0.0, le=10.0, description="llamay extension (llama.cpp's)")
-    logit_bias: dict[str, float] | None = Field(None, description="token id (as a string) -> bias in [-100, 100]")
-    stop: Stop = Field(None, description=f"up to {MAX_STOPS} stop strings")
-    n: int = Field(1, ge=1, le=MAX_N)
-    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+# request field -> SamplerConfig field: OpenAI's, then llama.cpp's server extensions (its names); Ollama's options
+# take the same names, some of them
+SAMPLING_FIELDS = {
+    "temperature": "temp",
+    "top_p": "top_p",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "typical_p": "typ_p",
+    "repeat_penalty": "repeat_penalty",
+    "repeat_last_n": "repeat_last_n",
+    "dry_multiplier": "dry_multiplier",
+    "dry_base": "dry_base",
+    "dry_allowed_length": "dry_allowed_length",
+    "dry_penalty_last_n": "dry_penalty_last_n",
+    "dry_sequence_breakers": "dry_sequence_breakers",  # a list of strings: declared in _SamplingBase
+    "xtc_probability": "xtc_probability",
+    "xtc_threshold": "xtc_threshold",
+    "mirostat": "mirostat",
+    "mirostat_tau": "mirostat_tau",
+    "mirostat_eta": "mirostat_eta",
+    "dynatemp_range": "dynatemp_range",
+    "dynatemp_exponent": "dynatemp_exponent",
+    "top_n_sigma": "top_n_sigma",
+    "min_keep": "min_keep",
+}
+OPENAI_OWN = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
+OPENAI_RANGES = {"temperature": (0.0, 2.0), "presence_penalty": (-2.0, 2.0), "frequency_penalty": (-2.0, 2.0)}
+OLLAMA_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "typical_p", "presence_penalty", "frequency_penalty",
+                   "repeat_penalty", "repeat_last_n", "mirostat", "mirostat_tau", "mirostat_eta")  # fmt: skip
+
+
+def _sampling_fields(names: Any, ranges: dict[str, tuple[float, float]], extension: str = "") -> dict[str, Any]:
+    """Pydantic field definitions (type, Field) of the numeric sampling fields, typed and bounded from BOUNDS."""
+    out = {}
+    for name in names:
+        cfg = SAMPLING_FIELDS[name]
+        if cfg not in BOUNDS:
+            continue
+        kind = Int if BOUNDS[cfg].integer else float
+        out[name] = (kind | None, sampling_field(cfg, "" if name in OPENAI_OWN else extension, ranges.get(name)))
+    return out
+
+
+class _SamplingBase(_Lenient):
+    seed: Int | None = SEED
+    dry_sequence_breakers: (
+        list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_BREAKER_CHARS)]] | None
+    ) = Field(
+        None, max_length=MAX_BREAKERS, description=f"llama.cpp extension; each 1 to {MAX_BREAKER_CHARS} characters"
+    )
+    logit_bias: (
+        dict[
+            Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,9})$")],
+            Annotated[float, Field(ge=-100, le=100)],
+        ]
+        | None
+    ) = Field(
+        None,
+        max_length=MAX_LOGIT_BIAS,
+        description="token id (as a string) -> bias in [-100, 100]",
+        json_schema_extra={"x-llamay": "logit-bias"},
+    )
+    stop: Stop = Field(None, description=f"up to {MAX_STOPS} stop strings of at most {MAX_STOP_CHARS} characters")
+    n: Int = Field(1, ge=1, le=MAX_N)
+    max_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
     user: str | None = None
+
+
+Sampling = create_model(
+    "Sampling", __base__=_SamplingBase, __module__=__name__,
+    **_sampling_fields(SAMPLING_FIELDS, OPENAI_RANGES, "llama.cpp extension"),
+)  # fmt: skip
 
 
 class StreamOptions(_Lenient):
     include_usage: bool = False
 
 
-class ResponseFormat(_Lenient):
-    type: Literal["text", "json_object", "json_schema"]
-    json_schema: dict[str, Any] | None = None
+class TextFormat(_Lenient):
+    type: Literal["text"]
+
+
+class JsonObjectFormat(_Lenient):
+    type: Literal["json_object"]
+    schema_: dict[str, Any] | None = Field(None, alias="schema", description="llama.cpp's: a JSON Schema")
+
+
+class JsonSchemaSpec(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
+    name: str | None = None
+    description: str | None = None
+    schema_: dict[str, Any] = Field(alias="schema", description="the JSON Schema the reply follows")
+    strict: bool | None = None
+
+
+class JsonSchemaFormat(_Lenient):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaSpec
+
+
+ResponseFormat = Annotated[TextFormat | JsonObjectFormat | JsonSchemaFormat, Field(discriminator="type")]
 
 
 # -- OpenAI: chat ---------------------------------------------------------------------------------------------
@@ -79,7 +211,7 @@ class ContentPart(_Lenient):
 
 
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
@@ -100,14 +232,14 @@ class Tool(_Lenient):
 
 class ChatCompletionRequest(Sampling):
     model: str
-    messages: list[ChatMessage] = Field(min_length=1, max_length=4096)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    max_completion_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
     logprobs: bool = False
-    top_logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
+    top_logprobs: Int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     response_format: ResponseFormat | None = None
-    tools: list[Tool] | None = Field(None, max_length=128)
+    tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
 
@@ -117,15 +249,18 @@ class ChatCompletionRequest(Sampling):
 
 class CompletionRequest(Sampling):
     model: str
-    prompt: str | list[str] | list[int] | list[list[int]] = Field(
-        description="text, a batch of texts, token ids, or a batch of token-id lists"
-    )
+    prompt: (
+        str
+        | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
+        | Annotated[list[TokenId], Field(min_length=1)]
+        | Annotated[list[Annotated[list[TokenId], Field(min_length=1)]], Field(min_length=1, max_length=MAX_BATCH)]
+    ) = Field(description="text, a batch of texts, token ids, or a batch of token-id lists")
     stream: bool = False
     stream_options: StreamOptions | None = None
-    logprobs: int | None = Field(None, ge=0, le=5)
+    logprobs: Int | None = Field(None, ge=0, le=5)
     echo: bool = False
-    suffix: str | None = None
-    best_of: int | None = Field(None, ge=1, le=MAX_N)
+    suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
+    best_of: Int | None = Field(None, ge=1, le=MAX_N)
     response_format: ResponseFormat | None = None
 
 
@@ -134,9 +269,11 @@ class CompletionRequest(Sampling):
 
 class EmbeddingRequest(_Lenient):
     model: str
-    input: str | list[str] | list[int] | list[list[int]]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)] = Field(
+        description="a text or a list of texts (token ids are not accepted)"
+    )
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(None, ge=1, le=1 << 16)
+    dimensions: Int | None = Field(None, ge=1, le=1 << 16)
     user: str | None = None
 
 
@@ -224,7 +361,7 @@ class Completion(BaseModel):
 
 
 class TokenizeRequest(_Lenient):
-    content: str = Field(max_length=1 << 22)
+    content: str = Field(max_length=MAX_TOKENIZE_CHARS)
     add_special: bool = False
     parse_special: bool = True
     with_pieces: bool = False
@@ -241,7 +378,7 @@ class TokenizeResponse(BaseModel):
 
 
 class DetokenizeRequest(_Lenient):
-    tokens: list[int] = Field(max_length=1 << 20)
+    tokens: list[TokenId] = Field(max_length=MAX_DETOKENIZE_TOKENS)
     model: str | None = None
 
 
@@ -260,63 +397,83 @@ class Health(BaseModel):
 # -- Ollama ---------------------------------------------------------------------------------------------------
 
 
-class OllamaOptions(_Lenient):
-    temperature: float | None = Field(None, ge=0.0, le=2.0)
-    top_p: float | None = Field(None, ge=0.0, le=1.0)
-    top_k: int | None = Field(None, ge=0, le=1 << 20)
-    min_p: float | None = Field(None, ge=0.0, le=1.0)
-    seed: int | None = SEED
-    num_predict: int | None = Field(None, ge=-2, le=MAX_TOKENS, description="-1: until the context is full")
+NO_EFFECT = "accepted, no effect here: the server's runner is set up at start-up"
+# Ollama's runner options: name -> the least integer it takes, or None for a flag
+RUNNER_OPTIONS = {"num_ctx": 1, "num_batch": 1, "num_gpu": -1, "main_gpu": 0, "num_thread": 0, "numa": None,
+                  "low_vram": None, "f16_kv": None, "vocab_only": None, "use_mmap": None,
+                  "use_mlock": None}  # fmt: skip
+
+
+class _OllamaOptionsBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+    seed: Int | None = SEED
+    num_predict: Int | None = Field(None, ge=-2, le=MAX_TOKENS, description="-1, -2: until the context is full")
     stop: list[str] | None = Field(None, max_length=MAX_STOPS)
-    presence_penalty: float | None = Field(None, ge=-2.0, le=2.0)
-    frequency_penalty: float | None = Field(None, ge=-2.0, le=2.0)
-    repeat_penalty: float | None = Field(None, ge=0.0, le=10.0)
-    num_ctx: int | None = Field(None, ge=1, description="ignored: the server's context is fixed at start-up")
+    # neutral values only: tail-free sampling is gone (from llama.cpp too); newlines are penalised like any token
+    tfs_z: float | None = Field(None, ge=1.0, le=1.0, description="only 1 (off)")
+    penalize_newline: Literal[True] | None = Field(None, description="only true")
+    num_keep: Int | None = Field(None, ge=-1, le=INT32[1], description="accepted, no effect: the context never shifts")
+
+
+OllamaOptions = create_model(
+    "OllamaOptions", __base__=_OllamaOptionsBase, __module__=__name__,
+    __doc__="Ollama's options: the sampling ones are honoured; the runner's (context size, threads, GPU, memory "
+    "mapping) are accepted and have no effect; any other name is refused.",
+    **_sampling_fields(OLLAMA_SAMPLING, {}),
+    **{name: (bool | None, Field(None, description=NO_EFFECT)) if least is None else
+       (Int | None, Field(None, ge=least, le=INT32[1], description=NO_EFFECT))
+       for name, least in RUNNER_OPTIONS.items()},
+)  # fmt: skip
+
+
+OllamaFormat = Literal["json", ""] | dict[str, Any] | None  # "json", or a JSON schema
+NO_IMAGES = Field(None, max_length=0, description="not supported: the served models read text only")
 
 
 class OllamaMessage(_Lenient):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
-    images: list[str] | None = None
+    images: list[str] | None = NO_IMAGES
     tool_calls: list[dict[str, Any]] | None = None
 
 
 class OllamaGenerateRequest(_Lenient):
     model: str
     prompt: str = ""
-    suffix: str | None = None
+    suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
     system: str | None = None
     template: str | None = None
-    context: list[int] | None = Field(None, max_length=1 << 20, description="tokens of an earlier reply")
+    context: list[TokenId] | None = Field(None, max_length=MAX_CONTEXT_TOKENS, description="tokens of an earlier reply")
     stream: bool = True
     raw: bool = False
-    format: str | dict[str, Any] | None = None
-    images: list[str] | None = None
+    format: OllamaFormat = None
+    images: list[str] | None = NO_IMAGES
     options: OllamaOptions | None = None
-    keep_alive: str | int | None = None
+    keep_alive: str | Int | None = None
 
 
 class OllamaChatRequest(_Lenient):
     model: str
-    messages: list[OllamaMessage] = Field(default_factory=list, max_length=4096)
-    tools: list[Tool] | None = Field(None, max_length=128)
-    format: str | dict[str, Any] | None = None
+    messages: list[OllamaMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)
+    tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
+    format: OllamaFormat = None
     stream: bool = True
     options: OllamaOptions | None = None
-    keep_alive: str | int | None = None
+    keep_alive: str | Int | None = None
 
 
 class OllamaEmbedRequest(_Lenient):
     model: str
-    input: str | list[str]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
     truncate: bool = True
     options: OllamaOptions | None = None
-    keep_alive: str | int | None = None
+    keep_alive: str | Int | None = None
 
 
 class OllamaShowRequest(_Lenient):
-    model: str | None = None
-    name: str | None = Field(None, description="older clients' spelling of `model`")
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["model"]}, {"required": ["name"]}]})
+    model: str = Field(None, description="the model (or `name`)")  # type: ignore[assignment]
+    name: str = Field(None, description="older clients' spelling of `model`")  # type: ignore[assignment]
     verbose: bool = False
 
 
@@ -324,15 +481,20 @@ class OllamaShowRequest(_Lenient):
 
 
 class ContextCreate(Sampling):
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]})
     name: str = Field(pattern=NAME_PATTERN)
-    prompt: str | None = Field(None, description="text to start from (with the model's BOS)")
-    messages: list[ChatMessage] | None = Field(None, description="or a chat, rendered with the model's template")
-    max_tokens: int = Field(0, ge=0, le=MAX_TOKENS, description="tokens to generate after the prompt (0: none)")
+    prompt: str = Field(None, description="text to start from (with the model's BOS)")  # type: ignore[assignment]
+    messages: list[ChatMessage] = Field(  # type: ignore[assignment]
+        None, min_length=1, max_length=MAX_MESSAGES, description="or a chat, rendered with the model's template"
+    )
+    n: Int = Field(1, ge=1, le=1, description="a context has one continuation")
+    max_tokens: Int = Field(0, ge=0, le=MAX_TOKENS, description="tokens to generate after the prompt (0: none)")
 
 
 class ContextContinue(Sampling):
     prompt: str = Field("", description="text appended to the context before generating")
-    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    n: Int = Field(1, ge=1, le=1, description="a context continues one way at a time (fork it for more)")
+    max_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
     stream: bool = False
     update: bool = Field(True, description="the context grows by the prompt and the reply")
 

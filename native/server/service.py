@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import os
 import tempfile
@@ -22,6 +23,7 @@ from llamay.model import Model, load_model
 
 from .context_store import ContextStore
 from .errors import ApiError, bad_request
+from .limits import PREPARE_THREADS, Limits, prompt_char_limit
 from .metrics import Metrics
 from .scheduler import Scheduler, SchedulerConfig
 from .snapshot_store import DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SNAPSHOTS, SnapshotStore
@@ -115,6 +117,7 @@ class Service:
         max_snapshots: int = DEFAULT_MAX_SNAPSHOTS,
         max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
         load_seconds: float = 0.0,
+        max_body_bytes: int | None = None,
     ) -> None:
         if not model.cfg.causal:
             raise LlamayError(f"{model.name} is an encoder ({model.cfg.arch}); serve it with --embedding-model")
@@ -146,6 +149,14 @@ class Service:
         self._embed_lock = threading.Lock()
         self._own_snapshot_dir = snapshot_dir is None
         self.snapshot_dir = Path(snapshot_dir or tempfile.mkdtemp(prefix="llamay-snapshots-"))
+        self.limits = Limits(
+            max_body_bytes=max_body_bytes or Limits.max_body_bytes,
+            max_prompt_chars=prompt_char_limit(model.tokenizer, n_ctx),
+            max_preparing=queue,
+        )
+        # templates, tokenization, constraint compilation and sampler set-up: never on the event loop
+        self._pool = concurrent.futures.ThreadPoolExecutor(PREPARE_THREADS, thread_name_prefix="llamay-prepare")
+        self._preparing = 0  # requests in the pool (waiting or running); counted on the event loop only
         self.model_fingerprint = model.fingerprint  # what saved KV snapshots must match
         self.snapshots = SnapshotStore(self.snapshot_dir, self.model_fingerprint, max_snapshots, max_snapshot_bytes)
         self.contexts = ContextStore()
@@ -181,6 +192,7 @@ class Service:
         self.scheduler.start()
 
     def stop(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self.scheduler.stop()
         if self._own_snapshot_dir:
             for p in self.snapshot_dir.glob("*"):
@@ -230,9 +242,37 @@ class Service:
             raise bad_request(f"{m.id} is an embedding model: it does not generate text", "model", "wrong_model")
         return m
 
-    # -- prompts --------------------------------------------------------------------------------------------
+    # -- preparing requests ---------------------------------------------------------------------------------
 
-    def encode(self, text: str, add_special: bool = True) -> list[int]:
+    async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(*args) on a preparation thread: the event loop goes on serving meanwhile. At most
+        `limits.max_preparing` requests wait for or run on those threads; beyond, 429."""
+        if self._preparing >= self.limits.max_preparing:
+            self.metrics.rejected["preparing_full"] += 1
+            raise ApiError(429, f"{self._preparing} requests are being prepared (the limit is the queue's, "
+                           f"{self.limits.max_preparing}); retry in 1 s", code="queue_full",
+                           headers={"Retry-After": "1"})  # fmt: skip
+        self._preparing += 1
+        try:
+            return await asyncio.wrap_future(self._pool.submit(fn, *args))
+        finally:
+            self._preparing -= 1
+
+    # -- prompts (called on preparation threads: see `offload`) ---------------------------------------------
+
+    def check_chars(self, n_chars: int, param: str = "prompt") -> None:
+        """Refuse, before tokenizing, a text longer than any that fits the context (limits.max_prompt_chars)."""
+        limit = self.limits.max_prompt_chars
+        if limit is not None and n_chars > limit:
+            raise bad_request(
+                f"the prompt has {n_chars} characters, more than could fit the context of {self.n_ctx} tokens "
+                f"(max_prompt_chars: {limit}, the context times the longest token): shorten it",
+                param,
+                "context_length_exceeded",
+            )
+
+    def encode(self, text: str, add_special: bool = True, param: str = "prompt") -> list[int]:
+        self.check_chars(len(text), param)
         return self.tokenizer.encode(text, add_special=add_special, parse_special=True)
 
     def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
@@ -241,11 +281,13 @@ class Service:
             raise bad_request(
                 f"{self.generator.id}'s chat template does not support tools", "tools", "tools_not_supported"
             )
+        self.check_chars(sum(len(m.get("content") or "") for m in messages), "messages")
         try:
             text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=tools or None)
         except LlamayError as e:
-            raise bad_request(f"the chat template cannot render these messages: {e}", "messages") from None
-        ids = self.encode(text)
+            raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
+                              "template_error") from None  # fmt: skip
+        ids = self.encode(text, param="messages")
         if len(ids) > 1 and ids[0] == ids[1] == tok.bos_id:  # the template wrote the BOS text itself
             del ids[0]
         return ids
@@ -294,7 +336,7 @@ class Service:
                               "model_not_embedding")  # fmt: skip
         engine = self.embed_engine
         n_ctx = engine.state.n_ctx
-        ids = [engine.tokenizer.encode(t) for t in texts]
+        ids = await self.offload(engine.tokenizer.encode_batch, texts)
         for i, x in enumerate(ids):
             if len(x) > n_ctx:
                 raise bad_request(f"input {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}", "input",

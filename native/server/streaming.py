@@ -10,17 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamay.engine import StopMatcher
+from llamay.engine import StopMatcher, StopStrings
 
 from .errors import ApiError
 from .params import GenParams, check_supported, constraint_for, sampler_for
 from .scheduler import Job, JobFailed, Pin, QueueFull, Sink, Update
 
+log = logging.getLogger("llamay.server")
 DISCONNECT_POLL = 0.25  # seconds between checks that a non-streaming client is still there
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -48,13 +50,26 @@ class Choice:
     finish: str | None = None
 
 
+def prepare(service: Any, prompts: list[list[int]], params: GenParams) -> tuple[list[Any], StopStrings]:
+    """What a Generation needs that costs time: the constraint (compiled once per request), one sampler per
+    choice (fed its prompt), the stop strings' tables. On a preparation thread (`Generation.create`)."""
+    check_supported(params)
+    constraint = constraint_for(params, service.tokenizer)
+    samplers = [
+        sampler_for(params, i, tokenizer=service.tokenizer, constraint=constraint, prompt=prompt)
+        for prompt in prompts
+        for i in range(params.n)
+    ]
+    return samplers, StopStrings(params.stop)
+
+
 class Generation:
     """The jobs of one request (n choices × prompts), submitted together and followed to their end."""
 
     def __init__(self, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,
-                 keep: bool = False, pin: Pin | None = None) -> None:  # fmt: skip
-        check_supported(params)
-        constraint = constraint_for(params, service.tokenizer)
+                 keep: bool = False, pin: Pin | None = None,
+                 prepared: tuple[list[Any], StopStrings] | None = None) -> None:  # fmt: skip
+        samplers, stop_strings = prepared or prepare(service, prompts, params)
         self.service = service
         self.params = params
         self.tokenizer = service.tokenizer
@@ -66,20 +81,33 @@ class Generation:
         for p, (prompt, budget) in enumerate(zip(prompts, budgets, strict=True)):
             for i in range(params.n):
                 index = p * params.n + i
-                sampler = sampler_for(params, i, tokenizer=self.tokenizer, constraint=constraint, prompt=prompt)
-                job = Job(prompt, budget, sampler, logprobs=params.logprobs, index=index,
+                job = Job(prompt, budget, samplers[index], logprobs=params.logprobs, index=index,
                           sink=self.sink, keep=keep, pin=pin.hold() if pin else None)  # fmt: skip
-                self.choices.append(Choice(job, self.tokenizer.detokenizer(), StopMatcher(list(params.stop))))
+                self.choices.append(Choice(job, self.tokenizer.detokenizer(), StopMatcher(stop_strings)))
         self._open = len(self.choices)
         self._closed = False
+
+    @classmethod
+    async def create(cls, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,
+                     keep: bool = False, pin: Pin | None = None) -> Generation:  # fmt: skip
+        """A Generation whose constraint and samplers are built on a preparation thread, off the event loop
+        (a schema may take a while to compile); the pin is held here, on the loop."""
+        if pin is not None:
+            pin.hold()  # the context may be deleted meanwhile: its snapshot must outlive the preparation
+        try:
+            prepared = await service.offload(prepare, service, prompts, params)
+            return cls(service, prompts, params, budgets, keep=keep, pin=pin, prepared=prepared)
+        finally:
+            if pin is not None:
+                pin.let_go()
 
     def start(self) -> Generation:
         """Queue every job now (before any response is sent, so that a full queue is a real 429)."""
         sched = self.service.scheduler
         if len(self.choices) > sched.cfg.queue:
             self._release_pins()
-            raise ApiError(400, f"this request needs {len(self.choices)} sequences; the server queues at most "
-                           f"{sched.cfg.queue}", param="n")  # fmt: skip
+            raise ApiError(400, f"this request needs {len(self.choices)} sequences (n x prompts); the server queues "
+                           f"at most {sched.cfg.queue} (--queue)", param="n", code="too_many_sequences")  # fmt: skip
         try:
             sched.submit([c.job for c in self.choices])
         except QueueFull as e:
@@ -100,6 +128,9 @@ class Generation:
                 update = await self.sink.queue.get()
                 for piece in self._take(update):
                     yield piece
+        except (asyncio.CancelledError, GeneratorExit):
+            self.close("the client went away mid-stream")
+            raise
         finally:
             self.close()
 
@@ -138,15 +169,20 @@ class Generation:
         self._open -= 1
         return ch.finish
 
-    def close(self) -> None:
-        """Cancel every job not yet over (a gone client, an error) and let go of the context pin."""
+    def close(self, why: str | None = None) -> None:
+        """Cancel every job not yet over (a gone client, an error) and let go of the context pin; `why`, when
+        jobs were cut short, is logged in one line."""
         if self._closed:
             return
         self._closed = True
+        cut = 0
         for ch in self.choices:
             if ch.finish is None:
                 ch.finish = "cancelled"
+                cut += 1
                 self.service.scheduler.cancel(ch.job, "cancelled")
+        if cut and why:
+            log.warning("%s: cancelled %d of %d choices", why, cut, len(self.choices))
         self._release_pins()
 
     def _release_pins(self) -> None:
@@ -167,15 +203,15 @@ class Generation:
             while not task.done():
                 await asyncio.wait([task], timeout=DISCONNECT_POLL)
                 if not task.done() and is_disconnected is not None and await is_disconnected():
-                    task.cancel()
-                    self.close()
+                    self.close("the client went away before its reply")
                     break
-            await task
-        finally:
+        finally:  # also when this request's own task is cancelled (the server stopping)
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()
         return self
 
     # -- accounting -----------------------------------------------------------------------------------------

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import uuid
 from typing import Any
 
-TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 
 def message_dicts(messages: list[Any]) -> list[dict[str, Any]]:
@@ -52,19 +51,38 @@ def _call_for_template(call: dict[str, Any]) -> dict[str, Any]:
 def parse_tool_calls(text: str, names: set[str]) -> tuple[str | None, list[dict[str, Any]]]:
     """(content left, calls) of a reply; calls name one of the request's tools, arguments as parsed JSON."""
     calls = []
-    for body in TOOL_CALL.findall(text):
+    bodies, rest = _tagged(text)
+    for body in bodies:
         call = _call(body, names)
         if call:
             calls.append(call)
     if calls:
-        rest = TOOL_CALL.sub("", text).strip()
-        return rest or None, calls
+        return rest.strip() or None, calls
     stripped = text.strip()
     if stripped.startswith("{"):
         call = _call(stripped, names)
         if call:
             return None, [call]
     return text, []
+
+
+def _tagged(text: str) -> tuple[list[str], str]:
+    """The bodies of `<tool_call>...</tool_call>` (an unclosed last one runs to the end) and the text around
+    them, in one pass (a regex with a lazy group rescans to the end from every unclosed opening: quadratic)."""
+    bodies, rest = [], []
+    i = 0
+    while True:
+        start = text.find(OPEN, i)
+        if start < 0:
+            rest.append(text[i:])
+            return bodies, "".join(rest)
+        rest.append(text[i:start])
+        end = text.find(CLOSE, start + len(OPEN))
+        stop = len(text) if end < 0 else end
+        bodies.append(text[start + len(OPEN) : stop].strip())
+        if end < 0:
+            return bodies, "".join(rest)
+        i = end + len(CLOSE)
 
 
 def _call(body: str, names: set[str]) -> dict[str, Any] | None:

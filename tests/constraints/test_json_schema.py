@@ -267,3 +267,13 @@ def test_empty_schema_is_an_object_at_the_root_and_anything_below():
     assert root.accepts_bytes(b'{"a":[1]}') and not root.accepts_bytes(b"1")
     inner = schema_automaton({"type": "object", "properties": {"x": {}}, "required": ["x"]})
     assert inner.accepts_bytes(b'{"x":1}') and inner.accepts_bytes(b'{"x":[null,"s"]}')
+
+
+def test_min_length_counts_a_surrogate_pair_escape_as_one_character():
+    """JSON's `\\ud83d\\ude00` is one character (jsonschema's count too): it must not make a string long enough."""
+    check = validator({"type": "string", "minLength": 2})
+    pair = b'"\\ud83d\\ude00"'
+    assert len(json.loads(pair)) == 1 and not check.is_valid(json.loads(pair))
+    a = schema_automaton({"type": "string", "minLength": 2})
+    assert not a.accepts_bytes(pair)
+    assert a.accepts_bytes(b'"\\u00e9x"') and a.accepts_bytes(b'"\\uD7FFx"')  # other escapes still count as one

@@ -45,13 +45,15 @@ class Live:
         self.thread.join(30)
 
 
-def start_server(model_path, *, api_key: str | None = None, backend: str | None = None, **kw) -> Live:
+def start_server(model_path, *, api_key: str | None = None, backend: str | None = None, app_kw: dict | None = None,
+                 **kw) -> Live:  # fmt: skip
+    """A server on 127.0.0.1; `app_kw` goes to create_app (allowed_hosts, cors_origins), the rest to Service."""
     import uvicorn
 
     from llamay.native.server import Service, create_app
 
     service = Service.load(model_path, backend=backend, **kw)
-    app = create_app(service, api_key=api_key)
+    app = create_app(service, api_key=api_key, **(app_kw or {}))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
@@ -94,11 +96,11 @@ def settled_problems(service, timeout: float = 20.0) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def accounting_exact(request):
-    """After every test on a shared server: it is idle and its KV accounting is exact (nothing leaked)."""
+    """After every test on a server fixture (the shared ones and each module's own): it is idle and its KV
+    accounting is exact (nothing leaked)."""
     yield
-    for name in ("server", "slow_server"):
-        if name in request.fixturenames:
-            live = request.getfixturevalue(name)
+    for name, live in request.node.funcargs.items():  # every fixture the test had (torn down or not)
+        if isinstance(live, Live) and live.thread.is_alive() and live.service.scheduler.alive:
             problems = settled_problems(live.service)
             assert problems == [], f"{request.node.name} left the {name}'s KV accounting broken: {problems}"
 

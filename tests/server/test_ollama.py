@@ -58,12 +58,20 @@ def test_generate_with_the_template_and_stop(client):
     assert r.status_code == 200 and "." not in body["response"]
 
 
-def test_body_read_as_json_whatever_its_label(client):
-    """`curl URL -d '{...}'` labels the body as a form; Ollama's clients rely on it being read as JSON."""
+def test_bodies_are_json_when_labelled_so_or_unlabelled(client):
+    """Ollama's clients (its Python client, its CLI) send `application/json`; a body with no label is read as JSON
+    (non-browser clients); one labelled as a form or text (what `curl -d` sends, and what a web page can send
+    without a CORS preflight) is refused, naming its type."""
     body = b'{"model": "stories260K-f32", "prompt": "Once", "stream": false, "options": {"num_predict": 2}}'
-    for kind in ("application/x-www-form-urlencoded", "text/plain"):
+    for kind in ("application/json", "application/json; charset=utf-8", "application/vnd.x+json", None):
+        headers = {"content-type": kind} if kind else {}
+        r = client.post("/api/generate", content=body, headers=headers)
+        assert r.status_code == 200 and r.json()["done"], (kind, r.text)
+    for kind in ("application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"):
         r = client.post("/api/generate", content=body, headers={"content-type": kind})
-        assert r.status_code == 200 and r.json()["done"], r.text
+        assert r.status_code == 415, r.text
+        err = r.json()["error"]
+        assert err["code"] == "unsupported_media_type" and kind in err["message"]
 
 
 def test_empty_generate_loads(client):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 pytest.importorskip("fastapi")
+from pydantic import ValidationError
 
 from llamay.native.server import params
 from llamay.native.server.errors import ApiError
@@ -56,15 +57,16 @@ def test_prometheus_page():
 def test_openai_fields_to_params():
     req = CompletionRequest(model="m", prompt="x", temperature=0.5, seed=3, stop="END", n=2, logit_bias={"7": 1.5})
     p = params.from_openai(req, n_vocab=100, max_tokens=10, logprobs=2)
-    assert (p.temperature, p.seed, p.stop, p.n, p.logprobs, p.logit_bias) == (0.5, 3, ("END",), 2, 2, {7: 1.5})
+    assert (p.sampling, p.seed, p.stop, p.n, p.logprobs) == ({"temp": 0.5, "logit_bias": {7: 1.5}}, 3, ("END",), 2, 2)
     s0, s1 = params.sampler_for(p, 0), params.sampler_for(p, 1)
     assert s0.cfg.seed == 3 and s1.cfg.seed == 4
-    assert s0.cfg.temperature == 0.5
+    assert s0.cfg.temperature == 0.5 and dict(s0.cfg.logit_bias) == {7: 1.5}
 
 
 def test_ollama_options_to_params():
-    p = params.from_ollama(OllamaOptions(num_predict=-1, temperature=0, stop=["a", ""]), "json")
-    assert p.max_tokens is None and p.temperature == 0 and p.stop == ("a",)
+    p = params.from_ollama(OllamaOptions(num_predict=-1, temperature=0, typical_p=0.5, stop=["a", ""]), "json")
+    assert p.max_tokens is None and p.sampling == {"temp": 0, "typ_p": 0.5} and p.stop == ("a",)
+    assert params.sampler_for(p).cfg.typ_p == 0.5
     assert p.response_format == {"type": "json_object"}
     schema = {"type": "object"}
     assert params.from_ollama(None, schema).response_format["json_schema"]["schema"] == schema
@@ -72,13 +74,17 @@ def test_ollama_options_to_params():
         params.from_ollama(None, "yaml")
 
 
-def test_unsupported_values_are_refused_by_name():
+def test_every_sampling_field_maps_to_a_config_field_and_unsupported_values_are_refused_by_name():
     fields = params._config_fields()
-    p = params.GenParams(max_tokens=1, presence_penalty=0.0, logit_bias={})
-    params.check_supported(p)  # neutral values always pass
-    if "presence_penalty" not in fields:
-        with pytest.raises(ApiError, match="presence_penalty"):
-            params.check_supported(params.GenParams(max_tokens=1, presence_penalty=1.0))
+    assert set(params.OPENAI_FIELDS.values()) <= fields and set(params.OLLAMA_FIELDS.values()) <= fields
+    assert set(params.OPENAI_FIELDS) <= set(CompletionRequest.model_fields)
+    assert set(params.OLLAMA_FIELDS) <= set(OllamaOptions.model_fields)
+    params.from_ollama(OllamaOptions(tfs_z=1.0, penalize_newline=True), None)  # neutral values pass
+    for name, value in [("tfs_z", 0.9), ("penalize_newline", False), ("no_such_option", 1)]:
+        with pytest.raises(ValidationError, match=name):
+            OllamaOptions(**{name: value})
+    with pytest.raises(ApiError, match="unknown_field"):
+        params.check_supported(params.GenParams(max_tokens=1, sampling={"unknown_field": 1}))
 
 
 def test_a_step_wakes_each_event_loop_once_and_keeps_every_sinks_order():

@@ -1,11 +1,21 @@
-"""Property-based requests generated from the server's own OpenAPI description (schemathesis): valid and invalid
-ones, for every operation; none may get a 5xx, and every error has the OpenAI-style body.
+"""Property-based requests generated from the server's own OpenAPI description (schemathesis), with all of its
+checks: no 5xx, every status and content type and response body as described, schema-violating requests
+refused, schema-valid ones accepted, every error with the OpenAI-style body; and stateful runs that follow the
+description's links through the context routes (create, get, fork, snapshot, restore, continue, delete).
+
+One check is narrowed, not dropped: schemathesis' `positive_data_acceptance` wants every schema-valid request
+accepted, and a few refusals depend on what no JSON Schema can say (RUNTIME_REFUSALS: a text's token count
+against the context, fields that must agree with each other, a JSON Schema the constraint compiler cannot
+take). Our replacement accepts those 400s by their error code only; any other 400 to a schema-valid request
+fails, so everything else a route checks must be in the description.
 
 A dedicated server (the tiny model, a small context) so that what the generated requests create (contexts,
 snapshots) does not leak into the other tests. Bounded: a few examples per operation and mode, derandomized.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -17,8 +27,40 @@ hypothesis = pytest.importorskip("hypothesis")
 
 pytestmark = [pytest.mark.native_only, pytest.mark.slow]
 
-MAX_EXAMPLES = 8
+# CI's bounded run; LLAMAY_SCHEMATHESIS_EXAMPLES=200 runs a long one
+MAX_EXAMPLES = int(os.environ.get("LLAMAY_SCHEMATHESIS_EXAMPLES", "8"))
 MODES = ("positive", "negative")
+STATEFUL_STEPS = 12
+STATEFUL_EXAMPLES = max(20, MAX_EXAMPLES // 2)  # enough for the links to reach a restore and a snapshot's routes
+RUNTIME_REFUSALS = {
+    "context_length_exceeded": "a prompt's tokens, known once tokenized, against the context",
+    "too_many_sequences": "n times the number of prompts, against --queue",
+    "conflicting_fields": "fields that must agree (best_of and n, top_logprobs and logprobs)",
+    "template_error": "the model's chat template refusing these messages (e.g. roles out of order)",
+    "invalid_response_format": "a JSON Schema the constraint compiler does not support",
+    "constraint_limit_exceeded": "a JSON Schema beyond the constraint compiler's limits",
+}
+
+
+@schemathesis.check
+def schema_valid_requests_are_accepted(ctx, response, case) -> None:
+    """positive_data_acceptance, less the RUNTIME_REFUSALS (400s the description cannot foresee), plus the
+    error body's shape on every 4xx and 5xx."""
+    status = response.status_code
+    if status >= 400 and response.headers.get("content-type", [""])[0].startswith("application/json"):
+        err = response.json()["error"]
+        assert set(err) == {"message", "type", "param", "code"}, err
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive or status < 400 or status in (401, 403, 404, 409, 429):
+        return
+    code = response.json()["error"]["code"] if status == 400 else None
+    assert code in RUNTIME_REFUSALS, f"a schema-valid request was refused: {status} {response.text[:300]}"
+
+
+def _excluded():
+    from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+    return [positive_data_acceptance]
 
 
 @pytest.fixture(scope="module")
@@ -28,30 +70,37 @@ def live():
     server.stop()
 
 
-def check(live, case) -> None:
-    response = case.call(base_url=live.url, timeout=120)
-    where = f"{case.method} {case.formatted_path} {case.body!r:.300}"
-    assert response.status_code < 500, f"{where}: {response.status_code} {response.text[:500]}"
-    content_type = response.headers.get("content-type") or [""]  # schemathesis gives header value lists
-    if response.status_code >= 400 and content_type[0].startswith("application/json"):
-        err = response.json()["error"]
-        assert set(err) == {"message", "type", "param", "code"}, where
+@pytest.fixture(scope="module")
+def schema(live):
+    return schemathesis.openapi.from_url(f"{live.url}/openapi.json")
 
 
-def test_no_server_error(live):
+@pytest.fixture(scope="module")
+def roomy():
+    """A server whose KV pool holds every context a client may keep (MAX_CONTEXTS) and two more: one request at a
+    time can never run out of pages, so any 5xx of the stateful run is a bug, not a full pool."""
+    from llamay.native.server.context_store import MAX_CONTEXTS
+
+    server = start_server(stories("q8_0"), n_ctx=256, parallel=MAX_CONTEXTS + 2, queue=64, timeout=60.0)
+    yield server
+    server.stop()
+
+
+def test_every_operation_with_every_check(live, schema):
     from schemathesis import GenerationMode
 
-    schema = schemathesis.openapi.from_url(f"{live.url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 24
+    excluded = _excluded()
     for op in operations:
         for mode in MODES:
 
             @hypothesis.settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
-                                 suppress_health_check=list(hypothesis.HealthCheck))  # fmt: skip
+                                 suppress_health_check=list(hypothesis.HealthCheck),
+                                 phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])  # fmt: skip
             @hypothesis.given(case=op.as_strategy(generation_mode=GenerationMode(mode)))
             def run(case) -> None:
-                check(live, case)
+                case.call_and_validate(base_url=live.url, timeout=120, excluded_checks=excluded)
 
             try:
                 run()
@@ -59,3 +108,83 @@ def test_no_server_error(live):
                 assert mode == "negative", op.label
     with live.client() as c:
         assert c.get("/health").json()["status"] == "ok"
+
+
+def test_every_operation_behind_a_key(roomy_keyed):
+    """With --api-key: the same checks, `ignored_auth` among them (each request is also sent without the key and
+    with a wrong one, and must then be refused), the description itself fetched with the key."""
+    from schemathesis import GenerationMode
+
+    live = roomy_keyed
+    key = {"Authorization": f"Bearer {live.api_key}"}
+    schema = schemathesis.openapi.from_url(f"{live.url}/openapi.json", headers=key)
+    excluded = _excluded()
+    for op in (result.ok() for result in schema.get_all_operations()):
+
+        @hypothesis.settings(max_examples=max(2, MAX_EXAMPLES // 4), deadline=None, derandomize=True, database=None,
+                             suppress_health_check=list(hypothesis.HealthCheck),
+                             phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])  # fmt: skip
+        @hypothesis.given(case=op.as_strategy(generation_mode=GenerationMode.POSITIVE))
+        def run(case) -> None:
+            case.call_and_validate(base_url=live.url, timeout=120, headers=key, excluded_checks=excluded)
+
+        run()
+
+
+@pytest.fixture(scope="module")
+def roomy_keyed():
+    server = start_server(stories("q8_0"), api_key="k3y", n_ctx=128, parallel=2, queue=16, timeout=60.0)
+    yield server
+    server.stop()
+
+
+def _reset(live) -> None:
+    with live.client() as c:
+        for ctx in c.get("/llamay/contexts").json()["data"]:
+            c.delete(f"/llamay/contexts/{ctx['name']}")
+        listed = c.get("/llamay/snapshots")
+        if listed.status_code == 200:
+            for snap in listed.json()["data"]:
+                c.delete(f"/llamay/snapshots/{snap['snapshot']}")
+        else:  # a server without the snapshot routes: its files are the whole state
+            for path in live.service.snapshot_dir.glob("*"):
+                path.unlink()
+
+
+def test_stateful_runs_through_the_context_routes(roomy):
+    live = roomy
+    schema = schemathesis.openapi.from_url(f"{live.url}/openapi.json")
+    paths = schema.raw_schema["paths"]
+    links = paths["/llamay/contexts"]["post"]["responses"]["200"]["links"]
+    assert {"GetContext", "ForkContext", "SnapshotContext", "ContinueContext", "DeleteContext"} <= set(links)
+    snapshot_links = paths["/llamay/contexts/{name}/snapshot"]["post"]["responses"]["200"]["links"]
+    assert {"RestoreSnapshot", "GetSnapshot", "DeleteSnapshot"} <= set(snapshot_links)
+    excluded = _excluded()
+    from schemathesis.config._phases import InferenceConfig
+
+    schema.config.phases.stateful.inference = InferenceConfig(algorithms=[])  # the description's links only
+    base = schema.as_state_machine()
+
+    class Contexts(base):
+        def setup(self):
+            """Each scenario from a clean server (no contexts, no snapshots): the same draws, the same run."""
+            _reset(live)
+
+        def get_call_kwargs(self, case):
+            return {"base_url": live.url, "timeout": 120}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(response, excluded_checks=excluded, transport_kwargs=kwargs or None,
+                                   recorder=getattr(self, "recorder", None))  # fmt: skip
+
+    settings = hypothesis.settings(max_examples=STATEFUL_EXAMPLES, stateful_step_count=STATEFUL_STEPS, deadline=None,
+                                   derandomize=True, database=None, suppress_health_check=list(hypothesis.HealthCheck),
+                                   phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])  # fmt: skip
+    Contexts.run(settings=settings)
+    with live.client() as c:
+        assert c.get("/health").json()["status"] == "ok"
+    ok = {(m, r) for (m, r, status), n in live.service.metrics.requests.items() if status == 200 and n}
+    routes = ["/llamay/contexts" + r for r in ("", "/{name}", "/{name}/fork", "/{name}/snapshot", "/{name}/restore",
+                                               "/{name}/completions")] + ["/llamay/snapshots/{snapshot}"]  # fmt: skip
+    for route in routes:
+        assert any(r == route for _m, r in ok), route  # the links were followed

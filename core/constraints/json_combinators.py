@@ -1,0 +1,132 @@
+"""JSON Schema combinators the compiler reasons about: `allOf` merged into one schema (sound for the keywords
+supported), and the checks that make `oneOf` safe to generate as `anyOf` (branches that cannot both match).
+Every function takes the compiler (`c`) for its `deref` and its budget: merging is charged as it goes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import ConstraintError
+from .json_keywords import ANNOTATIONS, KEYWORD_TYPES, check_keywords, value_type
+
+
+def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
+    """allOf of two schemas as one (sound for the keywords supported here)."""
+    if a is True:
+        return b
+    if b is True:
+        return a
+    if a is False or b is False:
+        raise ConstraintError(f"{path}: allOf with the schema `false` allows no value")
+    for part in (a, b):
+        if not isinstance(part, dict):
+            raise ConstraintError(f"{path}: allOf of a {type(part).__name__}, not a schema")
+        check_keywords(part, path)
+    c.budget.charge(len(a) + len(b), path)
+    out = dict(a)
+    for k, v in b.items():
+        if k not in out or out[k] == v or k in ANNOTATIONS - {"$defs", "definitions"}:
+            out.setdefault(k, v)
+        else:
+            out[k] = merge_keyword(c, k, out[k], v, path)
+    if "properties" in a or "properties" in b:
+        out["properties"], excluded = merge_properties(a, b)
+        lost = [r for r in out.get("required", []) if r in excluded]
+        if lost:
+            raise ConstraintError(f"{path}: allOf requires {lost[0]!r}, which another part forbids")
+    return out
+
+
+def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
+    """Both parts of an allOf have keyword k (with different values): the value both together mean."""
+    if k == "type":
+        ta = {av} if isinstance(av, str) else set(av)
+        tb = {v} if isinstance(v, str) else set(v)
+        both = ta & tb
+        if ("integer" in ta and "number" in tb) or ("integer" in tb and "number" in ta):
+            both.add("integer")
+        if not both:
+            raise ConstraintError(f"{path}: allOf with incompatible types {av!r} and {v!r}")
+        return sorted(both) if len(both) > 1 else both.pop()
+    if k in ("required", "enum"):
+        c.budget.charge(len(av) * len(v), f"{path}/{k}")
+    if k == "required":
+        return list(av) + [x for x in v if x not in av]
+    if k == "enum":
+        common = [x for x in av if x in v]
+        if not common:
+            raise ConstraintError(f"{path}: allOf with enums that share no value")
+        return common
+    if k in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
+        return max(av, v)
+    if k in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
+        return min(av, v)
+    if k in ("items", "additionalItems", "additionalProperties") and not isinstance(av, list):
+        if av is False or v is False:
+            return False
+        return v if av is True else av if v is True else {"allOf": [av, v]}
+    if k in ("$defs", "definitions", "properties"):
+        return {**av, **v}
+    if k == "anyOf":
+        c.budget.charge(len(av) * len(v), f"{path}/anyOf")
+        return [{"allOf": [x, y]} for x in av for y in v]
+    raise ConstraintError(f"{path}: allOf with different values for {k!r} cannot be merged")
+
+
+def merge_properties(a: dict, b: dict) -> tuple[dict, set]:
+    pa, pb = a.get("properties", {}), b.get("properties", {})
+    addl_a, addl_b = a.get("additionalProperties"), b.get("additionalProperties")
+    props, excluded = {}, set()
+    for name in [*pa, *(n for n in pb if n not in pa)]:
+        ca = pa.get(name, addl_a)
+        cb = pb.get(name, addl_b)
+        if ca is False or cb is False:
+            excluded.add(name)
+            continue
+        parts = [x for x in (ca, cb) if x not in (None, True)]
+        props[name] = True if not parts else parts[0] if len(parts) == 1 else {"allOf": parts}
+    return props, excluded
+
+
+def types_of(c: Any, schema: Any, path: str, generated: bool, depth: int = 0) -> set[str]:
+    """JSON types of the values a schema generates (generated=True) or accepts (False); integer is number."""
+    every = {"string", "number", "boolean", "null", "object", "array"}
+    c.budget.charge(1, path)
+    schema = c.deref(schema, path)
+    if schema is True or depth > 16:
+        return every
+    if schema is False:
+        return set()
+    if "const" in schema or "enum" in schema:
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        return {"number" if value_type(v) == "integer" else value_type(v) for v in values}
+    t = schema.get("type")
+    out = every if t is None else {"number" if x == "integer" else x for x in ([t] if isinstance(t, str) else t)}
+    if t is None and generated:
+        inferred = next((ty for ty, keys in KEYWORD_TYPES if any(k in schema for k in keys)), None)
+        if inferred:
+            out = {inferred}
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            out = out & set().union(*(types_of(c, s, path, generated, depth + 1) for s in schema[key]))
+    for s in schema.get("allOf", []):
+        out = out & types_of(c, s, path, generated, depth + 1)
+    return out
+
+
+def discriminated(c: Any, subs: list, path: str) -> bool:
+    """Every branch an object with a required property fixed (const / one-value enum) to a distinct value."""
+    fixed_per_branch = []
+    for s in subs:
+        if not isinstance(s, dict):
+            return False
+        props, fixed = s.get("properties", {}), {}
+        for k in s.get("required", []):
+            p = c.deref(props.get(k), path)
+            if isinstance(p, dict) and ("const" in p or len(p.get("enum", [])) == 1):
+                fixed[k] = json.dumps(p["const"] if "const" in p else p["enum"][0], sort_keys=True)
+        fixed_per_branch.append(fixed)
+    common = set.intersection(*(set(f) for f in fixed_per_branch))
+    return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)

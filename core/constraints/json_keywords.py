@@ -1,0 +1,132 @@
+"""What JSON Schema keywords there are and what their values must be, checked before a value is used: a
+malformed schema is an error naming the keyword and its JSON pointer, never a TypeError deep in the compiler.
+`check_document` walks the whole document once, iteratively, charging the compilation for its size and
+refusing one nested beyond `max_nesting` (so the recursive compiler and json.dumps stay within their depth).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from itertools import accumulate
+from typing import Any
+
+from .errors import ConstraintError
+from .limits import Budget
+
+ANNOTATIONS = frozenset({
+    "title", "description", "default", "examples", "$comment", "$schema", "$id", "deprecated", "readOnly",
+    "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "$defs", "definitions",
+})  # fmt: skip
+SUPPORTED = frozenset({
+    "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
+    "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
+    "minProperties", "maxProperties", "unevaluatedProperties",
+})  # fmt: skip
+TYPES = ("string", "number", "integer", "boolean", "null", "object", "array")
+KEYWORD_TYPES = (
+    ("object", ("properties", "additionalProperties", "required", "minProperties", "maxProperties")),
+    ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
+    ("string", ("pattern", "format", "minLength", "maxLength")),
+    ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
+)
+
+# what each keyword's value must be (checked before the value is used, so a malformed schema is an error naming
+# the keyword, never a TypeError): kinds are below
+KEYWORD_KINDS = {
+    "type": "type", "enum": "list", "properties": "schema-map", "required": "strings", "additionalProperties": "schema",
+    "items": "schema-or-list", "prefixItems": "schema-or-list", "additionalItems": "schema", "uniqueItems": "bool",
+    "minLength": "count", "maxLength": "count", "minItems": "count", "maxItems": "count", "minProperties": "count",
+    "maxProperties": "count", "pattern": "string", "format": "string", "minimum": "number", "maximum": "number",
+    "exclusiveMinimum": "number-or-bool", "exclusiveMaximum": "number-or-bool", "multipleOf": "number",
+    "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
+    "$defs": "schema-map", "definitions": "schema-map",
+}  # fmt: skip
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_KIND_CHECKS = {
+    "type": (lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+             "a type name or a list of them"),
+    "list": (lambda v: isinstance(v, list), "a list"),
+    "schema-map": (lambda v: isinstance(v, dict), "an object of schemas"),
+    "strings": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
+    "schema": (lambda v: isinstance(v, (bool, dict)), "a schema (an object or a boolean)"),
+    "schema-or-list": (lambda v: isinstance(v, (bool, dict, list)), "a schema or a list of schemas"),
+    "schemas": (lambda v: isinstance(v, list), "a list of schemas"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "count": (lambda v: _is_number(v) and v >= 0 and float(v).is_integer(), "a non-negative integer"),
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "number": (lambda v: _is_number(v), "a finite number"),
+    "number-or-bool": (lambda v: isinstance(v, bool) or _is_number(v), "a finite number (or, draft 4, a boolean)"),
+}  # fmt: skip
+
+
+def check_keywords(schema: dict, path: str) -> None:
+    """Refuse a keyword whose value has the wrong kind (`KEYWORD_KINDS`)."""
+    for key, value in schema.items():
+        kind = KEYWORD_KINDS.get(key)
+        if kind is not None:
+            ok, wanted = _KIND_CHECKS[kind]
+            if not ok(value):
+                raise ConstraintError(f"{path}/{key}: expecting {wanted}, not {json.dumps(value)[:40]}")
+
+
+def check_document(schema: Any, budget: Budget) -> None:
+    """Charge the budget for every value of the document and refuse one nested beyond max_nesting (iterative:
+    the recursive compiler below and json.dumps then stay within their depth)."""
+    limit = budget.limits.max_nesting
+    todo: list[tuple[Any, int, tuple | None]] = [(schema, 1, None)]  # (value, depth, its path as a linked list)
+    count, deepest, where = 0, 0, None
+    while todo:
+        value, depth, link = todo.pop()
+        count += 1
+        if depth > deepest:
+            deepest, where = depth, link
+            if depth > limit:
+                break
+        if isinstance(value, dict):
+            todo.extend((v, depth + 1, (link, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((v, depth + 1, (link, i)) for i, v in enumerate(value))
+    budget.charge(count, "#")
+    budget.check("max_nesting", deepest, lambda: _pointer(where), "schema nesting depth")
+
+
+def _pointer(link: tuple | None) -> str:
+    parts = []
+    while link is not None:
+        link, key = link
+        parts.append(str(key).replace("~", "~0").replace("/", "~1"))
+    return "#" + "".join("/" + p for p in reversed(parts))
+
+
+def value_type(v: Any) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    return {str: "string", type(None): "null", list: "array", dict: "object"}.get(type(v), "?")
+
+
+def type_matches(value: Any, t: str) -> bool:
+    vt = value_type(value)
+    return vt == t or (t == "number" and vt == "integer")
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def text_depth(text: str) -> int:
+    """How deep JSON text nests (brackets outside strings), found without parsing it: json.loads recurses in C
+    once per level, past any recursion limit under Pyodide, so a deep text is measured first."""
+    steps = (1 if c in "[{" else -1 for c in _BRACKETS.findall(_STRING.sub("", text)))
+    return max(accumulate(steps, initial=0))

@@ -1,0 +1,108 @@
+"""Work that grows with a request's content (tokenizing, templates, compiling a schema) runs on preparation
+threads, not on the event loop: while one request is being prepared for seconds, every other client is answered
+at once. And the preparation threads take a bounded number of requests."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from tests.server.conftest import STORIES_ID
+
+pytestmark = pytest.mark.native_only
+
+
+def _health_while(server, post) -> tuple[float, float, int]:
+    """(seconds the request took, the slowest /health meanwhile, /health answers meanwhile). No absolute time
+    is asserted on (the machine is shared): only against the request's own duration."""
+    done = threading.Event()
+    took: list[float] = []
+    failures: list[str] = []
+
+    def run() -> None:
+        t0 = time.monotonic()
+        try:
+            r = post()
+            if r.status_code >= 500:
+                failures.append(r.text)
+        finally:
+            took.append(time.monotonic() - t0)
+            done.set()
+
+    t = threading.Thread(target=run)
+    slowest, answers = 0.0, 0
+    with server.client(timeout=30) as c:
+        t.start()
+        time.sleep(0.1)
+        while not done.is_set():
+            t0 = time.monotonic()
+            assert c.get("/health").status_code == 200
+            slowest = max(slowest, time.monotonic() - t0)
+            answers += 1
+            time.sleep(0.02)
+    t.join()
+    assert not failures, failures
+    return took[0], slowest, answers
+
+
+def _words(n_chars: int, seed: int) -> str:
+    rng = random.Random(seed)  # fresh words: no tokenizer cache helps
+    out: list[str] = []
+    size = 0
+    while size < n_chars:
+        w = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+        out.append(w)
+        size += len(w) + 1
+    return " ".join(out)[:n_chars]
+
+
+def test_health_answers_while_a_huge_text_is_tokenized(server):
+    text = _words(500_000, seed=int(time.time()))
+    with server.client(timeout=120) as c:
+        took, slowest, answers = _health_while(server, lambda: c.post("/tokenize", json={"content": text}))
+    assert took > 1.0, f"tokenizing took only {took:.2f} s: too little to show anything"
+    # on the event loop, one /health would have waited for all of it (slowest ~ took, one or two answers)
+    assert answers >= 10 and slowest < took / 2, (took, slowest, answers)
+
+
+def test_health_answers_while_a_heavy_schema_compiles(server):
+    n = 1500 + random.randrange(1000)  # a schema not in the compiled-constraint cache
+    props = {f"field_{i}": {"type": "integer"} for i in range(n)}
+    schema = {"type": "object", "properties": props, "required": list(props)}
+    body = {"model": STORIES_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "big", "schema": schema}}}  # fmt: skip
+    with server.client(timeout=120) as c:
+        took, slowest, answers = _health_while(server, lambda: c.post("/v1/chat/completions", json=body))
+    assert took > 1.0, f"the schema compiled in {took:.2f} s: too little to show anything"
+    assert answers >= 10 and slowest < took / 2, (took, slowest, answers)
+
+
+def test_the_preparation_threads_take_a_bounded_number_of_requests(server):
+    """Beyond `limits.max_preparing` requests being prepared at once, more are told to retry (429)."""
+    import asyncio
+
+    from llamay.native.server.errors import ApiError
+
+    service = server.service
+    gate = threading.Event()
+
+    async def fill() -> list:
+        limit = service.limits.max_preparing
+        waiting = [asyncio.ensure_future(service.offload(gate.wait, 30)) for _ in range(limit)]
+        await asyncio.sleep(0.05)
+        try:
+            await service.offload(time.sleep, 0)
+        except ApiError as e:
+            refused = e
+        else:
+            refused = None
+        gate.set()
+        await asyncio.gather(*waiting)
+        return [refused]
+
+    (refused,) = asyncio.run(fill())
+    assert refused is not None and refused.status == 429 and refused.headers["Retry-After"] == "1"
+    assert service._preparing == 0
