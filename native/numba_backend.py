@@ -1,11 +1,12 @@
 """The numba backend: the kernel interface (`llamay.kernels.interface`) over 1-D numpy arrays.
 
 Weights stay where the GGUF map put them: `bind` wraps the tensor's bytes with `np.frombuffer` (no copy) and
-picks the type's kernels once, from the tables below; the hot methods only call them. Matrices of the
-32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) with rows in multiples of eight are also repacked
-once, in strips of eight rows (`kernels.strips`), which their matmuls read instead (the map's bytes still serve
-`get_rows`); `LLAMAY_REPACK=0` turns that off, for ggml's vec_dot summation order. The kernels live in
-`llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`).
+picks the type's kernels once, from the traits table (`kernels.table`); the hot methods only call them. The
+kernel ops whose arguments are all plain (`llamay.kernels.ops`) call the numba kernel of that name directly.
+Matrices of the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) with rows in multiples of eight
+are also repacked once, in strips of eight rows (`kernels.strips`), which their matmuls read instead (the map's
+bytes still serve `get_rows`); `LLAMAY_REPACK=0` turns that off, for ggml's vec_dot summation order. The kernels
+live in `llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`).
 
 Threads: numba's parallel loops (matmul rows, attention heads). The count is `LLAMAY_THREADS`, else numba's
 default, never more than the cores this process may run on; `set_threads(n)` changes it. Which kernels use
@@ -16,6 +17,7 @@ nor small ones while the machine is too busy to give every thread its core.
 from __future__ import annotations
 
 import functools
+import inspect
 import mmap
 import os
 import threading
@@ -32,38 +34,18 @@ from llamay.errors import UnsupportedTypeError
 from llamay.ggml_types import GGMLType, block_size, row_bytes
 from llamay.kernels.gelu import gelu_table
 from llamay.kernels.interface import BatchView, Weight
+from llamay.kernels.ops import OPS, Op
 
 from .kernels import attention as att
-from .kernels import dequant as dq
 from .kernels import elementwise as ew
-from .kernels import matmul_float as mf
-from .kernels import matmul_kquants as mk
-from .kernels import matmul_legacy as ml
 from .kernels import strips as st
 from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
 from .kernels.panels import PANEL
+from .kernels.table import KERNELS
+from .kernels.traits import FLOAT, Q8, Q8K
 
-# activation scratch kinds: what a weight type's matmul quantises x into
-FLOAT, Q8, Q8K, STRIPS = "float", "q8", "q8k", "strips"
-
-# type -> (matmul kernel, activation kind, get_rows kernel)
-KERNELS: dict[GGMLType, tuple[Callable, str, Callable]] = {
-    GGMLType.F32: (mf.matmul_f32, FLOAT, dq.get_rows_f32),
-    GGMLType.F16: (mf.matmul_f16, FLOAT, dq.get_rows_f16),
-    GGMLType.BF16: (mf.matmul_bf16, FLOAT, dq.get_rows_bf16),
-    GGMLType.Q4_0: (ml.matmul_q4_0, Q8, dq.get_rows_q4_0),
-    GGMLType.Q4_1: (ml.matmul_q4_1, Q8, dq.get_rows_q4_1),
-    GGMLType.Q5_0: (ml.matmul_q5_0, Q8, dq.get_rows_q5_0),
-    GGMLType.Q5_1: (ml.matmul_q5_1, Q8, dq.get_rows_q5_1),
-    GGMLType.Q8_0: (ml.matmul_q8_0, Q8, dq.get_rows_q8_0),
-    GGMLType.IQ4_NL: (ml.matmul_iq4_nl, Q8, dq.get_rows_iq4_nl),
-    GGMLType.Q2_K: (mk.matmul_q2_k, Q8K, dq.get_rows_q2_k),
-    GGMLType.Q3_K: (mk.matmul_q3_k, Q8K, dq.get_rows_q3_k),
-    GGMLType.Q4_K: (mk.matmul_q4_k, Q8K, dq.get_rows_q4_k),
-    GGMLType.Q5_K: (mk.matmul_q5_k, Q8K, dq.get_rows_q5_k),
-    GGMLType.Q6_K: (mk.matmul_q6_k, Q8K, dq.get_rows_q6_k),
-    GGMLType.IQ4_XS: (mk.matmul_iq4_xs, Q8K, dq.get_rows_iq4_xs),
-}
+STRIPS = "strips"  # the scratch of the strip matmuls (beside the activation formats FLOAT, Q8, Q8K)
+OP_MODULES = (ew, att)  # where the kernel of a plain op is found, by its name
 
 
 def available_cores() -> int:
@@ -162,8 +144,9 @@ class NumbaWeight:
     data: np.ndarray  # (n_out · row_bytes,) uint8, a view of the file map
     row_bytes: int
     matmul: Callable
-    act: str
+    act: str  # the scratch its matmul takes: its activation format, or STRIPS
     get_rows: Callable
+    rows_act: str  # the scratch its get_rows takes: its activation format
     vec: np.ndarray | None  # (n_in,) float32 for vectors (norm weights, biases), else None
     strips: np.ndarray | None = None  # the weight repacked for `strips.matmul_strips` (then act is STRIPS)
     strip_format: st.StripFormat | None = None
@@ -171,7 +154,7 @@ class NumbaWeight:
 
 class NumbaBackend:
     name = "numba"
-    runnable_types = frozenset(KERNELS)
+    runnable_types = frozenset(KERNELS)  # the types of the traits table
 
     def __init__(self) -> None:
         self._tls = threading.local()
@@ -271,6 +254,8 @@ class NumbaBackend:
             Q8K: (self._xq, *self._x8k, *panels_k),
             STRIPS: strips,
         }
+        # get_rows unpacks a row into the first thread's panel scratch
+        self._rows_scratch = {FLOAT: (), Q8: tuple(a[0] for a in panels), Q8K: tuple(a[0] for a in panels_k)}
         self._scratch_threads, self._scratch_tokens = t, self._acc.shape[1] // st.ACC
 
     # -- weights --------------------------------------------------------------------------------------------
@@ -289,14 +274,13 @@ class NumbaBackend:
             raise ValueError(f"{name}: rows of {n_in} are not whole {t.name} blocks")
         rb = row_bytes(t, n_in)
         raw = np.frombuffer(data, dtype=np.uint8, count=rb * n_out)
-        matmul, act, get_rows = kernels
-        vec = None
+        tr = kernels.traits
+        handle = NumbaWeight(t, raw, rb, kernels.matmul, tr.act, kernels.get_rows, tr.act, None)
         if n_out == 1:
-            vec = np.zeros(n_in, np.float32)
-            get_rows(vec, raw, rb, np.zeros(1, np.int32), 1, n_in)
-        handle = NumbaWeight(t, raw, rb, matmul, act, get_rows, vec)
-        if self.repack and t in st.FORMATS and n_out % st.ROWS == 0:
-            handle.strips, handle.strip_format = st.repack(t, raw, n_in, n_out), st.FORMATS[t]
+            handle.vec = np.zeros(n_in, np.float32)
+            self._get_rows(handle.vec, handle, np.zeros(1, np.int32), 1, n_in)
+        if self.repack and tr.strip is not None and n_out % st.ROWS == 0:
+            handle.strips, handle.strip_format = st.repack(tr.strip, tr.block, raw, n_in, n_out), tr.strip
             handle.matmul, handle.act = st.matmul_strips, STRIPS
             release_file_pages(data)
         return Weight(name, t, n_in, n_out, handle)
@@ -304,8 +288,12 @@ class NumbaBackend:
     # -- kernels --------------------------------------------------------------------------------------------
 
     def get_rows(self, out: np.ndarray, w: Weight, ids: np.ndarray, n: int) -> None:
-        h: NumbaWeight = w.handle
-        h.get_rows(out, h.data, h.row_bytes, ids, n, w.n_in)
+        self._get_rows(out, w.handle, ids, n, w.n_in)
+
+    def _get_rows(self, out: np.ndarray, h: NumbaWeight, ids: np.ndarray, n: int, n_in: int) -> None:
+        if h.rows_act != FLOAT and (n_in > self._panel_in or self._scratch_threads != self.n_threads):
+            self._grow(1, n_in)
+        h.get_rows(out, h.data, h.row_bytes, ids, n, n_in, *self._rows_scratch[h.rows_act])
 
     def matmul(self, out: np.ndarray, w: Weight, x: np.ndarray, n: int) -> None:
         h: NumbaWeight = w.handle
@@ -362,31 +350,17 @@ class NumbaBackend:
         ew.rope(x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, neox, ff, freq_factors is not None,
                 self._cos_sin)  # fmt: skip
 
-    def scale(self, x: np.ndarray, s: float, count: int) -> None:
-        ew.scale(x, s, count)
-
-    def add(self, out: np.ndarray, a: np.ndarray, b: np.ndarray, count: int) -> None:
-        ew.add(out, a, b, count)
-
     @staticmethod
     @functools.cache
     def _gelu_table() -> np.ndarray:
         """ggml's fp16 GELU table, the one portable uses (built on first use: only GELU models need it)."""
         return np.frombuffer(gelu_table(), dtype=np.float32)
 
-    def swiglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
-        ew.swiglu(out, gate, up, count)
-
     def geglu(self, out: np.ndarray, gate: np.ndarray, up: np.ndarray, count: int) -> None:
         ew.geglu(out, gate, up, count, self._gelu_table())
 
     def gelu(self, x: np.ndarray, count: int) -> None:
         ew.gelu(x, count, self._gelu_table())
-
-    def kv_store(
-        self, cache: np.ndarray, layer: int, n_slots: int, slots: np.ndarray, src: np.ndarray, n: int, dim: int
-    ) -> None:
-        ew.kv_store(cache, layer, n_slots, slots, src, n, dim)
 
     def attention(
         self,
@@ -437,8 +411,30 @@ class NumbaBackend:
         order = cand[np.lexsort((cand, -seg[cand]))][:k]
         return [(int(j), float(seg[j])) for j in order]
 
-    def mean_pool(self, out: np.ndarray, x: np.ndarray, n: int, dim: int) -> None:
-        ew.mean_pool(out, x, n, dim)
 
-    def l2_normalize(self, x: np.ndarray, dim: int) -> None:
-        ew.l2_normalize(x, dim)
+# -- the plain ops: the numba kernel of the same name, with the interface's arguments as they are ----------------
+
+
+def _plain_kernel(op: Op) -> Callable:
+    kernels = [getattr(m, op.name) for m in OP_MODULES if hasattr(m, op.name)]
+    if len(kernels) != 1:
+        raise ImportError(f"the numba backend has no method for op {op.name} and {len(kernels)} kernels of that name")
+    kernel = kernels[0]
+    want = [p.name for p in op.params]
+    if list(inspect.signature(kernel.py_func).parameters) != want:
+        raise ImportError(f"numba kernel {op.name} takes {inspect.signature(kernel.py_func)}, op {op.name} {want}")
+
+    def method(self, *args):
+        kernel(*args)
+
+    method.__name__ = method.__qualname__ = op.name
+    method.__signature__ = op.method_signature()
+    return method
+
+
+for _op in OPS:
+    if _op.name not in vars(NumbaBackend):
+        if not _op.plain or _op.result != "None":  # a result needs a method that returns it
+            raise ImportError(f"op {_op.name} takes {_op.params}, returns {_op.result}: the numba backend needs a "
+                              "method that lowers them")  # fmt: skip
+        setattr(NumbaBackend, _op.name, _plain_kernel(_op))

@@ -5,6 +5,9 @@ once (a copy under wasmtime; in place under Pyodide, where they already live in 
 call into the module. Scratch for the quantised activation rows is kept and grown, never allocated per call.
 The runtime (`runtime.load_runtime`) hides the platform.
 
+The kernel ops whose arguments are all plain (`llamay.kernels.ops`) and go to their export as they are need no
+method here: theirs is made from the op's declaration.
+
 A kernel call is a command: (op, *arguments) packed into linear memory the first time those arguments come,
 kept in a table keyed by them, and run by `llamay_exec(address)`. Every decode step calls the same kernels with
 the same arguments (positions, token ids and KV slots live in buffers), so after the first token each call is a
@@ -24,28 +27,23 @@ from ..errors import LlamayError, UnsupportedTypeError
 from ..ggml_types import GGMLType, block_size
 from ..kernels.gelu import gelu_table
 from ..kernels.interface import BatchView, Weight
-from .runtime import OPS, SIGNATURES, Runtime, load_runtime
+from ..kernels.ops import OPS as KERNEL_OPS
+from ..kernels.ops import Op
+from .runtime import OPS, RUNNABLE, SIGNATURES, Runtime, load_runtime
 
 F32 = 4
 CMD_BYTES = 96  # one command: 24 words (the longest, attention, takes 21)
 CMD_SLOTS = 4096  # commands kept; past that the table starts over (prefill chunk sizes vary without bound)
 _PACK = {"i": "I", "f": "f", "d": "d"}  # ints as u32: addresses past 2 GiB
 FORMATS = {op: struct.Struct("<I" + "".join(_PACK[c] for c in SIGNATURES[name][1])) for name, op in OPS.items()}
-_MATMUL, _GET_ROWS, _RMS_NORM, _LAYER_NORM, _ADD_BIAS, _ROPE, _SCALE, _ADD, _SWIGLU, _GEGLU, _GELU = (
+_MATMUL, _GET_ROWS, _RMS_NORM, _LAYER_NORM, _ADD_BIAS, _ROPE, _GEGLU, _GELU, _ARGMAX, _TOP_K, _ATTENTION = (
     OPS[f"llamay_{k}"]
-    for k in ("matmul", "get_rows", "rms_norm", "layer_norm", "add_bias", "rope", "scale", "add", "swiglu",
-              "geglu", "gelu")
+    for k in ("matmul", "get_rows", "rms_norm", "layer_norm", "add_bias", "rope", "geglu", "gelu", "argmax",
+              "top_k", "attention")
 )  # fmt: skip
-_ARGMAX, _TOP_K, _MEAN_POOL, _L2_NORMALIZE, _KV_STORE, _ATTENTION = (
-    OPS[f"llamay_{k}"] for k in ("argmax", "top_k", "mean_pool", "l2_normalize", "kv_store", "attention")
-)
-RUNNABLE = frozenset(
-    {
-        GGMLType.F32, GGMLType.F16, GGMLType.BF16,
-        GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1, GGMLType.Q8_0, GGMLType.IQ4_NL,
-        GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_XS,
-    }
-)  # fmt: skip
+# the C types an export takes a plain interface argument as, unchanged (a buffer is its address)
+AS_IS = {"Buf": ("float *", "const float *"), "IBuf": ("int32_t *", "const int32_t *"), "int": ("int32_t",),
+         "bool": ("int32_t",), "float": ("double",)}  # fmt: skip
 
 
 @dataclass
@@ -225,28 +223,12 @@ class WasmBackend:
             cmd = self._command(key, (_ROPE, x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, int(neox), ff))
         self._exec(cmd)
 
-    def scale(self, x: int, s: float, count: int) -> None:
-        key = (_SCALE, x, s, count)
-        self._exec(self._cmds.get(key) or self._command(key))
-
-    def add(self, out: int, a: int, b: int, count: int) -> None:
-        key = (_ADD, out, a, b, count)
-        self._exec(self._cmds.get(key) or self._command(key))
-
-    def swiglu(self, out: int, gate: int, up: int, count: int) -> None:
-        key = (_SWIGLU, out, gate, up, count)
-        self._exec(self._cmds.get(key) or self._command(key))
-
     def geglu(self, out: int, gate: int, up: int, count: int) -> None:
         key = (_GEGLU, out, gate, up, count, self._gelu_addr or self._gelu_table())
         self._exec(self._cmds.get(key) or self._command(key))
 
     def gelu(self, x: int, count: int) -> None:
         key = (_GELU, x, count, self._gelu_addr or self._gelu_table())
-        self._exec(self._cmds.get(key) or self._command(key))
-
-    def kv_store(self, cache: int, layer: int, n_slots: int, slots: int, src: int, n: int, dim: int) -> None:
-        key = (_KV_STORE, cache, layer, n_slots, slots, src, n, dim)
         self._exec(self._cmds.get(key) or self._command(key))
 
     def attention(
@@ -287,10 +269,31 @@ class WasmBackend:
         got = self._exec(self._cmds.get(key) or self._command(key))
         return list(zip(self._view(idx, got, "i").tolist(), self._view(val, got, "f").tolist(), strict=True))
 
-    def mean_pool(self, out: int, x: int, n: int, dim: int) -> None:
-        key = (_MEAN_POOL, out, x, n, dim)
+
+# -- the plain ops: their command is (op, *the interface's arguments), as their export takes them ---------------
+
+
+def _plain_command(op: Op):
+    ex = op.export
+    if (
+        ex is None
+        or op.result != "None"  # a result needs a method that reads it back
+        or len(ex.params) != len(op.params)
+        or any(c.kind not in AS_IS.get(p.kind, ()) for p, c in zip(op.params, ex.params, strict=True))
+    ):
+        raise ImportError(f"the wasm backend has no method for op {op.name}, and {ex and ex.name} does not take "
+                          "its arguments as they are or it returns {op.result}")  # fmt: skip
+    code = OPS[ex.name]
+
+    def method(self, *args):
+        key = (code, *args)
         self._exec(self._cmds.get(key) or self._command(key))
 
-    def l2_normalize(self, x: int, dim: int) -> None:
-        key = (_L2_NORMALIZE, x, dim)
-        self._exec(self._cmds.get(key) or self._command(key))
+    method.__name__ = method.__qualname__ = op.name
+    method.__signature__ = op.method_signature()
+    return method
+
+
+for _op in KERNEL_OPS:
+    if _op.name not in vars(WasmBackend):
+        setattr(WasmBackend, _op.name, _plain_command(_op))

@@ -2,6 +2,9 @@
 SIMD), from `wasm/src/*.c`, with the compiler pinned in pyproject's `dev` extra (`ziglang`, i.e. `zig cc`: clang
 and wasm-ld for wasm32, no system toolchain).
 
+The C side of the Python declarations (the type ids, the types the kernels run, the kernel ops and their exports)
+is generated first, into headers next to the objects (wasm/codegen.py; `--headers` prints them).
+
 Each module is an Emscripten-style side module (position independent, a `dylink.0` section, memory, stack pointer
 and bases imported), freestanding (no libc import). A custom section `llamay.build` at its end records the compiler,
 the flags and a hash of the sources, so a module can be checked against the sources without a compiler
@@ -10,6 +13,7 @@ the flags and a hash of the sources, so a module can be checked against the sour
     python wasm/build.py            # build both modules next to this file
     python wasm/build.py --check    # rebuild into a temporary folder, fail if a shipped module differs
     python wasm/build.py --out DIR  # build into DIR
+    python wasm/build.py --headers  # print the generated headers
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from llamay.wasm import codegen  # the package installed (pip install -e .): the declarations live in it
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -70,11 +76,12 @@ def compiler_version() -> str:
 
 
 def sources_hash() -> str:
-    """sha256 over the names and bytes of every file in wasm/src, in name order."""
+    """sha256 over the names and bytes of every file in wasm/src and of the generated headers, in name order."""
+    files = {p.name: p.read_bytes() for p in SRC.iterdir() if p.is_file()}
+    files.update((name, text.encode()) for name, text in codegen.headers().items())
     h = hashlib.sha256()
-    for p in sorted(SRC.iterdir()):
-        if p.is_file():
-            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + files[name] + b"\0")
     return h.hexdigest()
 
 
@@ -109,7 +116,10 @@ def build(out_dir: Path, verbose: bool = True) -> dict[str, Path]:
         target = out_dir / name
         with tempfile.TemporaryDirectory() as tmp:
             raw = Path(tmp) / name
-            cmd = ["cc", *FLAGS, *extra, "-o", str(raw), *(str(SRC / s) for s in SOURCES)]
+            for header, text in codegen.headers().items():
+                (Path(tmp) / header).write_text(text)
+            # the include folder is not a flag of the build info: the module does not depend on where it was
+            cmd = ["cc", *FLAGS, *extra, f"-I{tmp}", "-o", str(raw), *(str(SRC / s) for s in SOURCES)]
             r = zig(*cmd)
             errors = [ln for ln in r.stderr.splitlines() if "creating shared libraries" not in ln]
             if r.returncode != 0 or errors:
@@ -142,7 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="fail if the shipped modules differ from a fresh build")
     ap.add_argument("--out", type=Path, default=HERE, help="output folder (default: next to this script)")
+    ap.add_argument("--headers", action="store_true", help="print the headers generated from the Python side")
     args = ap.parse_args(argv)
+    if args.headers:
+        for name, text in codegen.headers().items():
+            print(f"/* ---- {name} */\n{text}")
+        return 0
     if args.check:
         return check()
     build(args.out)

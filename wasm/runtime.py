@@ -18,56 +18,44 @@ from importlib import resources
 from typing import Any, Protocol
 
 from ..errors import LlamayError
+from ..ggml_types import GGMLType
+from ..kernels.ops import OPS as KERNEL_OPS
 from ..platform import IS_PYODIDE
 
-ABI_VERSION = 4  # 3: GELU and GeGLU take the fp16 table; 4: llamay_exec
+ABI_VERSION = 5  # 3: GELU and GeGLU take the fp16 table; 4: llamay_exec; 5: op codes in the order of OPS
 PLAIN, RELAXED = "simd128", "relaxed"
 MODULES = {PLAIN: "llamay_kernels.wasm", RELAXED: "llamay_kernels_relaxed.wasm"}
 VARIANT_ENV = "LLAMAY_WASM_VARIANT"  # simd128 | relaxed: force one module instead of detecting
 
+# The weight types the module's matmul and get_rows run. The build generates the C side's list from this one
+# (wasm/codegen.py: the traits array, the kernels' declarations, the dispatch), so a type is added here and in C.
+RUNNABLE: frozenset[GGMLType] = frozenset(
+    {
+        GGMLType.F32, GGMLType.F16, GGMLType.BF16,
+        GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1, GGMLType.Q8_0, GGMLType.IQ4_NL,
+        GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_XS,
+    }
+)  # fmt: skip
+
 # The exported functions: name -> (result, parameters), each a letter: i = i32 (int or address), f = f32,
-# d = f64, v = no result. Checked against the module's own signatures when wasmtime loads it.
-SIGNATURES: dict[str, tuple[str, str]] = {
+# d = f64, v = no result. Checked against the module's own signatures when wasmtime loads it. The module's own
+# exports are listed here; the kernels' come from their C prototypes in llamay.kernels.ops.
+MODULE_EXPORTS: dict[str, tuple[str, str]] = {
     "llamay_abi_version": ("i", ""),
     "llamay_variant": ("i", ""),
     "llamay_block_sizeof": ("i", "i"),
     "llamay_supports": ("i", "i"),
     "llamay_act_bytes": ("i", "iii"),
     "llamay_round_row": ("i", "iiiiii"),
-    "llamay_matmul": ("i", "iiiiiiii"),
-    "llamay_get_rows": ("i", "iiiiiii"),
-    "llamay_rms_norm": ("v", "iiiiid"),
-    "llamay_layer_norm": ("v", "iiiiiid"),
-    "llamay_add_bias": ("v", "iiii"),
-    "llamay_rope": ("v", "iiiiiifdii"),
-    "llamay_scale": ("v", "idi"),
-    "llamay_add": ("v", "iiii"),
-    "llamay_swiglu": ("v", "iiii"),
-    "llamay_geglu": ("v", "iiiii"),
-    "llamay_gelu": ("v", "iii"),
-    "llamay_argmax": ("i", "ii"),
-    "llamay_top_k": ("i", "iiiii"),
-    "llamay_mean_pool": ("v", "iiii"),
-    "llamay_l2_normalize": ("v", "ii"),
-    "llamay_kv_store": ("v", "iiiiiii"),
-    "llamay_attention": ("v", "iiiiiiiiiiiiiiiiifii"),
     "llamay_exec": ("i", "i"),
 }
+KERNEL_EXPORTS = tuple(o.export for o in KERNEL_OPS if o.export is not None)
+SIGNATURES: dict[str, tuple[str, str]] = {**MODULE_EXPORTS, **{ex.name: ex.letters for ex in KERNEL_EXPORTS}}
 
 # `llamay_exec(cmd)` runs a kernel from a command in linear memory: [op, *arguments] in 32-bit words (an f64
-# takes two), the op codes in this order from 1 (wasm/src/exec.c's LLAMAY_OP_*, which must match). The backend
-# packs a command once and calls exec with its address: one argument instead of 4 to 20 (see exec.c).
-OPS: dict[str, int] = {
-    name: i + 1
-    for i, name in enumerate(
-        (
-            "llamay_matmul", "llamay_get_rows", "llamay_rms_norm", "llamay_layer_norm", "llamay_add_bias",
-            "llamay_rope", "llamay_scale", "llamay_add", "llamay_swiglu", "llamay_geglu", "llamay_gelu",
-            "llamay_argmax", "llamay_top_k", "llamay_mean_pool", "llamay_l2_normalize", "llamay_kv_store",
-            "llamay_attention",
-        )
-    )
-}  # fmt: skip
+# takes two), the op codes numbered from 1 in the order of OPS, as the build numbers wasm/src's LLAMAY_OP_*. The
+# backend packs a command once and calls exec with its address: one argument instead of 4 to 20 (see exec.c).
+OPS: dict[str, int] = {ex.name: i + 1 for i, ex in enumerate(KERNEL_EXPORTS)}
 
 
 class Runtime(Protocol):

@@ -1,6 +1,7 @@
 """The kernel interface: what a backend implements so the model code can run on it.
 
-The model is a straight line of these calls over buffers allocated once per State. Buffers are flat float32
+The model is a straight line of these calls over buffers allocated once per State (the ops are declared once, in
+`ops.py`: names, parameters in order, kinds; the methods below are checked against it). Buffers are flat float32
 (or int32) arrays owned by the backend (`array('f')` for portable, numpy for numba, pointers into linear memory
 for wasm); the model never indexes them, it only passes them with their dimensions. Every 2-D buffer is
 row-major `(rows, dim)`: row i of an activation buffer is token i of the batch.
@@ -41,7 +42,7 @@ class Weight:
 
 @dataclass
 class BatchView:
-    """Where each token of a batch sits, as backend int32 buffers (filled by `core/model/batch.py`).
+    """Where each token of a batch sits, as backend int32 buffers (held and filled by `core/kv/group.py`).
 
     pos[i], seq[i] for token i < n; for sequence s: page_off[s] (into pages), seq_len[s] (keys a non-causal
     sequence attends to). slots[i] is the KV slot token i writes.

@@ -3,8 +3,10 @@
 - `simd`: short LLVM vectors as numba values (loads, stores, fp16, float arithmetic); `quantops`: integer
   operations on quants (unpacking blocks, the W4A8 `dot4`, int32 lanes of super-block scales);
 - `activations`: activation rows rounded / quantised to a weight type's vec_dot_type, bit-exact;
-- `matmul_legacy`, `matmul_kquants`, `matmul_float`: matmuls per weight type; `panels`: their batched (prefill)
-  tiles; `dequant`: get_rows;
+- `matmul_legacy`, `matmul_kquants`, `matmul_float`: each weight type's own kernels (row dots, unpackers,
+  loaders) and its entry of the traits table (`traits`, merged in `table`); `drivers`: one matmul and one
+  get_rows per family, made for a type from its entry; `panels`: the batched (prefill) tiles; `strips`: the
+  32-element types repacked in strips of eight rows;
 - `attention`: paged-KV attention; `elementwise`: norms, rope, activations, small row kernels.
 
 Every kernel is `@njit(cache=True, fastmath=False)`; `blocks` holds the block layouts as plain ints.

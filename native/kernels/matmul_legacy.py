@@ -8,55 +8,49 @@ llama.cpp's bit for bit where the integer sums do. The constant parts of a block
 - Q4_1 / Q5_1: value d·q + m: Σ = d·dx·(Σq·x) + m·s, s = Q8_1's fp16(dx·Σx) (what ggml multiplies m by);
 - Q8_0 / IQ4_NL: signed quants (IQ4_NL's from its 16-level table).
 
-Every matmul has one signature, (out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
-out (n, n_out) = x (n, n_in) · wᵀ, w the weight's bytes, n_out rows of row_bytes. x is quantised into the
-scratch xq (n, n_in) int8, xd / xs (n, n_in / 32) first. Below TILE_TOKENS tokens each row is dotted
-with each token from the packed bytes (rows shared among numba's threads); from TILE_TOKENS up, each thread
-unpacks panels of rows into its scratch pq (threads, PANEL·n_in), pd, pe (threads, PANEL·n_in / 32) with the
-type's `unpack_*` and runs the generic tiles of `panels`.
+Per type, only what its block holds: the integer dot of a block with 32 activation quants (`*_dot`), its 32
+quants one per byte (`*_quants`), and its entry in TRAITS (its block layout from `llamay.quants`: where d and m
+are). The row kernels (`legacy_dot`, `legacy_unpack`: panels and get_rows) take the type's entry, as do the
+family's matmul and get_rows (`drivers`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from llamay.ggml_types import GGMLType
+from llamay.quants.iquants import IQ4_NL
+from llamay.quants.legacy import Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
 
 from . import blocks as bl
-from .activations import QK8_0, quantize_q8
-from .panels import PANEL, TILE_TOKENS, panel_matmul, scale_slot
-from .quantops import dot4, dot4_offset, dot4_signed, iq4_levels, nibbles, offset_by, or_shifted, store_vec, word_bits
+from .activations import QK8_0
+from .quantops import (
+    IQ4_BIAS,
+    dot4,
+    dot4_offset,
+    dot4_signed,
+    iq4_levels,
+    nibbles,
+    offset_by,
+    or_shifted,
+    store_vec,
+    word_bits,
+)
 from .simd import fma, fma_i32, fsum, fzero, load_f16, load_i8x32, load_u8x16
+from .strips import BYTES, NIBBLES, NIBBLES_IQ4, StripFormat
+from .traits import Q8, Traits
 
 QK = QK8_0
 Q4_OFFSET = 8  # Q4_0 stores q + 8
 Q5_OFFSET = 16  # Q5_0 stores q + 16
+INT8_BIAS = 128  # the strips hold Q8_0's int8 quants + 128, unsigned
 HIGH_BIT = 4  # Q5: bit 4 of each quant comes from qh
 ZERO = np.float32(0.0)
 
 
-# -- one weight row · one activation row: w from byte wo, quants xq from xo, block scales from so -------------
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def dot_q4_0(w, wo, xq, xo, xd, xs, so, nb):
-    acc = fzero()
-    for b in range(nb):
-        o = wo + b * bl.Q4_0_SIZE
-        p = dot4_offset(nibbles(load_u8x16(w, o + bl.Q4_0_QS)), load_i8x32(xq, xo + b * QK), Q4_OFFSET)
-        acc = fma_i32(acc, p, load_f16(w, o + bl.Q4_0_D) * xd[so + b])
-    return fsum(acc)
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def dot_q4_1(w, wo, xq, xo, xd, xs, so, nb):
-    acc = fzero()
-    mins = np.float32(0.0)
-    for b in range(nb):
-        o = wo + b * bl.Q4_1_SIZE
-        s = load_f16(w, o + bl.Q4_1_D) * xd[so + b]
-        acc = fma_i32(acc, dot4(nibbles(load_u8x16(w, o + bl.Q4_1_QS)), load_i8x32(xq, xo + b * QK)), s)
-        mins = fma(load_f16(w, o + bl.Q4_1_M), xs[so + b], mins)
-    return fsum(acc) + mins
+# -- each type's block at w[o]: its integer dot with 32 activation quants x (the row dots, eight int32 lanes), and
+# its 32 quants one per byte (the panels and get_rows)
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -65,226 +59,105 @@ def _q5_quants(w, qs, qh):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def dot_q5_0(w, wo, xq, xo, xd, xs, so, nb):
+def q4_0_dot(w, o, x):
+    return dot4_offset(nibbles(load_u8x16(w, o + bl.Q4_0_QS)), x, Q4_OFFSET)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q4_0_quants(w, o):
+    """int8: the quants minus 8."""
+    return offset_by(nibbles(load_u8x16(w, o + bl.Q4_0_QS)), Q4_OFFSET)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q4_1_dot(w, o, x):
+    return dot4(nibbles(load_u8x16(w, o + bl.Q4_1_QS)), x)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q4_1_quants(w, o):
+    return nibbles(load_u8x16(w, o + bl.Q4_1_QS))
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q5_0_dot(w, o, x):
+    return dot4_offset(_q5_quants(w, o + bl.Q5_0_QS, o + bl.Q5_0_QH), x, Q5_OFFSET)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q5_0_quants(w, o):
+    """int8: the quants minus 16."""
+    return offset_by(_q5_quants(w, o + bl.Q5_0_QS, o + bl.Q5_0_QH), Q5_OFFSET)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q5_1_dot(w, o, x):
+    return dot4(_q5_quants(w, o + bl.Q5_1_QS, o + bl.Q5_1_QH), x)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q5_1_quants(w, o):
+    return _q5_quants(w, o + bl.Q5_1_QS, o + bl.Q5_1_QH)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q8_0_dot(w, o, x):
+    return dot4_signed(load_i8x32(w, o + bl.Q8_0_QS), x)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def q8_0_quants(w, o):
+    return load_i8x32(w, o + bl.Q8_0_QS)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def iq4_nl_dot(w, o, x):
+    return dot4_signed(iq4_levels(nibbles(load_u8x16(w, o + bl.IQ4_NL_QS))), x)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def iq4_nl_quants(w, o):
+    """int8: the levels."""
+    return iq4_levels(nibbles(load_u8x16(w, o + bl.IQ4_NL_QS)))
+
+
+# -- the family's row kernels, for the type tr: a block is d, its quants (and m) ------------------------------------
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def legacy_dot(tr, w, wo, xq, xo, xd, xs, so, nb):
+    """One weight row (from byte wo) · one activation row (quants xq from xo, block scales from so)."""
     acc = fzero()
+    mins = ZERO
     for b in range(nb):
-        o = wo + b * bl.Q5_0_SIZE
-        p = dot4_offset(_q5_quants(w, o + bl.Q5_0_QS, o + bl.Q5_0_QH), load_i8x32(xq, xo + b * QK), Q5_OFFSET)
-        acc = fma_i32(acc, p, load_f16(w, o + bl.Q5_0_D) * xd[so + b])
-    return fsum(acc)
+        o = wo + b * tr.block_bytes
+        acc = fma_i32(acc, tr.block_dot(w, o, load_i8x32(xq, xo + b * QK)), load_f16(w, o + tr.d_at) * xd[so + b])
+        if tr.has_min:
+            mins = fma(load_f16(w, o + tr.m_at), xs[so + b], mins)
+    return fsum(acc) + mins if tr.has_min else fsum(acc)
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def dot_q5_1(w, wo, xq, xo, xd, xs, so, nb):
-    acc = fzero()
-    mins = np.float32(0.0)
+def legacy_unpack(tr, w, wo, nb, q, qo, d, e, do, ds):
+    """One row's quants (one per byte) to q[qo], block b's scale and constant term to d[do + ds·b], e[do + ds·b]
+    (ds = 8 for the rows that `panels` interleaves)."""
     for b in range(nb):
-        o = wo + b * bl.Q5_1_SIZE
-        s = load_f16(w, o + bl.Q5_1_D) * xd[so + b]
-        acc = fma_i32(acc, dot4(_q5_quants(w, o + bl.Q5_1_QS, o + bl.Q5_1_QH), load_i8x32(xq, xo + b * QK)), s)
-        mins = fma(load_f16(w, o + bl.Q5_1_M), xs[so + b], mins)
-    return fsum(acc) + mins
+        o = wo + b * tr.block_bytes
+        store_vec(q, qo + QK * b, tr.block_quants(w, o))
+        d[do + ds * b] = load_f16(w, o + tr.d_at)
+        e[do + ds * b] = load_f16(w, o + tr.m_at) if tr.has_min else ZERO
 
 
-@njit(cache=True, fastmath=False, inline="always")
-def dot_q8_0(w, wo, xq, xo, xd, xs, so, nb):
-    acc = fzero()
-    for b in range(nb):
-        o = wo + b * bl.Q8_0_SIZE
-        s = load_f16(w, o + bl.Q8_0_D) * xd[so + b]
-        acc = fma_i32(acc, dot4_signed(load_i8x32(w, o + bl.Q8_0_QS), load_i8x32(xq, xo + b * QK)), s)
-    return fsum(acc)
+# -- the family's types: their entries of the traits table (their matmuls and get_rows: `drivers`) ------------
 
-
-@njit(cache=True, fastmath=False, inline="always")
-def dot_iq4_nl(w, wo, xq, xo, xd, xs, so, nb):
-    acc = fzero()
-    for b in range(nb):
-        o = wo + b * bl.IQ4_NL_SIZE
-        s = load_f16(w, o + bl.IQ4_NL_D) * xd[so + b]
-        levels = iq4_levels(nibbles(load_u8x16(w, o + bl.IQ4_NL_QS)))
-        acc = fma_i32(acc, dot4_signed(levels, load_i8x32(xq, xo + b * QK)), s)
-    return fsum(acc)
-
-
-# -- unpacking one row for the panels: quants (one per byte) from q[qo], block b's scale and constant term at
-# d[do + ds·b], e[do + ds·b] (ds = 8 for the rows that `panels` interleaves)
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def unpack_q4_0(w, wo, nb, q, qo, d, e, do, ds):
-    """q is an int8 array: the quants minus 8."""
-    for b in range(nb):
-        o = wo + b * bl.Q4_0_SIZE
-        store_vec(q, qo + QK * b, offset_by(nibbles(load_u8x16(w, o + bl.Q4_0_QS)), Q4_OFFSET))
-        d[do + ds * b] = load_f16(w, o + bl.Q4_0_D)
-        e[do + ds * b] = ZERO
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def unpack_q4_1(w, wo, nb, q, qo, d, e, do, ds):
-    for b in range(nb):
-        o = wo + b * bl.Q4_1_SIZE
-        store_vec(q, qo + QK * b, nibbles(load_u8x16(w, o + bl.Q4_1_QS)))
-        d[do + ds * b] = load_f16(w, o + bl.Q4_1_D)
-        e[do + ds * b] = load_f16(w, o + bl.Q4_1_M)
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def unpack_q5_0(w, wo, nb, q, qo, d, e, do, ds):
-    """q is an int8 array: the quants minus 16."""
-    for b in range(nb):
-        o = wo + b * bl.Q5_0_SIZE
-        store_vec(q, qo + QK * b, offset_by(_q5_quants(w, o + bl.Q5_0_QS, o + bl.Q5_0_QH), Q5_OFFSET))
-        d[do + ds * b] = load_f16(w, o + bl.Q5_0_D)
-        e[do + ds * b] = ZERO
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def unpack_q5_1(w, wo, nb, q, qo, d, e, do, ds):
-    for b in range(nb):
-        o = wo + b * bl.Q5_1_SIZE
-        store_vec(q, qo + QK * b, _q5_quants(w, o + bl.Q5_1_QS, o + bl.Q5_1_QH))
-        d[do + ds * b] = load_f16(w, o + bl.Q5_1_D)
-        e[do + ds * b] = load_f16(w, o + bl.Q5_1_M)
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def unpack_q8_0(w, wo, nb, q, qo, d, e, do, ds):
-    """q is an int8 array."""
-    for b in range(nb):
-        o = wo + b * bl.Q8_0_SIZE
-        store_vec(q, qo + QK * b, load_i8x32(w, o + bl.Q8_0_QS))
-        d[do + ds * b] = load_f16(w, o + bl.Q8_0_D)
-        e[do + ds * b] = ZERO
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def unpack_iq4_nl(w, wo, nb, q, qo, d, e, do, ds):
-    """q is an int8 array."""
-    for b in range(nb):
-        o = wo + b * bl.IQ4_NL_SIZE
-        store_vec(q, qo + QK * b, iq4_levels(nibbles(load_u8x16(w, o + bl.IQ4_NL_QS))))
-        d[do + ds * b] = load_f16(w, o + bl.IQ4_NL_D)
-        e[do + ds * b] = ZERO
-
-
-# -- matmuls: x quantised once; one token: row dots on the packed bytes; more: unpacked panels and tiles --------
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def matmul_q4_0(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
-    quantize_q8(x, n, n_in, xq, xd, xs)
-    nb = n_in // QK
-    if n < TILE_TOKENS:
-        for r in prange(n_out):
-            for i in range(n):
-                out[i * n_out + r] = dot_q4_0(w, r * row_bytes, xq, i * n_in, xd, xs, i * nb, nb)
-    else:
-        n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
-        for c in prange(n_chunks):
-            qs = pq[c].view(np.int8)
-            for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
-                rows = min(PANEL, n_out - p * PANEL)
-                for k in range(rows):
-                    do, ds = scale_slot(k, rows, nb)
-                    unpack_q4_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
-                panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def matmul_q4_1(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
-    quantize_q8(x, n, n_in, xq, xd, xs)
-    nb = n_in // QK
-    if n < TILE_TOKENS:
-        for r in prange(n_out):
-            for i in range(n):
-                out[i * n_out + r] = dot_q4_1(w, r * row_bytes, xq, i * n_in, xd, xs, i * nb, nb)
-    else:
-        n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
-        for c in prange(n_chunks):
-            for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
-                rows = min(PANEL, n_out - p * PANEL)
-                for k in range(rows):
-                    do, ds = scale_slot(k, rows, nb)
-                    unpack_q4_1(w, (p * PANEL + k) * row_bytes, nb, pq[c], k * n_in, pd[c], pe[c], do, ds)
-                panel_matmul(pq[c], pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def matmul_q5_0(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
-    quantize_q8(x, n, n_in, xq, xd, xs)
-    nb = n_in // QK
-    if n < TILE_TOKENS:
-        for r in prange(n_out):
-            for i in range(n):
-                out[i * n_out + r] = dot_q5_0(w, r * row_bytes, xq, i * n_in, xd, xs, i * nb, nb)
-    else:
-        n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
-        for c in prange(n_chunks):
-            qs = pq[c].view(np.int8)
-            for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
-                rows = min(PANEL, n_out - p * PANEL)
-                for k in range(rows):
-                    do, ds = scale_slot(k, rows, nb)
-                    unpack_q5_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
-                panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def matmul_q5_1(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
-    quantize_q8(x, n, n_in, xq, xd, xs)
-    nb = n_in // QK
-    if n < TILE_TOKENS:
-        for r in prange(n_out):
-            for i in range(n):
-                out[i * n_out + r] = dot_q5_1(w, r * row_bytes, xq, i * n_in, xd, xs, i * nb, nb)
-    else:
-        n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
-        for c in prange(n_chunks):
-            for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
-                rows = min(PANEL, n_out - p * PANEL)
-                for k in range(rows):
-                    do, ds = scale_slot(k, rows, nb)
-                    unpack_q5_1(w, (p * PANEL + k) * row_bytes, nb, pq[c], k * n_in, pd[c], pe[c], do, ds)
-                panel_matmul(pq[c], pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def matmul_q8_0(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
-    quantize_q8(x, n, n_in, xq, xd, xs)
-    nb = n_in // QK
-    if n < TILE_TOKENS:
-        for r in prange(n_out):
-            for i in range(n):
-                out[i * n_out + r] = dot_q8_0(w, r * row_bytes, xq, i * n_in, xd, xs, i * nb, nb)
-    else:
-        n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
-        for c in prange(n_chunks):
-            qs = pq[c].view(np.int8)
-            for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
-                rows = min(PANEL, n_out - p * PANEL)
-                for k in range(rows):
-                    do, ds = scale_slot(k, rows, nb)
-                    unpack_q8_0(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
-                panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def matmul_iq4_nl(out, w, row_bytes, n_out, x, n, n_in, xq, xd, xs, pq, pd, pe):
-    quantize_q8(x, n, n_in, xq, xd, xs)
-    nb = n_in // QK
-    if n < TILE_TOKENS:
-        for r in prange(n_out):
-            for i in range(n):
-                out[i * n_out + r] = dot_iq4_nl(w, r * row_bytes, xq, i * n_in, xd, xs, i * nb, nb)
-    else:
-        n_chunks, n_panels = pq.shape[0], (n_out + PANEL - 1) // PANEL
-        for c in prange(n_chunks):
-            qs = pq[c].view(np.int8)
-            for p in range(c * n_panels // n_chunks, (c + 1) * n_panels // n_chunks):
-                rows = min(PANEL, n_out - p * PANEL)
-                for k in range(rows):
-                    do, ds = scale_slot(k, rows, nb)
-                    unpack_iq4_nl(w, (p * PANEL + k) * row_bytes, nb, qs, k * n_in, pd[c], pe[c], do, ds)
-                panel_matmul(qs, pd[c], pe[c], rows, p * PANEL, n_in, xq, xd, xs, n, out, n_out)
+TRAITS = {
+    t: Traits(t, Q8, block, signed, strip, block_dot=block_dot, block_quants=block_quants)
+    for t, block, block_dot, block_quants, signed, strip in (
+        (GGMLType.Q4_0, Q4_0, q4_0_dot, q4_0_quants, True, StripFormat(NIBBLES, Q4_OFFSET, False)),
+        (GGMLType.Q4_1, Q4_1, q4_1_dot, q4_1_quants, False, StripFormat(NIBBLES, 0, True)),
+        (GGMLType.Q5_0, Q5_0, q5_0_dot, q5_0_quants, True, StripFormat(BYTES, Q5_OFFSET, False)),
+        (GGMLType.Q5_1, Q5_1, q5_1_dot, q5_1_quants, False, StripFormat(BYTES, 0, True)),
+        (GGMLType.Q8_0, Q8_0, q8_0_dot, q8_0_quants, True, StripFormat(BYTES, INT8_BIAS, False)),
+        (GGMLType.IQ4_NL, IQ4_NL, iq4_nl_dot, iq4_nl_quants, True, StripFormat(NIBBLES_IQ4, IQ4_BIAS, False)),
+    )
+}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .quantops import dot, iadd, ihalves, imul, interleave_rows8, izero, load_q32, quad_sums, splat_quad
+from .quantops import dot, iadd, ihalves, imul, interleave_rows8, load_q32, quad_sums, splat_quad
 from .simd import (
     fadd_rows,
     fma,
@@ -37,6 +37,7 @@ from .simd import (
     fsum,
     fsum_rows,
     fzero,
+    izero,
     load_f32x8,
     load_i8x32,
     load_i32x8,

@@ -314,14 +314,6 @@ def dot4_offset(typingctx, a, b, k):
 
 
 @intrinsic
-def izero(typingctx):
-    def codegen(context, builder, sig, args):
-        return ir.Constant(_vt(I32, 8), [0] * 8)
-
-    return i32x8(), codegen
-
-
-@intrinsic
 def iadd(typingctx, a, b):
     """a + b, lane-wise int32."""
 

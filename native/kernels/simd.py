@@ -246,12 +246,20 @@ round_f16 = _round_f16_hw if HAS_F16 else _round_f16_soft
 # -- float vectors ---------------------------------------------------------------------------------------------
 
 
-@intrinsic
-def fzero(typingctx):
-    def codegen(context, builder, sig, args):
-        return ir.Constant(_vt(F32, 8), [0.0] * 8)
+def _zeros(vec: Vec, doc: str):
+    @intrinsic
+    def zeros(typingctx):
+        def codegen(context, builder, sig, args):
+            return ir.Constant(_vt(_ELEMENT[vec.kind], vec.n), [0.0 if vec.kind == "f32" else 0] * vec.n)
 
-    return f32x8(), codegen
+        return vec(), codegen
+
+    zeros.__doc__ = doc
+    return zeros
+
+
+fzero = _zeros(f32x8, "An f32x8 of zeros (float accumulators).")
+izero = _zeros(i32x8, "An i32x8 of zeros (integer partial sums).")
 
 
 @intrinsic

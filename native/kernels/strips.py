@@ -26,12 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from llamay.ggml_types import GGMLType
-from llamay.quants.iquants import IQ4_NL
-from llamay.quants.legacy import Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+from llamay.quants.layout import Block
 
 from .activations import QK8_0, quantize_q8
-from .quantops import bits_of, dot4_add, iadd, iq4_levels_biased, isplat, izero, splat_quad
+from .quantops import bits_of, dot4_add, iadd, iq4_levels_biased, isplat, splat_quad
 from .simd import (
     fadd_rows,
     fma_i32_rows,
@@ -39,6 +37,7 @@ from .simd import (
     fmul,
     fsplat,
     fzero,
+    izero,
     load_f16x8,
     load_f32x8,
     load_u8x32,
@@ -70,22 +69,13 @@ class StripFormat:
         return self.quant_bytes + SCALES * (2 if self.has_min else 1)
 
 
-FORMATS: dict[GGMLType, StripFormat] = {
-    GGMLType.Q4_0: StripFormat(NIBBLES, 8, False),
-    GGMLType.Q4_1: StripFormat(NIBBLES, 0, True),
-    GGMLType.IQ4_NL: StripFormat(NIBBLES_IQ4, 128, False),
-    GGMLType.Q5_0: StripFormat(BYTES, 16, False),
-    GGMLType.Q5_1: StripFormat(BYTES, 0, True),
-    GGMLType.Q8_0: StripFormat(BYTES, 128, False),
-}
-BLOCKS = {GGMLType.Q4_0: Q4_0, GGMLType.Q4_1: Q4_1, GGMLType.IQ4_NL: IQ4_NL, GGMLType.Q5_0: Q5_0,
-          GGMLType.Q5_1: Q5_1, GGMLType.Q8_0: Q8_0}  # fmt: skip
+# A type's format is in its entry of the traits table (`Traits.strip`, matmul_legacy.TRAITS).
 
 
 # -- repacking (numpy, once per weight at load) ------------------------------------------------------------------
 
 
-def _field(blocks: np.ndarray, block, name: str, size: int) -> np.ndarray:
+def _field(blocks: np.ndarray, block: Block, name: str, size: int) -> np.ndarray:
     at = block.offset[name]
     return blocks[..., at : at + size]
 
@@ -96,23 +86,22 @@ def _side_by_side(v: np.ndarray, n_strips: int) -> np.ndarray:
     return np.ascontiguousarray(v.reshape(n_strips, ROWS, nb, k).transpose(0, 2, 3, 1))
 
 
-def repack(t: GGMLType, raw: np.ndarray, n_in: int, n_out: int) -> np.ndarray:
-    """The weight's bytes (n_out rows of nb blocks, as in the file) as strip records (module docstring),
-    CHUNK_ROWS rows at a time so that the temporaries stay small beside a large embedding."""
-    f, block = FORMATS[t], BLOCKS[t]
+def repack(f: StripFormat, block: Block, raw: np.ndarray, n_in: int, n_out: int) -> np.ndarray:
+    """The weight's bytes (n_out rows of nb blocks of `block`, as in the file) as strip records in format f
+    (module docstring), CHUNK_ROWS rows at a time so that the temporaries stay small beside a large embedding."""
     nb = n_in // QK
     blocks = raw[: n_out * nb * block.size].reshape(n_out, nb, block.size)
     out = np.empty((n_out // ROWS, nb, f.record_bytes), np.uint8)
     for r0 in range(0, n_out, CHUNK_ROWS):
         r1 = min(n_out, r0 + CHUNK_ROWS)
-        _repack_rows(t, f, block, blocks[r0:r1], out[r0 // ROWS : r1 // ROWS])
+        _repack_rows(f, block, blocks[r0:r1], out[r0 // ROWS : r1 // ROWS])
     return out.reshape(-1)
 
 
-def _repack_rows(t: GGMLType, f: StripFormat, block, blocks: np.ndarray, out: np.ndarray) -> None:
+def _repack_rows(f: StripFormat, block: Block, blocks: np.ndarray, out: np.ndarray) -> None:
     n_strips = out.shape[0]
     if f.fmt == BYTES:
-        if t == GGMLType.Q8_0:
+        if "qh" not in block.offset:  # Q8_0: the quants are whole bytes already
             q = _field(blocks, block, "qs", QK) ^ np.uint8(f.offset)  # int8 + 128, as unsigned bytes
         else:  # Q5_0 / Q5_1: low nibbles (elements 0..15), high nibbles (16..31), bit j of qh is element j's 5th
             qs = _field(blocks, block, "qs", QK // 2)

@@ -53,8 +53,6 @@ INLINE act_q8k act_q8k_row(const uint8_t *base, int k) {
     return a;
 }
 
-/* the activation kind of a weight type, or -1 */
-int act_kind(int type);
 /* convert n rows of k floats (x, row-major) into scratch, one row every act_stride(kind, k) bytes */
 void act_convert(int kind, const float *x, int n, int k, uint8_t *scratch);
 

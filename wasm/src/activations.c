@@ -2,34 +2,7 @@
  * (and llama.cpp's CPU backend on x86): the same float32 operations in the same order. Q8_0/Q8_1 take ggml's
  * AVX2 path (inverse scale 127/amax, round half to even), Q8_K its reference (-127/max, half to even); fp16
  * and bf16 round to nearest even. */
-#include "act.h"
-
-int act_kind(int type) {
-    switch (type) {
-    case T_F32:
-        return ACT_F32;
-    case T_F16:
-        return ACT_F16;
-    case T_BF16:
-        return ACT_BF16;
-    case T_Q4_0:
-    case T_Q4_1:
-    case T_Q5_0:
-    case T_Q5_1:
-    case T_Q8_0:
-    case T_IQ4_NL:
-        return ACT_Q8;
-    case T_Q2_K:
-    case T_Q3_K:
-    case T_Q4_K:
-    case T_Q5_K:
-    case T_Q6_K:
-    case T_IQ4_XS:
-        return ACT_Q8K;
-    default:
-        return -1;
-    }
-}
+#include "traits.h"
 
 /* eight i32x4 of small integers -> 32 int8, stored; returns their sum */
 INLINE int32_t store_q8x32(const v128_t *q, int8_t *out) {

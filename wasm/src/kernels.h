@@ -6,36 +6,43 @@
 #ifndef LLAMAY_KERNELS_H
 #define LLAMAY_KERNELS_H
 
-#include "act.h"
+#include "traits.h"
 
-/* Run ROW over the matrix, one weight row against up to 4 activation rows at a time:
- *   ROW(NA, wrow, arow, astride, k, res): weight row wrow against the NA (1, 2 or 4) activation rows at arow +
+/* Run a family's row kernel ROW over the matrix of weight type T (its row bytes and activation format from its
+ * traits), one weight row against up to 4 activation rows at a time:
+ *   ROW(T, NA, wrow, arow, astride, k, res): weight row wrow against the NA (1, 2 or 4) activation rows at arow +
  *   j * astride; res[j] gets the dot product with activation row j.
  * One weight row at a time keeps the reads of the weights one sequential stream: interleaving the blocks of
  * several rows measured ~3.5x slower once a matrix no longer fits in cache (the hardware prefetcher loses the
  * streams), which every model-sized matrix does. The row stays in L1 across the n activation rows. */
-#define MATMUL_DRIVER(ROW, ROW_BYTES, KIND)                                                            \
+#define MATMUL_DRIVER(ROW, T)                                                                          \
     do {                                                                                              \
-        size_t rb_ = (ROW_BYTES), as_ = act_stride((KIND), k);                                        \
+        size_t rb_ = (size_t)(k / TYPE_TRAITS[T].elements) * (size_t)TYPE_TRAITS[T].bytes;          \
+        size_t as_ = act_stride(TYPE_TRAITS[T].act, k);                                               \
         for (int r_ = 0; r_ < m; r_++) {                                                              \
             const uint8_t *wr_ = w + (size_t)r_ * rb_;                                                \
             float res_[4];                                                                            \
             int j_ = 0;                                                                               \
             for (; j_ + 4 <= n; j_ += 4) {                                                            \
-                ROW(4, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                for (int i_ = 0; i_ < 4; i_++) out[(size_t)(j_ + i_) * m + r_] = res_[i_];            \
+                ROW(T, 4, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
+                store_column(out, m, r_, j_, res_, 4);                                                \
             }                                                                                         \
-            for (; j_ + 2 <= n; j_ += 2) {                                                            \
-                ROW(2, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                out[(size_t)j_ * m + r_] = res_[0];                                                   \
-                out[(size_t)(j_ + 1) * m + r_] = res_[1];                                             \
+            if (j_ + 2 <= n) {                                                                        \
+                ROW(T, 2, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
+                store_column(out, m, r_, j_, res_, 2);                                                \
+                j_ += 2;                                                                              \
             }                                                                                         \
             if (j_ < n) {                                                                             \
-                ROW(1, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                out[(size_t)j_ * m + r_] = res_[0];                                                   \
+                ROW(T, 1, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
+                store_column(out, m, r_, j_, res_, 1);                                                \
             }                                                                                         \
         }                                                                                             \
     } while (0)
+
+/* out[(j + i) * m + r] = res[i] for i < cnt: weight row r's results for activation rows j .. j + cnt */
+INLINE void store_column(float *out, int m, int r, int j, const float *res, int cnt) {
+    for (int i = 0; i < cnt; i++) out[(size_t)(j + i) * m + r] = res[i];
+}
 
 #define MAX_NA 4 /* activation rows a kernel call takes at most */
 
@@ -54,41 +61,13 @@ INLINE v128_t load4_i32(const int32_t *p, int cnt) {
 #define UNROLL _Pragma("clang loop unroll(full)")
 
 #define MATMUL_ARGS float *out, const uint8_t *w, const uint8_t *act, int n, int k, int m
+#define DEQUANT_ARGS const uint8_t *w, float *out, int k
 
-/* matmul_float.c */
-void mm_f32(MATMUL_ARGS);
-void mm_f16(MATMUL_ARGS);
-void mm_bf16(MATMUL_ARGS);
-void dq_f32(const uint8_t *w, float *out, int k);
-void dq_f16(const uint8_t *w, float *out, int k);
-void dq_bf16(const uint8_t *w, float *out, int k);
-
-/* matmul_legacy.c */
-void mm_q4_0(MATMUL_ARGS);
-void mm_q4_1(MATMUL_ARGS);
-void mm_q5_0(MATMUL_ARGS);
-void mm_q5_1(MATMUL_ARGS);
-void mm_q8_0(MATMUL_ARGS);
-void mm_iq4_nl(MATMUL_ARGS);
-void dq_q4_0(const uint8_t *w, float *out, int k);
-void dq_q4_1(const uint8_t *w, float *out, int k);
-void dq_q5_0(const uint8_t *w, float *out, int k);
-void dq_q5_1(const uint8_t *w, float *out, int k);
-void dq_q8_0(const uint8_t *w, float *out, int k);
-void dq_iq4_nl(const uint8_t *w, float *out, int k);
-
-/* matmul_kquants.c */
-void mm_q2_k(MATMUL_ARGS);
-void mm_q3_k(MATMUL_ARGS);
-void mm_iq4_xs(MATMUL_ARGS);
-void dq_q2_k(const uint8_t *w, float *out, int k);
-void dq_q3_k(const uint8_t *w, float *out, int k);
-void dq_iq4_xs(const uint8_t *w, float *out, int k);
-void mm_q4_k(MATMUL_ARGS);
-void mm_q5_k(MATMUL_ARGS);
-void mm_q6_k(MATMUL_ARGS);
-void dq_q4_k(const uint8_t *w, float *out, int k);
-void dq_q5_k(const uint8_t *w, float *out, int k);
-void dq_q6_k(const uint8_t *w, float *out, int k);
+/* each type's kernels, defined in its family's matmul_*.c: mm_<name> (MATMUL_DRIVER over its row kernel) and
+ * dq_<name> (one row dequantised, the same float operations as llamay.quants) */
+#define DECLARE_KERNELS(T, name, elements, act)                                                                    \
+    void mm_##name(MATMUL_ARGS);                                                                                   \
+    void dq_##name(DEQUANT_ARGS);
+KERNEL_TYPES(DECLARE_KERNELS)
 
 #endif

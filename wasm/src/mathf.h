@@ -37,32 +37,27 @@ INLINE v128_t tanh_x4(v128_t y) {
     return wasm_v128_or(t, wasm_v128_and(y, wasm_i32x4_splat((int32_t)0x80000000)));
 }
 
-static inline double sin_poly(double r) {
-    double r2 = r * r;
-    double p = 1.0 / 355687428096000.0; /* 1/17! */
-    p = p * r2 - 1.0 / 1307674368000.0;
-    p = p * r2 + 1.0 / 6227020800.0;
-    p = p * r2 - 1.0 / 39916800.0;
-    p = p * r2 + 1.0 / 362880.0;
-    p = p * r2 - 1.0 / 5040.0;
-    p = p * r2 + 1.0 / 120.0;
-    p = p * r2 - 1.0 / 6.0;
-    return r + r * r2 * p;
+/* Taylor terms in r^2, highest first: sin r = r + r^3 (-1/3! + r^2 (1/5! - ...)), cos r = 1 - r^2 (1/2! - ...) */
+static const double SIN_TERMS[] = {1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0,
+                                   -1.0 / 39916800.0,       1.0 / 362880.0,          -1.0 / 5040.0,
+                                   1.0 / 120.0,             -1.0 / 6.0}; /* 1/17! .. -1/3! */
+static const double COS_TERMS[] = {1.0 / 6402373705728000.0, -1.0 / 20922789888000.0, 1.0 / 87178291200.0,
+                                   -1.0 / 479001600.0,       1.0 / 3628800.0,         -1.0 / 40320.0,
+                                   1.0 / 720.0,              -1.0 / 24.0,             0.5}; /* 1/18! .. 1/2! */
+
+/* Horner's rule over n terms at x */
+INLINE double horner(const double *terms, int n, double x) {
+    double p = terms[0];
+    for (int i = 1; i < n; i++) p = p * x + terms[i];
+    return p;
 }
 
-static inline double cos_poly(double r) {
+static inline double sin_poly(double r) {
     double r2 = r * r;
-    double p = 1.0 / 6402373705728000.0; /* 1/18! */
-    p = p * r2 - 1.0 / 20922789888000.0;
-    p = p * r2 + 1.0 / 87178291200.0;
-    p = p * r2 - 1.0 / 479001600.0;
-    p = p * r2 + 1.0 / 3628800.0;
-    p = p * r2 - 1.0 / 40320.0;
-    p = p * r2 + 1.0 / 720.0;
-    p = p * r2 - 1.0 / 24.0;
-    p = p * r2 + 0.5;
-    return 1.0 - r2 * p;
+    return r + r * r2 * horner(SIN_TERMS, 8, r2);
 }
+
+static inline double cos_poly(double r) { return 1.0 - r * r * horner(COS_TERMS, 9, r * r); }
 
 static inline void sincos_d(double t, double *s, double *c) {
     const double PIO2_1 = 1.57079632673412561417e+00;  /* first 33 bits of pi/2 */

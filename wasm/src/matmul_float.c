@@ -55,20 +55,18 @@ INLINE void float_row(int T, int NA, const uint8_t *w, const uint8_t *arow, size
     }
 }
 
-#define F32_ROW(NA, w, arow, as, k, res) float_row(T_F32, NA, w, arow, as, k, res)
-#define F16_ROW(NA, w, arow, as, k, res) float_row(T_F16, NA, w, arow, as, k, res)
-#define BF16_ROW(NA, w, arow, as, k, res) float_row(T_BF16, NA, w, arow, as, k, res)
+void mm_f32(MATMUL_ARGS) { MATMUL_DRIVER(float_row, T_F32); }
 
-void mm_f32(MATMUL_ARGS) { MATMUL_DRIVER(F32_ROW, 4 * (size_t)k, ACT_F32); }
-void mm_f16(MATMUL_ARGS) { MATMUL_DRIVER(F16_ROW, 2 * (size_t)k, ACT_F16); }
-void mm_bf16(MATMUL_ARGS) { MATMUL_DRIVER(BF16_ROW, 2 * (size_t)k, ACT_BF16); }
+void dq_f32(DEQUANT_ARGS) { __builtin_memcpy(out, w, 4 * (size_t)k); }
 
-void dq_f32(const uint8_t *w, float *out, int k) { __builtin_memcpy(out, w, 4 * (size_t)k); }
+void mm_f16(MATMUL_ARGS) { MATMUL_DRIVER(float_row, T_F16); }
 
-void dq_f16(const uint8_t *w, float *out, int k) {
+void dq_f16(DEQUANT_ARGS) {
     for (int i = 0; i < k; i++) out[i] = h2f(load_u16(w + 2 * i));
 }
 
-void dq_bf16(const uint8_t *w, float *out, int k) {
+void mm_bf16(MATMUL_ARGS) { MATMUL_DRIVER(float_row, T_BF16); }
+
+void dq_bf16(DEQUANT_ARGS) {
     for (int i = 0; i < k; i++) out[i] = bf2f(load_u16(w + 2 * i));
 }

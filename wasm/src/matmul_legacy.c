@@ -14,46 +14,53 @@
 
 static const int8_t IQ4_LEVELS[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-INLINE size_t block_bytes(int T) {
-    switch (T) {
-    case T_Q4_0:
-        return sizeof(block_q4_0);
-    case T_Q4_1:
-        return sizeof(block_q4_1);
-    case T_Q5_0:
-        return sizeof(block_q5_0);
-    case T_Q5_1:
-        return sizeof(block_q5_1);
-    case T_IQ4_NL:
-        return sizeof(block_iq4_nl);
-    default:
-        return sizeof(block_q8_0);
-    }
-}
+/* How each type keeps its 32 quants and what their value adds: the per-type facts of the kernels below, as data
+ * (the type is a constant in each kernel, so these fold into its code). */
+enum { NIBBLES, FIFTH_BIT, INT8, LEVELS }; /* nibbles; nibbles and a fifth bit from qh; int8; IQ4 level indices */
+
+typedef struct {
+    int8_t quants;  /* one of the above */
+    int8_t qs;      /* byte offset of the quants (of qh for FIFTH_BIT, the nibbles follow) */
+    int8_t has_min; /* d and m lead the block: value d * q + m */
+    int8_t offset;  /* value d * (q - offset) */
+} legacy_layout;
+
+/* the family's types, X(id, name, quants, where they start, has_min, offset): their layouts below and, at the end
+ * of this file, their kernels are made from this list */
+#define LEGACY_TYPES(X)                                                                                            \
+    X(T_Q4_0, q4_0, NIBBLES, offsetof(block_q4_0, qs), 0, 8)                                                       \
+    X(T_Q4_1, q4_1, NIBBLES, offsetof(block_q4_1, qs), 1, 0)                                                       \
+    X(T_Q5_0, q5_0, FIFTH_BIT, offsetof(block_q5_0, qh), 0, 16)                                                    \
+    X(T_Q5_1, q5_1, FIFTH_BIT, offsetof(block_q5_1, qh), 1, 0)                                                     \
+    X(T_Q8_0, q8_0, INT8, offsetof(block_q8_0, qs), 0, 0)                                                          \
+    X(T_IQ4_NL, iq4_nl, LEVELS, offsetof(block_iq4_nl, qs), 0, 0)
+
+#define LAYOUT_OF(T, name, quants, at, has_min, offset) [T] = {quants, at, has_min, offset},
+static const legacy_layout LAYOUT[T_COUNT] = {LEGACY_TYPES(LAYOUT_OF)};
+
+INLINE size_t block_bytes(int T) { return (size_t)TYPE_TRAITS[T].bytes; }
 
 /* the 32 quants of a block as two vectors: elements 0..15 and 16..31 (for IQ4_NL: the level indices) */
 INLINE void decode(int T, const uint8_t *blk, v128_t *q0, v128_t *q1) {
-    switch (T) {
-    case T_Q4_0:
-    case T_Q4_1:
-    case T_IQ4_NL: {
-        v128_t q = wasm_v128_load(blk + block_bytes(T) - 16);
+    const uint8_t *at = blk + LAYOUT[T].qs;
+    switch (LAYOUT[T].quants) {
+    case NIBBLES:
+    case LEVELS: {
+        v128_t q = wasm_v128_load(at);
         *q0 = wasm_v128_and(q, LOW4);
         *q1 = wasm_u8x16_shr(q, 4);
         break;
     }
-    case T_Q5_0:
-    case T_Q5_1: {
-        const uint8_t *qh = blk + block_bytes(T) - 20;
-        uint32_t bits = load_u32(qh);
-        v128_t q = wasm_v128_load(qh + 4);
+    case FIFTH_BIT: {
+        uint32_t bits = load_u32(at);
+        v128_t q = wasm_v128_load(at + 4);
         *q0 = wasm_v128_or(wasm_v128_and(q, LOW4), bits_to_bytes(bits, 0, 0x10));
         *q1 = wasm_v128_or(wasm_u8x16_shr(q, 4), bits_to_bytes(bits, 1, 0x10));
         break;
     }
-    default: /* Q8_0 */
-        *q0 = wasm_v128_load(blk + 2);
-        *q1 = wasm_v128_load(blk + 18);
+    default: /* INT8 */
+        *q0 = wasm_v128_load(at);
+        *q1 = wasm_v128_load(at + 16);
     }
 }
 
@@ -68,19 +75,19 @@ INLINE v128_t dot_iq4(v128_t idx, v128_t x, v128_t acc) {
 /* the integer dot of one block's quants with 32 activation quants, as i32x4 partial sums */
 INLINE v128_t block_dot(int T, v128_t q0, v128_t q1, v128_t x0, v128_t x1) {
     const v128_t zero = wasm_i32x4_splat(0);
-    switch (T) {
-    case T_Q8_0: /* the plain dot in both builds: the relaxed one needs the weights' signs moved first, slower */
+    switch (LAYOUT[T].quants) {
+    case INT8: /* the plain dot in both builds: the relaxed one needs the weights' signs moved first, slower */
         return dot_i8(q1, x1, dot_i8(q0, x0, zero));
-    case T_IQ4_NL:
+    case LEVELS:
         return dot_iq4(q1, x1, dot_iq4(q0, x0, zero));
     default: /* unsigned 4- or 5-bit quants: i16 partial sums stay below 4 * 31 * 127 */
         return widen(wasm_i16x8_add(dot_u6(q0, x0), dot_u6(q1, x1)));
     }
 }
 
-INLINE int has_min(int T) { return T == T_Q4_1 || T == T_Q5_1; }
+INLINE int has_min(int T) { return LAYOUT[T].has_min; }
 
-INLINE int offset_of(int T) { return T == T_Q4_0 ? 8 : T == T_Q5_0 ? 16 : 0; }
+INLINE int offset_of(int T) { return LAYOUT[T].offset; }
 
 /* blocks b .. b+cnt-1 (cnt 1..4) of weight row w against NA activation rows, added to acc[j]; past cnt the last
  * block repeats, with activation scale 0 */
@@ -125,83 +132,31 @@ INLINE void legacy_row(int T, int NA, const uint8_t *w, const uint8_t *arow, siz
     UNROLL for (int j = 0; j < NA; j++) res[j] = hsum_f32x4(acc[j]);
 }
 
-#define Q4_0_ROW(NA, w, arow, as, k, res) legacy_row(T_Q4_0, NA, w, arow, as, k, res)
-#define Q4_1_ROW(NA, w, arow, as, k, res) legacy_row(T_Q4_1, NA, w, arow, as, k, res)
-#define Q5_0_ROW(NA, w, arow, as, k, res) legacy_row(T_Q5_0, NA, w, arow, as, k, res)
-#define Q5_1_ROW(NA, w, arow, as, k, res) legacy_row(T_Q5_1, NA, w, arow, as, k, res)
-#define Q8_0_ROW(NA, w, arow, as, k, res) legacy_row(T_Q8_0, NA, w, arow, as, k, res)
-#define IQ4_NL_ROW(NA, w, arow, as, k, res) legacy_row(T_IQ4_NL, NA, w, arow, as, k, res)
+/* ---- dequantisation (get_rows): the same float operations as llamay.quants -------------------------------- */
 
-void mm_q4_0(MATMUL_ARGS) { MATMUL_DRIVER(Q4_0_ROW, (size_t)(k / QK) * sizeof(block_q4_0), ACT_Q8); }
-void mm_q4_1(MATMUL_ARGS) { MATMUL_DRIVER(Q4_1_ROW, (size_t)(k / QK) * sizeof(block_q4_1), ACT_Q8); }
-void mm_q5_0(MATMUL_ARGS) { MATMUL_DRIVER(Q5_0_ROW, (size_t)(k / QK) * sizeof(block_q5_0), ACT_Q8); }
-void mm_q5_1(MATMUL_ARGS) { MATMUL_DRIVER(Q5_1_ROW, (size_t)(k / QK) * sizeof(block_q5_1), ACT_Q8); }
-void mm_q8_0(MATMUL_ARGS) { MATMUL_DRIVER(Q8_0_ROW, (size_t)(k / QK) * sizeof(block_q8_0), ACT_Q8); }
-void mm_iq4_nl(MATMUL_ARGS) { MATMUL_DRIVER(IQ4_NL_ROW, (size_t)(k / QK) * sizeof(block_iq4_nl), ACT_Q8); }
-
-/* ---- dequantisation (get_rows): the same float operations as llamay.quants ----------------------------- */
-
-void dq_q4_0(const uint8_t *w, float *out, int k) {
+/* a row of type T: per block d * (q - offset), d * q + m with a min, d * level for IQ4_NL */
+INLINE void legacy_dequant(int T, const uint8_t *w, float *out, int k) {
+    const legacy_layout L = LAYOUT[T];
     for (int b = 0; b < k / QK; b++, out += QK) {
-        const block_q4_0 *blk = (const block_q4_0 *)w + b;
-        float d = h2f(blk->d);
-        for (int j = 0; j < 16; j++) {
-            out[j] = d * (float)((blk->qs[j] & 15) - 8);
-            out[j + 16] = d * (float)((blk->qs[j] >> 4) - 8);
+        const uint8_t *blk = w + (size_t)b * block_bytes(T);
+        float d = h2f(load_u16(blk)), m = L.has_min ? h2f(load_u16(blk + 2)) : 0.0f; /* d (and m) lead a block */
+        v128_t q[2];
+        uint8_t qs[QK];
+        decode(T, blk, &q[0], &q[1]);
+        wasm_v128_store(qs, q[0]);
+        wasm_v128_store(qs + 16, q[1]);
+        for (int j = 0; j < QK; j++) {
+            float v = L.quants == LEVELS ? (float)IQ4_LEVELS[qs[j]]
+                      : L.quants == INT8 ? (float)(int8_t)qs[j]
+                                         : (float)(qs[j] - L.offset);
+            out[j] = L.has_min ? d * v + m : d * v;
         }
     }
 }
 
-void dq_q4_1(const uint8_t *w, float *out, int k) {
-    for (int b = 0; b < k / QK; b++, out += QK) {
-        const block_q4_1 *blk = (const block_q4_1 *)w + b;
-        float d = h2f(blk->d), m = h2f(blk->m);
-        for (int j = 0; j < 16; j++) {
-            out[j] = d * (float)(blk->qs[j] & 15) + m;
-            out[j + 16] = d * (float)(blk->qs[j] >> 4) + m;
-        }
-    }
-}
+/* ---- each type's kernels: its matmul (the row kernel) and its dequantiser --------------------------------- */
 
-INLINE int q5_bit(const uint8_t *qh, int j) { return (int)((load_u32(qh) >> j) & 1u) << 4; }
-
-void dq_q5_0(const uint8_t *w, float *out, int k) {
-    for (int b = 0; b < k / QK; b++, out += QK) {
-        const block_q5_0 *blk = (const block_q5_0 *)w + b;
-        float d = h2f(blk->d);
-        for (int j = 0; j < 16; j++) {
-            out[j] = d * (float)(((blk->qs[j] & 15) | q5_bit(blk->qh, j)) - 16);
-            out[j + 16] = d * (float)(((blk->qs[j] >> 4) | q5_bit(blk->qh, j + 16)) - 16);
-        }
-    }
-}
-
-void dq_q5_1(const uint8_t *w, float *out, int k) {
-    for (int b = 0; b < k / QK; b++, out += QK) {
-        const block_q5_1 *blk = (const block_q5_1 *)w + b;
-        float d = h2f(blk->d), m = h2f(blk->m);
-        for (int j = 0; j < 16; j++) {
-            out[j] = d * (float)((blk->qs[j] & 15) | q5_bit(blk->qh, j)) + m;
-            out[j + 16] = d * (float)((blk->qs[j] >> 4) | q5_bit(blk->qh, j + 16)) + m;
-        }
-    }
-}
-
-void dq_q8_0(const uint8_t *w, float *out, int k) {
-    for (int b = 0; b < k / QK; b++, out += QK) {
-        const block_q8_0 *blk = (const block_q8_0 *)w + b;
-        float d = h2f(blk->d);
-        for (int j = 0; j < QK; j++) out[j] = d * (float)blk->qs[j];
-    }
-}
-
-void dq_iq4_nl(const uint8_t *w, float *out, int k) {
-    for (int b = 0; b < k / QK; b++, out += QK) {
-        const block_iq4_nl *blk = (const block_iq4_nl *)w + b;
-        float d = h2f(blk->d);
-        for (int j = 0; j < 16; j++) {
-            out[j] = d * (float)IQ4_LEVELS[blk->qs[j] & 15];
-            out[j + 16] = d * (float)IQ4_LEVELS[blk->qs[j] >> 4];
-        }
-    }
-}
+#define LEGACY_KERNELS(T, name, ...)                                                                               \
+    void mm_##name(MATMUL_ARGS) { MATMUL_DRIVER(legacy_row, T); }                                                  \
+    void dq_##name(DEQUANT_ARGS) { legacy_dequant(T, w, out, k); }
+LEGACY_TYPES(LEGACY_KERNELS)
