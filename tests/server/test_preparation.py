@@ -10,9 +10,12 @@ import time
 
 import pytest
 
+from llamay.native.server.limits import MAX_TOKENIZE_CHARS
 from tests.server.conftest import STORIES_ID
 
 pytestmark = pytest.mark.native_only
+
+MIN_SECONDS = 1.0  # a request this long shows whether /health waited for it (20 ms between polls)
 
 
 def _health_while(server, post) -> tuple[float, float, int]:
@@ -59,24 +62,42 @@ def _words(n_chars: int, seed: int) -> str:
     return " ".join(out)[:n_chars]
 
 
+def _long_enough(attempt, scales: tuple[int, ...]) -> tuple[float, float, int]:
+    """attempt(scale) with the work scaled up until the request takes more than MIN_SECONDS: a fast machine
+    prepares a fixed request too quickly to show whether /health waited for it."""
+    for scale in scales:
+        took, slowest, answers = attempt(scale)
+        if took > MIN_SECONDS:
+            return took, slowest, answers
+    pytest.fail(f"even the largest request took only {took:.2f} s: too little to show anything")
+
+
 def test_health_answers_while_a_huge_text_is_tokenized(server):
-    text = _words(500_000, seed=int(time.time()))
-    with server.client(timeout=120) as c:
-        took, slowest, answers = _health_while(server, lambda: c.post("/tokenize", json={"content": text}))
-    assert took > 1.0, f"tokenizing took only {took:.2f} s: too little to show anything"
+    seed = int(time.time())
+
+    def attempt(scale: int) -> tuple[float, float, int]:
+        text = _words(min(250_000 * scale, MAX_TOKENIZE_CHARS), seed=seed + scale)
+        with server.client(timeout=120) as c:
+            return _health_while(server, lambda: c.post("/tokenize", json={"content": text}))
+
+    took, slowest, answers = _long_enough(attempt, (1, 2, 4))
     # on the event loop, one /health would have waited for all of it (slowest ~ took, one or two answers)
     assert answers >= 10 and slowest < took / 2, (took, slowest, answers)
 
 
 def test_health_answers_while_a_heavy_schema_compiles(server):
-    n = 1500 + random.randrange(1000)  # a schema not in the compiled-constraint cache
-    props = {f"field_{i}": {"type": "integer"} for i in range(n)}
-    schema = {"type": "object", "properties": props, "required": list(props)}
-    body = {"model": STORIES_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1,
-            "response_format": {"type": "json_schema", "json_schema": {"name": "big", "schema": schema}}}  # fmt: skip
-    with server.client(timeout=120) as c:
-        took, slowest, answers = _health_while(server, lambda: c.post("/v1/chat/completions", json=body))
-    assert took > 1.0, f"the schema compiled in {took:.2f} s: too little to show anything"
+    salt = random.randrange(1 << 30)  # a schema not in the compiled-constraint cache
+
+    def attempt(scale: int) -> tuple[float, float, int]:
+        props = {f"field_{i}_{salt}_{scale}": {"type": "integer"} for i in range(2000 * scale)}
+        schema = {"type": "object", "properties": props, "required": list(props)}
+        fmt = {"type": "json_schema", "json_schema": {"name": "big", "schema": schema}}
+        body = {"model": STORIES_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1,
+                "response_format": fmt}  # fmt: skip
+        with server.client(timeout=120) as c:
+            return _health_while(server, lambda: c.post("/v1/chat/completions", json=body))
+
+    took, slowest, answers = _long_enough(attempt, (1, 2, 4, 8))
     assert answers >= 10 and slowest < took / 2, (took, slowest, answers)
 
 
