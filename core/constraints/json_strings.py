@@ -137,22 +137,30 @@ KEY_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'  # a key character written as itself (no e
 def key_excluding(names: list[str], rule: str, max_length: int | None = None) -> dict[str, str]:
     """Rules for a quoted object key that is none of `names`. Keys are written without escapes, so a key that
     decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry."""
-    trie: dict = {}
+    # a flat trie (children by index): a nested one as deep as the longest name is freed by recursion in C,
+    # which overflows a browser worker's stack at ~2000 levels
+    nodes: list[dict[str, int]] = [{}]
+    ends: set[int] = set()
     for name in names:
-        node = trie
+        at = 0
         for ch in name:
-            node = node.setdefault(ch, {})
-        node[""] = {}  # end marker
+            nxt = nodes[at].get(ch)
+            if nxt is None:
+                nxt = nodes[at][ch] = len(nodes)
+                nodes.append({})
+            at = nxt
+        ends.add(at)
     rules: dict[str, str] = {}
     more = "*" if max_length is None else f"{{0,{max_length}}}"
     # one rule per trie node, named in preorder; a body needs only its children's names, so no recursion
-    todo = [(trie, rule)]
+    todo = [(0, rule)]
     count = 0
     while todo:
-        node, node_rule = todo.pop()
+        at, node_rule = todo.pop()
+        node = nodes[at]
         options = []
         # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
-        children = sorted(k for k in node if k and ord(k) >= 0x20 and k not in '"\\\x7f')
+        children = sorted(k for k in node if ord(k) >= 0x20 and k not in '"\\\x7f')
         named = []
         for ch in children:
             count += 1
@@ -162,10 +170,10 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None) ->
         todo.extend(reversed(named))
         others = "".join(_class_char(ch) for ch in children)
         options.append(f'[^"\\\\\\x7F\\x00-\\x1F{others}] {KEY_CHAR}{more}')
-        if "" not in node:
+        if at not in ends:
             options.append('""')  # the key may end here
         body = " | ".join(options)
-        rules[node_rule] = f'"\\"" ({body}) "\\"" space' if node is trie else body
+        rules[node_rule] = f'"\\"" ({body}) "\\"" space' if at == 0 else body
     return rules
 
 
