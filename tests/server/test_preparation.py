@@ -82,7 +82,7 @@ def test_health_answers_while_a_huge_text_is_tokenized(server):
 
     took, slowest, answers = _long_enough(attempt, (1, 2, 4))
     # on the event loop, one /health would have waited for all of it (slowest ~ took, one or two answers)
-    assert answers >= 10 and slowest < took / 2, (took, slowest, answers)
+    assert answers >= 4 and slowest < took / 2, (took, slowest, answers)
 
 
 def test_health_answers_while_a_heavy_schema_compiles(server):
@@ -98,7 +98,7 @@ def test_health_answers_while_a_heavy_schema_compiles(server):
             return _health_while(server, lambda: c.post("/v1/chat/completions", json=body))
 
     took, slowest, answers = _long_enough(attempt, (1, 2, 4, 8))
-    assert answers >= 10 and slowest < took / 2, (took, slowest, answers)
+    assert answers >= 4 and slowest < took / 2, (took, slowest, answers)
 
 
 def test_the_preparation_threads_take_a_bounded_number_of_requests(server):
