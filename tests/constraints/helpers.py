@@ -1,12 +1,17 @@
-"""Shared test helpers: compile GBNF quickly, and draw random sentences from a grammar."""
+"""Shared test helpers: the test data, compile GBNF quickly, and draw random sentences from a grammar."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 from llamay.constraints.automaton import Automaton
 from llamay.constraints.compile import BYTES, END, Program, compile_grammar
 from llamay.constraints.gbnf import parse
+
+DATA = Path(__file__).parent / "data"
+SCHEMAS = json.loads((DATA / "schemas.json").read_text())["schemas"]
 
 
 def automaton(gbnf: str) -> Automaton:

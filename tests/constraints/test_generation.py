@@ -5,7 +5,6 @@ and lexicons hold, and the engine's `constraint=` reaches the sampler."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +21,8 @@ from llamay.kernels import get_backend
 from llamay.model import load_model
 from llamay.sampling import SamplerConfig
 from tests import paths
+from tests.constraints.helpers import DATA, SCHEMAS
 
-DATA = Path(__file__).parent / "data"
-SCHEMAS = json.loads((DATA / "schemas.json").read_text())["schemas"]
 SMOLLM2_SCHEMAS = ("glaive_weather_call", "person_with_address", "recipe", "payment_method", "bank_transaction")
 CAPS = {"max_string_length": 12, "max_items": 2}
 

@@ -3,9 +3,7 @@ automaton accepts one by one, on three vocabularies, along walks through several
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -21,9 +19,7 @@ from llamay.constraints import (
     schema_to_gbnf,
 )
 from llamay.constraints.trie import TokenTrie
-
-DATA = Path(__file__).parent / "data"
-SCHEMAS = json.loads((DATA / "schemas.json").read_text())["schemas"]
+from tests.constraints.helpers import DATA, SCHEMAS
 
 GRAMMARS = {
     "json": json_gbnf("object"),

@@ -8,9 +8,6 @@ tokens hypothesis picks.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -25,9 +22,8 @@ from llamay.constraints import (
     schema_to_gbnf,
 )
 from tests.constraints.conftest import load_vocab
+from tests.constraints.helpers import DATA, SCHEMAS
 
-DATA = Path(__file__).parent / "data"
-SCHEMAS = json.loads((DATA / "schemas.json").read_text())["schemas"]
 GRAMMARS = [
     json_gbnf("value"),
     schema_to_gbnf(SCHEMAS["recipe"], max_string_length=8, max_items=2),

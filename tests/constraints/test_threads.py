@@ -5,9 +5,7 @@ sampling thread's answers do not change."""
 
 from __future__ import annotations
 
-import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +20,8 @@ from llamay.constraints import (
     parse_gbnf,
 )
 from tests.constraints.conftest import load_vocab
+from tests.constraints.helpers import SCHEMAS
 
-DATA = Path(__file__).parent / "data"
-SCHEMAS = json.loads((DATA / "schemas.json").read_text())["schemas"]
 HOSTILE = [{"type": "string", "minLength": 10**9}, {"type": "array", "minItems": 10**8}]
 
 
