@@ -171,8 +171,11 @@ async def snapshot(name: Name, service: ServiceDep) -> dict[str, Any]:
         # the file's size is known from the pin: a quota it would pass is refused before any work
         nbytes = snapshot_file.size(service.scheduler.state, pin.snapshot, len(tokens), name)
         async with service.snapshots.reserving(nbytes) as sid:
-            data = await asyncio.wrap_future(service.scheduler.call(
-                lambda st: snapshot_file.encode(st, pin.snapshot, fingerprint, context=tokens, label=name)))  # fmt: skip
+
+            def encode(st: Any) -> bytes:  # on the model thread: it reads the KV cache
+                return snapshot_file.encode(st, pin.snapshot, fingerprint, context=tokens, label=name)
+
+            data = await asyncio.wrap_future(service.scheduler.call(encode))
             entry = await service.snapshots.write(sid, data)
     finally:
         pin.let_go()

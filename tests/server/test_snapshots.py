@@ -121,7 +121,6 @@ def test_delete_and_what_follows(server, client, saved):
 
 
 def test_the_quota_is_refused_with_507_naming_the_limit(server, client, saved, monkeypatch):
-    from llamay.kv import snapshot_file
 
     snap, _want, _data = saved
     store = server.service.snapshots
@@ -138,7 +137,7 @@ def test_the_quota_is_refused_with_507_naming_the_limit(server, client, saved, m
         used = client.get(SNAPS).json()
         store.max_bytes = used["bytes"] + snap["bytes"] - 1
         encoded = []
-        monkeypatch.setattr(snapshot_file, "encode", lambda *a, **k: encoded.append(1))
+        monkeypatch.setattr(sf, "encode", lambda *a, **k: encoded.append(1))
         r = client.post(f"{BASE}/orig/snapshot")
         assert r.status_code == 507 and "--max-snapshot-bytes" in r.json()["error"]["message"]
         assert not encoded  # refused from the size it would have, before the KV is read
