@@ -30,9 +30,22 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-_API = frozenset({"Context", "ContextClosedError", "ContextFullError", "Defaults", "Logits", "Model",
-                  "ModelSourceError", "Sampler", "Snapshot", "TokenError", "load"})  # fmt: skip
-__all__ = sorted({*_API, "LlamayError", "constraints", "__version__"})
+__all__ = [
+    "Context",
+    "ContextClosedError",
+    "ContextFullError",
+    "Defaults",
+    "LlamayError",
+    "Logits",
+    "Model",
+    "ModelSourceError",
+    "Sampler",
+    "Snapshot",
+    "TokenError",
+    "constraints",
+    "load",
+]
+_API = frozenset(__all__) - {"LlamayError", "constraints"}
 
 
 def __getattr__(name: str) -> Any:

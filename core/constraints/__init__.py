@@ -35,7 +35,6 @@ from .json_any import json_gbnf
 from .json_schema import schema_to_gbnf, schema_to_grammar
 from .lexicon import lexicon_grammar
 from .limits import DEFAULT_LIMITS, Budget, ConstraintLimitError, ConstraintLimits
-# after .json_schema: the function takes the submodule's attribute (the library's `constraints.json_schema(s)`)
 from .spec import ConstraintSpec, gbnf_grammar, json_object, json_schema, word_list
 from .vocab import ConstraintVocab
 

@@ -1,6 +1,10 @@
 """Constraints named before a model is at hand (the library's `llamay.constraints.json_schema(schema)`): a spec
 holds the source and options, and is compiled against a model's vocabulary when generation starts, through
-the cached builders of this package (a spec used twice with one model compiles once)."""
+the cached builders of this package (a spec used twice with one model compiles once).
+
+`json_schema` takes the name of this package's submodule: the package imports the submodule first, then binds
+the name to this function (`llamay.constraints.json_schema(schema)`, as the library spells it); the submodule's
+code is still reached by `from llamay.constraints.json_schema import ...`."""
 
 from __future__ import annotations
 
