@@ -86,7 +86,7 @@ def test_high_level_misuse_is_a_clear_error(stories):
         stories.chat("hello")
     with pytest.raises(llamay.LlamayError, match="generative model without pooling"):
         stories.embed("hello")
-    with pytest.raises(llamay.LlamayError, match="made by llamay.constraints"):
+    with pytest.raises(llamay.LlamayError, match=r"made by llamay\.constraints"):
         stories.complete("Once", 4, constraint={"type": "object"})
 
 
@@ -107,9 +107,10 @@ def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
-def test_embeddings_match_sentence_transformers(backend_name):
+def test_embeddings_match_sentence_transformers():
+    """On the default backend (tests/model runs every backend's embeddings; portable takes a minute)."""
     expected = json.loads((paths.MINILM.parent / "expected.json").read_text())
-    with llamay.load(paths.MINILM, backend=backend_name) as encoder:
+    with llamay.load(paths.MINILM) as encoder:
         got = encoder.embed(expected["sentences"])
         one = encoder.embed(expected["sentences"][0])
         assert encoder.is_encoder
@@ -163,7 +164,7 @@ def test_sources_that_cannot_be_opened():
         llamay.load(str(paths.STORIES / "missing.gguf"))
     with pytest.raises(llamay.ModelSourceError, match="a path, a model name or the bytes"):
         llamay.load(42)
-    with pytest.raises(llamay.LlamayError, match="bad magic|not a GGUF"):
+    with pytest.raises(llamay.LlamayError, match="<bytes>: offset 0: bad magic"):
         llamay.load(b"definitely not a gguf file at all, padded to some length")
     data = paths.stories("q8_0").read_bytes()
     with llamay.load(bytearray(data), backend="portable") as model, llamay.load(paths.stories("q8_0")) as mapped:

@@ -1,0 +1,79 @@
+"""llamay.Sampler in a loop of the caller's own: seeded draws with penalties equal the Engine's loop under the same
+settings, a constraint holds in the loop (the output parses), and misuse names the parameter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import llamay
+from llamay.engine import Engine
+from llamay.sampling import Sampler as ChainSampler
+from llamay.sampling import SamplerConfig
+from tests import paths
+
+SETTINGS = {"temperature": 0.9, "top_k": 20, "top_p": 0.9, "min_p": 0.02, "seed": 11, "repeat_penalty": 1.2}
+
+
+@pytest.fixture(scope="module")
+def model():
+    with llamay.load(paths.stories("q8_0")) as m:
+        yield m
+
+
+def test_seeded_loop_equals_the_engines(model):
+    prompt = model.tokenize("Once upon a time")
+    sampler = llamay.Sampler(**SETTINGS)
+    sampler.accept_prompt(prompt)  # before the chain exists: kept until the first sample
+    with model.context(n_ctx=64) as ctx:
+        ctx.decode(prompt)
+        ours = []
+        for _ in range(20):
+            tok = sampler.sample(ctx)
+            if model.is_eog(tok):
+                break
+            ours.append(tok)
+            ctx.decode(tok)
+    chain = ChainSampler(SamplerConfig(**SETTINGS), tokenizer=model.tokenizer)
+    theirs = list(Engine(model.core, n_ctx=64).generate_tokens(prompt, len(ours) or 1, chain))
+    assert ours == theirs and len(set(ours)) > 3
+    sampler.reset()  # from the seed again, the history forgotten
+    assert sampler.seed == 11
+
+
+def test_a_constraint_holds_in_the_loop(model):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 999},
+              "ok": {"type": "boolean"}}, "required": ["n", "ok"], "additionalProperties": False}  # fmt: skip
+    for seed in (4, 5):
+        sampler = llamay.Sampler(temperature=0.8, seed=seed, constraint=llamay.constraints.json_schema(schema))
+        with model.context(n_ctx=128) as ctx:
+            ctx.decode(model.tokenize("Once upon a time"))
+            toks = []
+            while not sampler.done and len(toks) < 100:
+                tok = sampler.sample(ctx)
+                if model.is_eog(tok):
+                    break
+                toks.append(tok)
+                ctx.decode(tok)
+        assert sampler.done  # nothing but an end of generation may follow the object
+        jsonschema.validate(json.loads(model.detokenize(toks)), schema)
+
+
+def test_misuse_names_the_parameter(model):
+    with pytest.raises(llamay.LlamayError, match="top_kk: not a sampling parameter"):
+        llamay.Sampler(top_kk=3)
+    with pytest.raises(llamay.LlamayError, match="repeat_penalty: must be a number > 0"):
+        llamay.Sampler(repeat_penalty=0)
+    with pytest.raises(llamay.LlamayError, match="sample once first"):
+        llamay.Sampler().accept(3)
+    sampler = llamay.Sampler(temperature=0)
+    with model.context(n_ctx=16) as ctx:
+        ctx.decode(model.tokenize("Once"))
+        sampler.sample(ctx)
+        sampler.accept(300)
+    with llamay.load(paths.stories("f32"), backend="portable") as other, other.context(n_ctx=16) as ctx:
+        ctx.decode(other.tokenize("Once"))
+        with pytest.raises(llamay.LlamayError, match="one per model"):
+            sampler.sample(ctx)
