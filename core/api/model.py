@@ -4,7 +4,7 @@ drive: nothing here samples or decodes by itself."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,7 +178,18 @@ class Model:
         return self._run(lambda e, n, cfg, stops, c: e.chat(messages, n, cfg, stops, tools, constraint=c),
                          max_tokens, 512, stream, stop, sampler, constraint, sampling)  # fmt: skip
 
-    def _run(self, start, max_tokens, default_max, stream, stop, sampler, constraint, sampling) -> str | Iterator[str]:
+    def _run(
+        self,
+        start: Callable[[Engine, int, SamplerConfig, tuple[str, ...], Any], Iterator[str]],
+        max_tokens: int | None,
+        default_max: int,
+        stream: bool,
+        stop: Sequence[str] | str | None,
+        sampler: Sampler | None,
+        constraint: Any,
+        sampling: dict[str, Any],
+    ) -> str | Iterator[str]:
+        """Settings resolved (given, else the stored model's, else the defaults), then the engine's stream."""
         if self.is_encoder:
             raise LlamayError(f"{self.name} is an encoder ({self.core.cfg.arch}): it generates nothing; use embed")
         if sampler is not None and sampling:
