@@ -245,6 +245,7 @@ class Context:
             kv.release(self._family.state, self._seq)
 
     def _check_open(self) -> None:
+        self._family.model._check_open()
         if self._closed:
             raise ContextClosedError("this context was closed (its `with` block ended, or close() was called)")
 
@@ -255,5 +256,6 @@ class Context:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{self.n_past}/{self.n_ctx} tokens"
+        n_past = len(kv.tokens(self._family.state, self._seq))
+        state = "closed" if self._closed else f"{n_past}/{self.n_ctx} tokens"
         return f"<llamay.Context of {self.model.name}: {state}>"

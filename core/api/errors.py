@@ -10,7 +10,7 @@ class ModelSourceError(LlamayError):
 
 
 class ContextClosedError(LlamayError):
-    """A context (or snapshot) was used after `close()` (or after its `with` block)."""
+    """A model, context or snapshot was used after `close()` (or after its `with` block)."""
 
 
 class ContextFullError(LlamayError):

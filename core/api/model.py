@@ -15,7 +15,7 @@ from ..model import Model as CoreModel
 from ..sampling import SamplerConfig
 from ..tokenizer import StreamDecoder, Tokenizer
 from .context import Context
-from .errors import TokenError
+from .errors import ContextClosedError, TokenError
 from .sampler import Sampler, sampler_config
 
 
@@ -40,6 +40,7 @@ class Model:
         self._n_ctx = n_ctx or self.defaults.n_ctx
         self._engine: Engine | None = None
         self._busy = False  # a high-level stream has not finished: the engine's cache is in use
+        self.closed = False
 
     # -- what it is -----------------------------------------------------------------------------------------
 
@@ -122,6 +123,7 @@ class Model:
     def context(self, n_ctx: int | None = None, n_batch: int = 512, n_seq: int = 1) -> Context:
         """A fresh context of n_ctx tokens (default: the model's training context, at most 4096) with room for
         n_seq sequences (itself and its forks)."""
+        self._check_open()
         return Context._open(self, n_ctx, n_batch, n_seq)
 
     # -- the high level -------------------------------------------------------------------------------------
@@ -134,6 +136,7 @@ class Model:
     @property
     def engine(self) -> Engine:
         """The Engine that `complete`, `chat` and `embed` run on (made on first use)."""
+        self._check_open()
         if self._engine is None:
             self._engine = Engine(self.core, n_ctx=self._n_ctx)
         return self._engine
@@ -197,7 +200,10 @@ class Model:
         if sampler is not None and constraint is None:
             constraint = sampler.constraint
         cfg: SamplerConfig = sampler.config if sampler is not None else sampler_config(sampling, self.defaults.sampling)
-        n = max_tokens if max_tokens is not None else self.defaults.max_tokens or default_max
+        n = max_tokens
+        if n is None:  # the stored num_predict (negative: until the context is full), else the default
+            stored = self.defaults.max_tokens
+            n = default_max if stored is None else stored if stored > 0 else self.engine.state.n_ctx
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise LlamayError(f"max_tokens must be a positive integer, got {n!r}")
         stops = tuple(self.defaults.stop if stop is None else ([stop] if isinstance(stop, str) else stop))
@@ -231,9 +237,15 @@ class Model:
     # -- the end --------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Unmap the file; contexts of this model must not be used afterwards."""
-        self._engine = None
-        self.core.close()
+        """Close the file; this model and its contexts refuse any further work."""
+        if not self.closed:
+            self.closed = True
+            self._engine = None
+            self.core.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ContextClosedError(f"{self.name} was closed (its `with` block ended, or close() was called)")
 
     def __enter__(self) -> Model:
         return self

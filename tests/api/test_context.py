@@ -174,5 +174,13 @@ def test_misuse_is_a_clear_error():
             ctx.decode(1)
         with pytest.raises(llamay.LlamayError, match="n_seq must be a positive integer"):
             model.context(n_seq=0)
+        ctx = model.context(n_ctx=8)
+        ctx.decode(1)
+    assert repr(ctx) == "<llamay.Context of stories260K (karpathy/llama2.c TinyStories): 1/8 tokens>"
+    with pytest.raises(llamay.ContextClosedError, match=r"stories260K .* was closed"):
+        ctx.decode(403)  # its model was closed
+    with pytest.raises(llamay.ContextClosedError, match="was closed"):
+        model.complete("Once", 4)
+    ctx.close()
     with llamay.load(paths.MINILM, backend="portable") as encoder, pytest.raises(llamay.LlamayError, match="encoder"):
         encoder.context()
