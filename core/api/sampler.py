@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..constraints.spec import compiled
 from ..errors import LlamayError
 from ..sampling import Sampler as ChainSampler
-from ..sampling import SamplerConfig, SamplerConfigError
+from ..sampling import SamplerConfig, SamplerConfigError, SampleResult
 
 if TYPE_CHECKING:
     from .context import Context
@@ -75,6 +75,13 @@ class Sampler:
         logits = ctx.logits  # the error when there are none
         chain = self._bound(ctx.model)
         return chain.sample(ctx._be, logits._row(), 0, len(logits))
+
+    def sample_with_probs(self, ctx: Context) -> SampleResult:
+        """`sample`, also giving the chosen token's log-probability and the top `n_probs` tokens' (a Sampler made
+        with n_probs > 0; from the raw logits, or the sampled distribution with post_sampling_probs=True)."""
+        logits = ctx.logits
+        chain = self._bound(ctx.model)
+        return chain.sample_ex(ctx._be, logits._row(), 0, len(logits))
 
     def accept(self, token: int) -> None:
         """Record a token chosen elsewhere (penalties, DRY and the constraint move past it)."""

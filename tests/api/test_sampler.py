@@ -4,6 +4,7 @@ settings, a constraint holds in the loop (the output parses), and misuse names t
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -60,6 +61,18 @@ def test_a_constraint_holds_in_the_loop(model):
         value = json.loads(model.detokenize(toks))  # the schema's checks, by hand (no jsonschema under Pyodide)
         assert set(value) == {"n", "ok"} and type(value["n"]) is int and 0 <= value["n"] <= 999
         assert type(value["ok"]) is bool
+
+
+def test_log_probabilities_are_the_logits_log_softmax(model):
+    sampler = llamay.Sampler(temperature=0, n_probs=3)
+    with model.context(n_ctx=16) as ctx:
+        row = ctx.decode(model.tokenize("Once upon")).tolist()
+        got = sampler.sample_with_probs(ctx)
+    top = sorted(range(len(row)), key=lambda t: -row[t])[:3]
+    lse = max(row) + math.log(math.fsum(math.exp(x - max(row)) for x in row))
+    assert got.token == top[0] and [t for t, _ in got.top] == top
+    assert got.logprob == pytest.approx(row[top[0]] - lse, abs=1e-4)
+    assert [lp for _, lp in got.top] == pytest.approx([row[t] - lse for t in top], abs=1e-4)
 
 
 def test_misuse_names_the_parameter(model):
