@@ -10,6 +10,7 @@ vocabulary then); a sampler keeps one history, so make one per sequence being ge
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -95,6 +96,17 @@ class Sampler:
             self._pending.extend(tokens)
         else:
             self._chain.accept_prompt(tokens)
+
+    def fork(self) -> Sampler:
+        """A sampler that goes on exactly as this one would (its history, random state and constraint state
+        copied; the compiled constraint shared): pair it with `ctx.fork()` to branch a generation."""
+        other = Sampler.__new__(Sampler)
+        other.config, other.constraint, other._core = self.config, self.constraint, self._core
+        other._pending = list(self._pending)
+        chain = self._chain
+        shared = {id(chain.constraint): chain.constraint} if chain is not None and chain.constraint is not None else {}
+        other._chain = copy.deepcopy(chain, shared)
+        return other
 
     def reset(self) -> None:
         """Forget the history; the constraint and the random draws start again from the seed."""

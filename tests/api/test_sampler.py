@@ -43,6 +43,28 @@ def test_seeded_loop_equals_the_engines(model):
     assert sampler.seed == 11
 
 
+def run(model, ctx, sampler, n: int) -> list[int]:
+    out = []
+    for _ in range(n):
+        out.append(sampler.sample(ctx))
+        ctx.decode(out[-1])
+    return out
+
+
+def test_a_forked_sampler_and_context_go_on_as_the_originals(model):
+    grammar = llamay.constraints.gbnf_grammar('root ::= [^.]+ "."')
+    sampler = llamay.Sampler(**SETTINGS, constraint=grammar)
+    with model.context(n_ctx=64, n_seq=4) as ctx:
+        ctx.decode(model.tokenize("Once upon a time"))
+        run(model, ctx, sampler, 4)
+        a, b = ctx.fork(), ctx.fork()
+        fork, other = sampler.fork(), sampler.fork()
+        assert run(model, a, fork, 8) == run(model, ctx, sampler, 8)
+        other.reset()  # the copy's history is its own: reset, it draws as a fresh sampler does
+        with b.fork() as c:
+            assert run(model, b, other, 8) == run(model, c, llamay.Sampler(**SETTINGS, constraint=grammar), 8)
+
+
 def test_a_constraint_holds_in_the_loop(model):
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 999},
               "ok": {"type": "boolean"}}, "required": ["n", "ok"], "additionalProperties": False}  # fmt: skip
