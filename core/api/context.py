@@ -179,12 +179,12 @@ class Context:
         point = kv.checkpoint(st, self._seq)
         try:
             prefill(self._family.model.core, st, ids, self._seq)
-        except BaseException:
-            self._has_logits = False
-            self._version += 1
+        except BaseException:  # the cache goes back to before the call; the logits were not touched yet
             if kv.roll_back(st, point):  # a sliding window freed pages the earlier positions need: start over
                 kv.release(st, self._seq)
                 self._seq = kv.acquire(st)
+                self._has_logits = False
+                self._version += 1
             raise
         self._be.copy(self._buf, 0, st.logits, 0, self._n_vocab)
         return self._fresh_logits()
