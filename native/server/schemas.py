@@ -94,6 +94,12 @@ class ErrorResponse(BaseModel):
     error: ErrorDetail
 
 
+class OllamaErrorResponse(BaseModel):
+    """Ollama's error body, on its routes (`/api/...`)."""
+
+    error: str
+
+
 # -- shared sampling fields -----------------------------------------------------------------------------------
 
 
@@ -466,6 +472,15 @@ class OllamaEmbedRequest(_Lenient):
     model: str
     input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
     truncate: bool = True
+    options: OllamaOptions | None = None
+    keep_alive: str | Int | None = None
+
+
+class OllamaEmbeddingsRequest(_Lenient):
+    """Ollama's older embedding route: one text, one vector."""
+
+    model: str
+    prompt: str = Field(description="the text (empty: an empty vector, as Ollama answers)")
     options: OllamaOptions | None = None
     keep_alive: str | Int | None = None
 

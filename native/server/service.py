@@ -331,7 +331,8 @@ class Service:
 
     # -- embeddings -----------------------------------------------------------------------------------------
 
-    async def embed(self, name: str, texts: list[str]) -> tuple[ServedModel, list[list[float]], int]:
+    def embedding_model(self, name: str | None) -> ServedModel:
+        """The embedding model `name` names (400 for the generative one, saying which serves embeddings)."""
         m = self.find(name)
         if m.kind != "embed" or self.embed_engine is None:
             hint = (
@@ -341,7 +342,12 @@ class Service:
             )
             raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", "model",
                               "model_not_embedding")  # fmt: skip
+        return m
+
+    async def embed(self, name: str, texts: list[str]) -> tuple[ServedModel, list[list[float]], int]:
+        m = self.embedding_model(name)
         engine = self.embed_engine
+        assert engine is not None
         n_ctx = engine.state.n_ctx
         ids = await self.offload(engine.tokenizer.encode_batch, texts)
         for i, x in enumerate(ids):
