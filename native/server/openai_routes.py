@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
 
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
@@ -269,3 +270,22 @@ async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, A
         data.append({"object": "embedding", "index": i, "embedding": value})
     return {"object": "list", "data": data, "model": model.id,
             "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}}  # fmt: skip
+
+
+# -- the same routes without /v1 --------------------------------------------------------------------------------
+
+
+def _unprefixed(router: APIRouter) -> None:
+    """Each /v1 route also without the prefix (`OpenAI(base_url="http://host:port")`, as llama-server allows):
+    the same handler, left out of the description, where the /v1 operation names it (`x-aliases`)."""
+    for route in list(router.routes):
+        if not (isinstance(route, APIRoute) and route.path.startswith("/v1/")):
+            continue
+        alias = route.path.removeprefix("/v1")
+        router.add_api_route(alias, route.endpoint, methods=sorted(route.methods), response_model=route.response_model,
+                             name=f"{route.name}_unprefixed", include_in_schema=False)  # fmt: skip
+        route.description = f"{route.description}\n\nAlso served at `{alias}`.".lstrip()
+        route.openapi_extra = {**(route.openapi_extra or {}), "x-aliases": [alias]}
+
+
+_unprefixed(router)

@@ -237,3 +237,44 @@ def test_response_format_json_schema(server, client):
     r = client.post("/v1/chat/completions", json={"model": STORIES_ID, "messages": [{"role": "user", "content": "x"}],
                                                   "response_format": bad})  # fmt: skip
     assert r.status_code == 400 and r.json()["error"]["param"] == "response_format"
+
+
+# -- without the /v1 prefix -------------------------------------------------------------------------------------
+
+UNPREFIXED = ("/chat/completions", "/completions", "/models", "/models/{model}", "/embeddings")
+
+
+def test_routes_without_the_v1_prefix(server):
+    """`OpenAI(base_url="http://host:port")` (no /v1, as llama-server allows): every route answers there the same."""
+    openai = pytest.importorskip("openai")
+    oa = openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=120)
+    v1 = server.openai()
+    assert [m.id for m in oa.models.list().data] == [m.id for m in v1.models.list().data]
+    assert oa.models.retrieve(STORIES_ID).id == STORIES_ID
+    kw = {"model": STORIES_ID, "max_tokens": 8, "temperature": 0}
+    assert oa.completions.create(prompt="Once upon a time", **kw).choices[0].text.startswith(LILY[:20])
+    msgs = [{"role": "user", "content": "A story"}]
+    want = v1.chat.completions.create(messages=msgs, **kw).choices[0].message.content
+    assert oa.chat.completions.create(messages=msgs, **kw).choices[0].message.content == want
+    streamed = "".join(c.choices[0].delta.content or "" for c in oa.chat.completions.create(messages=msgs,
+                                                                                             stream=True, **kw)
+                       if c.choices)  # fmt: skip
+    assert streamed == want
+    vec = oa.embeddings.create(model="all-MiniLM-L6-v2-f16", input="a cat").data[0].embedding
+    assert vec == v1.embeddings.create(model="all-MiniLM-L6-v2-f16", input="a cat").data[0].embedding
+    with pytest.raises(openai.NotFoundError) as info:  # the same refusals, in the same shape
+        oa.chat.completions.create(messages=msgs, model="gpt-4o")
+    assert info.value.body["code"] == "model_not_found"
+
+
+def test_unprefixed_routes_share_the_handlers_and_are_described_once(server, client):
+    from llamay.native.server.openai_routes import router
+
+    routes = {r.path: r for r in router.routes}
+    doc = client.get("/openapi.json").json()
+    for alias in UNPREFIXED:
+        route, canonical = routes[alias], routes[f"/v1{alias}"]
+        assert route.endpoint is canonical.endpoint and route.methods == canonical.methods
+        assert alias not in doc["paths"]
+        (op,) = doc["paths"][f"/v1{alias}"].values()
+        assert op["x-aliases"] == [alias] and f"`{alias}`" in op["description"]
