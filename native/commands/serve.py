@@ -61,6 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="largest request body (e.g. 16M); larger ones get 413 (default 8M)",
     )
+    p.add_argument("--strict-model-name", action="store_true",
+                   help="refuse (404) a model name that is not a served model's, and a request without one (default: "
+                   "any name, or none, is the served model, as llama-server answers)")  # fmt: skip
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
 
@@ -107,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
             path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size or opts.num_ctx,
             parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
             aliases=aliases, snapshot_dir=args.snapshot_dir, name=r.name if r.manifest else None, defaults=opts,
-            max_body_bytes=args.max_body_bytes, **quota,
+            max_body_bytes=args.max_body_bytes, strict_names=args.strict_model_name, **quota,
         )  # fmt: skip
     r.apply(service.generator.model)  # its TEMPLATE, SYSTEM and MESSAGE layers
     be = service.generator.model.backend

@@ -145,7 +145,7 @@ async def embed(body: OllamaEmbedRequest, service: ServiceDep) -> dict[str, Any]
 @router.post("/api/embeddings", summary="One text's embedding (Ollama's older route; the vector of /api/embed)")
 async def embeddings(body: OllamaEmbeddingsRequest, service: ServiceDep) -> dict[str, Any]:
     if not body.prompt:  # Ollama's answer to an empty prompt (still checking the model is an embedding one)
-        service.embedding_model(body.model)
+        service.resolve(body.model, "embed")
         return {"embedding": []}
     _, vectors, _ = await service.embed(body.model, [body.prompt])
     return {"embedding": vectors[0]}

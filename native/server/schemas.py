@@ -236,8 +236,14 @@ class Tool(_Lenient):
     function: ToolFunction
 
 
+MODEL_NAME = (
+    "the served model's name; optional: any other name, or none, is the served model (llama-server's way), "
+    "unless the server runs with --strict-model-name"
+)
+
+
 class ChatCompletionRequest(Sampling):
-    model: str
+    model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -254,7 +260,7 @@ class ChatCompletionRequest(Sampling):
 
 
 class CompletionRequest(Sampling):
-    model: str
+    model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     prompt: (
         str
         | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
@@ -274,7 +280,7 @@ class CompletionRequest(Sampling):
 
 
 class EmbeddingRequest(_Lenient):
-    model: str
+    model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)] = Field(
         description="a text or a list of texts (token ids are not accepted)"
     )

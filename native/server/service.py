@@ -120,6 +120,7 @@ class Service:
         max_body_bytes: int | None = None,
         name: str | None = None,
         defaults: Any = None,
+        strict_names: bool = False,
     ) -> None:
         if not model.cfg.causal:
             raise LlamayError(f"{model.name} is an encoder ({model.cfg.arch}); serve it with --embedding-model")
@@ -136,6 +137,7 @@ class Service:
         )
         path = Path(model_path)
         digest, details = describe(model, path)
+        self.strict_names = strict_names  # --strict-model-name: only the served models' names (see `resolve`)
         self.defaults = defaults  # a stored model's PARAMETERs (llamay.native.store.options.Options), or None
         mid = name or path.stem  # a stored model by its name, a file by its stem
         self.generator = ServedModel(mid, model, path, frozenset({mid, path.stem, path.name, *aliases}), now,
@@ -233,6 +235,7 @@ class Service:
         return self.generator.model.tokenizer
 
     def find(self, name: str | None, param: str = "model") -> ServedModel:
+        """The served model so named, else 404 (a lookup: /api/show, /v1/models/{id})."""
         for m in self.models:
             if name is not None and m.matches(name):
                 return m
@@ -240,11 +243,36 @@ class Service:
         raise ApiError(404, f"the model {name!r} does not exist here; served: {known}", param=param,
                        code="model_not_found")  # fmt: skip
 
-    def generative(self, name: str | None) -> ServedModel:
-        m = self.find(name)
-        if m.kind != "generate":
-            raise bad_request(f"{m.id} is an embedding model: it does not generate text", "model", "wrong_model")
+    def resolve(self, name: str | None, kind: str, param: str = "model") -> ServedModel:
+        """The model that serves a request naming `name` on a route of `kind` ("generate" or "embed"), for every
+        route: a served model's name is that model (400 if it is of the other kind); any other name, or none, is
+        the one model of that kind, as llama-server answers for its one model (the OpenAI SDK sends
+        `gpt-3.5-turbo-instruct`, `text-embedding-3-small`...). With --strict-model-name a name is required and
+        must be a served one's (404). The one place names become models: where a stored model is served by name
+        later, an unknown name that is a stored model's can be loaded here."""
+        named = next((m for m in self.models if name is not None and m.matches(name)), None)
+        if named is None and self.strict_names:
+            if name is None:
+                known = ", ".join(m.id for m in self.models if m.kind == kind)
+                raise bad_request(f"model is required (the server runs with --strict-model-name); served: {known}",
+                                  param)  # fmt: skip
+            self.find(name, param)  # a 404
+        m = named or (self.generator if kind == "generate" else self.embedder)
+        if kind == "generate" and m is not None and m.kind != "generate":
+            raise bad_request(f"{m.id} is an embedding model: it does not generate text", param, "wrong_model")
+        if kind == "embed" and (m is None or m.kind != "embed" or self.embed_engine is None):
+            hint = (
+                f"; embeddings are served by {self.embedder.id}"
+                if self.embedder
+                else "; start the server with --embedding-model PATH (an encoder such as all-MiniLM-L6-v2)"
+            )
+            what = f"{m.id} is a generative model without pooling: it has no embeddings" if m else "no embedding model"
+            raise bad_request(f"{what}{hint}", param, "model_not_embedding")
+        assert m is not None
         return m
+
+    def generative(self, name: str | None) -> ServedModel:
+        return self.resolve(name, "generate")
 
     # -- preparing requests ---------------------------------------------------------------------------------
 
@@ -331,21 +359,8 @@ class Service:
 
     # -- embeddings -----------------------------------------------------------------------------------------
 
-    def embedding_model(self, name: str | None) -> ServedModel:
-        """The embedding model `name` names (400 for the generative one, saying which serves embeddings)."""
-        m = self.find(name)
-        if m.kind != "embed" or self.embed_engine is None:
-            hint = (
-                f"; embeddings are served by {self.embedder.id}"
-                if self.embedder
-                else "; start the server with --embedding-model PATH (an encoder such as all-MiniLM-L6-v2)"
-            )
-            raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", "model",
-                              "model_not_embedding")  # fmt: skip
-        return m
-
-    async def embed(self, name: str, texts: list[str]) -> tuple[ServedModel, list[list[float]], int]:
-        m = self.embedding_model(name)
+    async def embed(self, name: str | None, texts: list[str]) -> tuple[ServedModel, list[list[float]], int]:
+        m = self.resolve(name, "embed")
         engine = self.embed_engine
         assert engine is not None
         n_ctx = engine.state.n_ctx

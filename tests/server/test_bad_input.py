@@ -59,27 +59,11 @@ def test_malformed_json(client, path, raw):
         ({"model": STORIES_ID, "messages": MSG, "top_p": 1.5}, "top_p"),
         ({"model": STORIES_ID, "messages": MSG, "stream": "yes please"}, "stream"),
         ({"model": 7, "messages": MSG}, "model"),
-        ({"messages": MSG}, "model"),
     ],
 )
 def test_wrong_types_and_ranges(client, body, param):
     err = error_of(client.post(CHAT, json=body), 400)
     assert err["param"] == param
-
-
-def test_unknown_model(client):
-    for path, body in [
-        (CHAT, {"model": "gpt-4o", "messages": MSG}),
-        (COMPLETIONS, {"model": "gpt-4o", "prompt": "x"}),
-        ("/api/generate", {"model": "llama3", "prompt": "x"}),
-        ("/v1/embeddings", {"model": "text-embedding-3-small", "input": "x"}),
-        ("/api/show", {"model": "nothing"}),
-    ]:
-        err = error_of(client.post(path, json=body), 404)
-        assert body["model"] in err["message"] and "does not exist" in err["message"]
-        if not path.startswith("/api/"):
-            assert err["code"] == "model_not_found" and err["param"] == "model"
-    error_of(client.get("/v1/models/gpt-4o"), 404)
 
 
 def test_prompt_longer_than_the_context(client):
