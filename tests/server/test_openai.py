@@ -262,9 +262,9 @@ def test_routes_without_the_v1_prefix(server):
     assert streamed == want
     vec = oa.embeddings.create(model="all-MiniLM-L6-v2-f16", input="a cat").data[0].embedding
     assert vec == v1.embeddings.create(model="all-MiniLM-L6-v2-f16", input="a cat").data[0].embedding
-    with pytest.raises(openai.NotFoundError) as info:  # the same refusals, in the same shape
-        oa.chat.completions.create(messages=msgs, model="gpt-4o")
-    assert info.value.body["code"] == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as info:  # the same refusals, in the same shape
+        oa.chat.completions.create(messages=msgs, model="all-MiniLM-L6-v2-f16")
+    assert info.value.body["code"] == "wrong_model"
 
 
 def test_unprefixed_routes_share_the_handlers_and_are_described_once(server, client):
