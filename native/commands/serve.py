@@ -64,6 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-model-name", action="store_true",
                    help="refuse (404) a model name that is not a served model's, and a request without one (default: "
                    "any name, or none, is the served model, as llama-server answers)")  # fmt: skip
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no request log (default: one line per request on stderr: method, path, status, tokens, ms)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
 
@@ -120,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     api_key = args.api_key or os.environ.get("LLAMAY_API_KEY") or None
     app = create_app(service, api_key=api_key, bound=args.host, allowed_hosts=tuple(args.allowed_host),
                      cors_origins=tuple(args.cors_origin))  # fmt: skip
-    _log_in_one_line()
+    _log_in_one_line(requests=not args.quiet)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
     server = _server(uvicorn, config, service, say)
     _announce_when_ready(server, service, say)
@@ -128,14 +134,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _log_in_one_line() -> None:
-    """The server's own messages (a client gone, a failed step) as `llamay serve: ...` lines on stderr."""
+def _log_in_one_line(requests: bool = True) -> None:
+    """The server's own messages (a client gone, a failed step) as `llamay serve: ...` lines on stderr, and one
+    line per request unless --quiet (llamay.server.requests, at INFO)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("llamay serve: %(message)s"))
     logger = logging.getLogger("llamay")
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING)
     logger.propagate = False
+    logging.getLogger("llamay.server.requests").setLevel(logging.INFO if requests else logging.WARNING)
 
 
 def _server(uvicorn, config, service, say):

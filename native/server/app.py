@@ -29,6 +29,7 @@ from .docs_page import docs_router
 from .errors import STATUSES, ApiError, bad_request, error_body, error_type, validation_errors
 from .guard import Guard, GuardConfig
 from .openapi import openapi
+from .request_log import RequestLog
 from .schemas import (
     DetokenizeRequest,
     DetokenizeResponse,
@@ -95,6 +96,7 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
                          max_body_bytes=service.limits.max_body_bytes)  # fmt: skip
     app.add_middleware(Guard, config=config)
     app.add_middleware(CountRequests, service=service)
+    app.add_middleware(RequestLog)  # outermost: every request, the guard's refusals too, in one line
     app.openapi = lambda: openapi(app, service)  # type: ignore[method-assign]
     return app
 

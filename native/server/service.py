@@ -25,6 +25,7 @@ from .context_store import ContextStore
 from .errors import ApiError, bad_request
 from .limits import PREPARE_THREADS, Limits, prompt_char_limit
 from .metrics import Metrics
+from .request_log import note_tokens
 from .scheduler import Scheduler, SchedulerConfig
 from .snapshot_store import DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SNAPSHOTS, SnapshotStore
 
@@ -378,4 +379,5 @@ class Service:
             vectors = await asyncio.wrap_future(self.scheduler.call(run))
         else:
             vectors = await asyncio.to_thread(run)
+        note_tokens(sum(map(len, ids)))  # in the request's log line
         return m, vectors, sum(map(len, ids))
