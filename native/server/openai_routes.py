@@ -175,7 +175,7 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
                          fmt=body.response_format)  # fmt: skip
     prompts, echo = await service.offload(_prompts, service, body.prompt, body.echo)
-    budgets = [service.budget(p, body.max_tokens or 16) for p in prompts]
+    budgets = [service.budget(p, 16 if body.max_tokens is None else body.max_tokens) for p in prompts]
     gen = (await Generation.create(service, prompts, params, budgets)).start()
     head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip

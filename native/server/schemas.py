@@ -169,7 +169,12 @@ class _SamplingBase(_Lenient):
     )
     stop: Stop = Field(None, description=f"up to {MAX_STOPS} stop strings of at most {MAX_STOP_CHARS} characters")
     n: Int = Field(1, ge=1, le=MAX_N)
-    max_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
+    max_tokens: Int | None = Field(
+        None,
+        ge=0,
+        le=MAX_TOKENS,
+        description="0: the prompt is evaluated into the cache, nothing is generated (llama-server's n_predict 0)",
+    )
     user: str | None = None
 
 

@@ -156,7 +156,7 @@ OPENAI_OUT_OF_BOUNDS = [
     ("min_keep", -1),
     ("seed", 2**64),
     ("n", 17),
-    ("max_tokens", 0),
+    ("max_tokens", -1),
     ("logit_bias", {"5": 101}),
     ("logit_bias", {str(i): 1 for i in range(1025)}),
 ]

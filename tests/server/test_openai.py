@@ -278,3 +278,27 @@ def test_unprefixed_routes_share_the_handlers_and_are_described_once(server, cli
         assert alias not in doc["paths"]
         (op,) = doc["paths"][f"/v1{alias}"].values()
         assert op["x-aliases"] == [alias] and f"`{alias}`" in op["description"]
+
+
+def test_max_tokens_0_evaluates_the_prompt_and_generates_nothing(server, client):
+    """llama-server's n_predict 0: an empty reply (finish "length", no completion tokens), the prompt evaluated into
+    the cache: the same prompt again finds it there."""
+    oa = server.openai()
+    prompt = "Zero tokens, please: the prompt alone goes into the cache, the reply is empty."
+    r = oa.completions.create(model=STORIES_ID, prompt=prompt, max_tokens=0)
+    assert r.choices[0].text == "" and r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 0 and r.usage.prompt_tokens > 8
+    again = client.post("/v1/completions", json={"prompt": prompt, "max_tokens": 1}).json()
+    assert again["usage"]["prompt_tokens_details"]["cached_tokens"] >= r.usage.prompt_tokens // 2
+    chat = oa.chat.completions.create(model=STORIES_ID, messages=[{"role": "user", "content": "hi"}], max_tokens=0)
+    assert chat.choices[0].message.content == "" and chat.usage.completion_tokens == 0
+    with client.stream(
+        "POST",
+        "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0, "stream": True},
+    ) as s:
+        events = sse_events(s.read().decode())
+    assert events[-1] == "[DONE]" and events[-2]["choices"][0]["finish_reason"] == "length"
+    assert "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1]) == ""
+    r = client.post("/v1/completions", json={"prompt": "x", "max_tokens": -1})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "max_tokens"
