@@ -252,16 +252,11 @@ def _completion_logprob_block(service: Service, lps: list[tuple[int, float, Any]
 
 @router.post("/v1/embeddings", response_model=EmbeddingResponse, summary="Sentence embeddings (encoder models)")
 async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, Any]:
-    inp = body.input
-    if isinstance(inp, str):
-        texts = [inp]
-    elif inp and all(isinstance(x, str) for x in inp):
-        texts = list(inp)
-    else:
-        raise bad_request("input must be a string or a list of strings (token ids are not accepted)", "input")
-    if not texts or len(texts) > MAX_EMBED_INPUTS:
-        raise bad_request(f"between 1 and {MAX_EMBED_INPUTS} inputs per request, got {len(texts)}", "input")
-    model, vectors, n_tokens = await service.embed(body.model, texts)
+    inp = body.input  # a text, texts, token ids, or lists of them (the schema made sure of which)
+    inputs: list[Any] = [inp] if isinstance(inp, str) or (inp and isinstance(inp[0], int)) else list(inp)
+    if not inputs or len(inputs) > MAX_EMBED_INPUTS:
+        raise bad_request(f"between 1 and {MAX_EMBED_INPUTS} inputs per request, got {len(inputs)}", "input")
+    model, vectors, n_tokens = await service.embed(body.model, inputs)
     if body.dimensions is not None and body.dimensions != len(vectors[0]):
         raise bad_request(f"{model.id} gives {len(vectors[0])} dimensions; it cannot be shortened", "dimensions")
     data = []

@@ -1,8 +1,10 @@
 """The OpenAPI description, made exact for the server that publishes it, so that a request valid against it is
 one this server accepts (schemathesis checks both ways):
 
-- `model` lists the models each route serves; token limits (`max_tokens`, `num_predict`) end at the context;
-- token ids lie in the vocabulary (`x-llamay: token-id`), logit-bias keys are token ids written as strings;
+- `model` admits any name but a model's of the other kind (with --strict-model-name: lists the models each route
+  serves); token limits (`max_tokens`, `num_predict`) end at the context;
+- token ids lie in the vocabulary (`x-llamay: token-id`; the embedding model's for `embed-token-id`), logit-bias
+  keys are token ids written as strings;
 - `dimensions` is the embedding model's; `tools` is empty when the chat template cannot take tools;
 - links join the context routes (create → get, fork, snapshot, continue, delete; snapshot → restore, and the
   snapshot file's get and delete), for stateful clients and tests.
@@ -54,10 +56,14 @@ def _exact(doc: dict[str, Any], service: Any) -> None:
     for name, schema in doc.get("components", {}).get("schemas", {}).items():
         _exact_model(name, schema, service)
     n_vocab = service.tokenizer.n_vocab
+    engine = service.embed_engine
+    embed_vocab = min(engine.tokenizer.n_vocab, engine.model.cfg.n_vocab) if engine is not None else n_vocab
     for node in _walk(doc):
         mark = node.pop("x-llamay", None)
         if mark == "token-id":
             node["maximum"] = n_vocab - 1
+        elif mark == "embed-token-id":  # the embedding model's vocabulary (none served: every request is a 400)
+            node["maximum"] = embed_vocab - 1
         elif mark == "logit-bias":
             for variant in _variants(node):
                 if variant.get("type") == "object":

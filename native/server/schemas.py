@@ -48,6 +48,7 @@ def _json_integer(value: Any) -> Any:
 
 Int = Annotated[int, BeforeValidator(_json_integer)]  # request models are strict: this is their integer
 TokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "token-id"})]  # < n_vocab: set per server
+EmbedTokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "embed-token-id"})]  # the embedder's
 Stop = str | list[str] | None  # limits: checked by params.stops (naming them), published by openapi.py
 
 
@@ -286,9 +287,14 @@ class CompletionRequest(Sampling):
 
 class EmbeddingRequest(_Lenient):
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
-    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)] = Field(
-        description="a text or a list of texts (token ids are not accepted)"
-    )
+    input: (
+        str
+        | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
+        | Annotated[list[EmbedTokenId], Field(min_length=1)]
+        | Annotated[
+            list[Annotated[list[EmbedTokenId], Field(min_length=1)]], Field(min_length=1, max_length=MAX_EMBED_INPUTS)
+        ]
+    ) = Field(description="a text, a list of texts, token ids (of the embedding model), or a list of token-id lists")
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: Int | None = Field(None, ge=1, le=1 << 16)
     user: str | None = None

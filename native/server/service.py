@@ -360,12 +360,16 @@ class Service:
 
     # -- embeddings -----------------------------------------------------------------------------------------
 
-    async def embed(self, name: str | None, texts: list[str]) -> tuple[ServedModel, list[list[float]], int]:
+    async def embed(
+        self, name: str | None, inputs: list[str] | list[list[int]]
+    ) -> tuple[ServedModel, list[list[float]], int]:
+        """The embedding of each input: a text, or token ids of the embedding model's vocabulary (as OpenAI's
+        `input` allows), read as given."""
         m = self.resolve(name, "embed")
         engine = self.embed_engine
         assert engine is not None
         n_ctx = engine.state.n_ctx
-        ids = await self.offload(engine.tokenizer.encode_batch, texts)
+        ids = await self.offload(_embedding_ids, engine, inputs, m.id)
         for i, x in enumerate(ids):
             if len(x) > n_ctx:
                 raise bad_request(f"input {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}", "input",
@@ -373,7 +377,7 @@ class Service:
 
         def run(_state: Any = None) -> list[list[float]]:
             with self._embed_lock:
-                return engine.embed(texts)
+                return engine.embed_ids(ids)
 
         if self.scheduler.alive:  # on the model thread, between steps: kernels run on one thread only (above)
             vectors = await asyncio.wrap_future(self.scheduler.call(run))
@@ -381,3 +385,20 @@ class Service:
             vectors = await asyncio.to_thread(run)
         note_tokens(sum(map(len, ids)))  # in the request's log line
         return m, vectors, sum(map(len, ids))
+
+
+def _embedding_ids(engine: Engine, inputs: list[str] | list[list[int]], name: str) -> list[list[int]]:
+    """Texts tokenized as Engine.embed does; token ids checked against the embedding model's vocabulary, the bad
+    one named (on a preparation thread)."""
+    n_vocab = min(engine.tokenizer.n_vocab, engine.model.cfg.n_vocab)
+    out = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, str):
+            out.append(engine.tokenizer.encode(x))
+            continue
+        bad = next((j for j, t in enumerate(x) if not 0 <= t < n_vocab), None)
+        if bad is not None:
+            raise bad_request(f"input[{i}][{bad}]: token id {x[bad]} is outside the vocabulary of {n_vocab} ({name})",
+                              "input")  # fmt: skip
+        out.append(list(x))
+    return out

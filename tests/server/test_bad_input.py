@@ -110,7 +110,9 @@ def test_other_bad_values(client):
             "messages.0.content.0.type",
         ),
         ("/detokenize", {"tokens": [10**6]}, "tokens"),
-        ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": [1, 2, 3]}, "input"),
+        ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": [1, 2, 10**6]}, "input"),
+        ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": [[]]}, "input"),
+        (COMPLETIONS, {"model": STORIES_ID, "prompt": [[1, 2], [3, 512]]}, "prompt"),
         ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": "x", "dimensions": 7}, "dimensions"),
         ("/api/generate", {"model": STORIES_ID, "prompt": "x", "format": "yaml"}, "format"),
     ]

@@ -302,3 +302,30 @@ def test_max_tokens_0_evaluates_the_prompt_and_generates_nothing(server, client)
     assert "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1]) == ""
     r = client.post("/v1/completions", json={"prompt": "x", "max_tokens": -1})
     assert r.status_code == 400 and r.json()["error"]["param"] == "max_tokens"
+
+
+def test_token_id_inputs(server, client):
+    """Token ids where the OpenAI API allows them: a completion's prompt (ids, or a batch of id lists: the same
+    text as the prompt they tokenize) and an embedding's input (the embedding model's ids: the vector of the text
+    they tokenize); an id outside the vocabulary is a 400 naming it."""
+    oa = server.openai()
+    text = "Once upon a time"
+    ids = client.post("/tokenize", json={"content": text, "add_special": True}).json()["tokens"]
+    want = oa.completions.create(model=STORIES_ID, prompt=text, max_tokens=6, temperature=0).choices[0].text
+    r = oa.completions.create(model=STORIES_ID, prompt=ids, max_tokens=6, temperature=0)
+    assert r.choices[0].text == want and r.usage.prompt_tokens == len(ids)
+    r = oa.completions.create(model=STORIES_ID, prompt=[ids, ids[:2]], max_tokens=6, temperature=0)
+    assert r.choices[0].text == want and len(r.choices) == 2
+    bad = client.post("/v1/completions", json={"prompt": [ids, [*ids, 512]], "max_tokens": 2})
+    assert bad.status_code == 400 and "token id 512" in bad.json()["error"]["message"]
+    minilm = "all-MiniLM-L6-v2-f16"
+    tok = server.service.embed_engine.tokenizer  # the embedding model's own ids ([CLS] ... [SEP])
+    vec = oa.embeddings.create(model=minilm, input="a cat").data[0].embedding
+    e_ids = tok.encode("a cat")
+    assert oa.embeddings.create(model=minilm, input=e_ids).data[0].embedding == pytest.approx(vec, abs=1e-6)
+    both = oa.embeddings.create(model=minilm, input=[e_ids, tok.encode("a dog")])
+    assert both.data[0].embedding == pytest.approx(vec, abs=1e-6) and both.usage.prompt_tokens > len(e_ids)
+    n_vocab = tok.n_vocab
+    bad = client.post("/v1/embeddings", json={"model": minilm, "input": [[5], [7, n_vocab]]})
+    err = bad.json()["error"]
+    assert bad.status_code == 400 and err["param"] == "input" and f"input[1][1]: token id {n_vocab}" in err["message"]
