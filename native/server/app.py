@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llamay import __version__
 from llamay.errors import LlamayError
@@ -95,8 +94,7 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
     config = GuardConfig(bound=bound, allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins),
                          max_body_bytes=service.limits.max_body_bytes)  # fmt: skip
     app.add_middleware(Guard, config=config)
-    app.add_middleware(CountRequests, service=service)
-    app.add_middleware(RequestLog)  # outermost: every request, the guard's refusals too, in one line
+    app.add_middleware(RequestLog, metrics=service.metrics)  # outermost: every request, the guard's refusals too
     app.openapi = lambda: openapi(app, service)  # type: ignore[method-assign]
     return app
 
@@ -199,34 +197,3 @@ def _add_error_handlers(app: FastAPI) -> None:
         msg = f"internal error: {type(e).__name__}: {e}"
         body = error_body(msg, "server_error", None, "internal_error", req.url.path)
         return JSONResponse(body, status_code=500)
-
-
-# -- middlewares -----------------------------------------------------------------------------------------
-
-
-class CountRequests:
-    """Counts answered requests by method, route template and status (a pure ASGI middleware, so streaming
-    responses and disconnects pass through untouched)."""
-
-    def __init__(self, app: ASGIApp, service: Service) -> None:
-        self.app = app
-        self.metrics = service.metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = 500
-
-        async def counting_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, counting_send)
-        finally:
-            route = scope.get("route")
-            path = getattr(route, "path", None) or "unmatched"
-            self.metrics.requests[(scope.get("method", ""), path, status)] += 1

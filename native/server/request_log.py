@@ -1,9 +1,11 @@
-"""One line per answered request on the `llamay.server.requests` logger (INFO): method, path, status, the
-tokens read and generated where the request had any, and the milliseconds until its last byte:
+"""Every answered request counted by method, route template and status (the metrics), and written in one line
+on the `llamay.server.requests` logger (INFO): method, path, status, the tokens read and generated where the
+request had any, and the milliseconds until its last byte:
 
     POST /v1/chat/completions 200 in=23 out=16 41 ms
 
-A pure ASGI middleware, outermost (the guard's refusals are logged too; a stream is logged once it ends). The
+A pure ASGI middleware, outermost (streaming responses and disconnects pass through untouched; the guard's
+refusals are counted and logged too; a stream is logged once it ends). The
 routes' work reports its tokens into the request's record through a context variable (`note_generation`,
 `note_tokens`): the record is made in the request's task, which the handler and its streaming task share.
 `llamay serve --quiet` turns the lines off.
@@ -52,27 +54,32 @@ def note_tokens(n_in: int) -> None:
 
 
 class RequestLog:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, metrics: Any) -> None:
         self.app = app
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not log.isEnabledFor(logging.INFO):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        record = Record()
+        record = Record() if log.isEnabledFor(logging.INFO) else None
         token = _current.set(record)
         t0 = time.perf_counter()
         status = 500  # what the client gets if nothing is sent (an error past every handler)
 
-        async def logging_send(message: Message) -> None:
+        async def watching_send(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
             await send(message)
 
         try:
-            await self.app(scope, receive, logging_send)
+            await self.app(scope, receive, watching_send)
         finally:
-            ms = (time.perf_counter() - t0) * 1000
-            log.info("%s %s %d%s %.0f ms", scope.get("method", ""), scope.get("path", ""), status, record.tokens(), ms)
             _current.reset(token)
+            method = scope.get("method", "")
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            self.metrics.requests[(method, route, status)] += 1
+            if record is not None:
+                ms = (time.perf_counter() - t0) * 1000
+                log.info("%s %s %d%s %.0f ms", method, scope.get("path", ""), status, record.tokens(), ms)
