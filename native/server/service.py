@@ -261,14 +261,17 @@ class Service:
         m = named or (self.generator if kind == "generate" else self.embedder)
         if kind == "generate" and m is not None and m.kind != "generate":
             raise bad_request(f"{m.id} is an embedding model: it does not generate text", param, "wrong_model")
+        if kind == "embed" and m is None:  # no model of that kind here: nothing the name could be (as unknown)
+            raise ApiError(404, "no embedding model is served here: start the server with --embedding-model PATH "
+                           "(an encoder such as all-MiniLM-L6-v2)", param=param, code="model_not_found")  # fmt: skip
         if kind == "embed" and (m is None or m.kind != "embed" or self.embed_engine is None):
             hint = (
                 f"; embeddings are served by {self.embedder.id}"
                 if self.embedder
                 else "; start the server with --embedding-model PATH (an encoder such as all-MiniLM-L6-v2)"
             )
-            what = f"{m.id} is a generative model without pooling: it has no embeddings" if m else "no embedding model"
-            raise bad_request(f"{what}{hint}", param, "model_not_embedding")
+            raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", param,
+                              "model_not_embedding")  # fmt: skip
         assert m is not None
         return m
 

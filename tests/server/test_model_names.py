@@ -63,12 +63,15 @@ def test_a_served_name_of_the_other_kind_is_refused(client):
     assert MINILM_ID in r.json()["error"]["message"]  # says which model serves embeddings
 
 
-def test_without_an_embedding_model_any_name_says_how_to_serve_one(slow_server):
+def test_without_an_embedding_model_any_name_is_unknown_and_says_how_to_serve_one(slow_server):
     with slow_server.client() as c:
         r = c.post("/v1/embeddings", json={"model": "text-embedding-3-small", "input": "x"})
-        assert r.status_code == 400 and "--embedding-model" in r.json()["error"]["message"]
+        assert r.status_code == 404 and "--embedding-model" in r.json()["error"]["message"]
+        assert r.json()["error"]["code"] == "model_not_found"
         r = c.post("/api/embeddings", json={"model": "nomic-embed-text", "prompt": "x"})
-        assert r.status_code == 400 and "--embedding-model" in r.json()["error"]
+        assert r.status_code == 404 and "--embedding-model" in r.json()["error"]
+        r = c.post("/v1/embeddings", json={"model": STORIES_ID, "input": "x"})  # the generative one: a 400
+        assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_embedding"
 
 
 def test_the_description_admits_any_name_but_the_other_kinds(server, client):
