@@ -22,6 +22,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("llamay.server.requests")
+HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
 
 
 @dataclass
@@ -79,7 +80,9 @@ class RequestLog:
             _current.reset(token)
             method = scope.get("method", "")
             route = getattr(scope.get("route"), "path", None) or "unmatched"
-            self.metrics.requests[(method, route, status)] += 1
+            # labels from a fixed set: a client's made-up methods must not add series without bound
+            label = method if method in HTTP_METHODS else "other"
+            self.metrics.requests[(label, route, status)] += 1
             if record is not None:
                 ms = (time.perf_counter() - t0) * 1000
                 log.info("%s %s %d%s %.0f ms", method, scope.get("path", ""), status, record.tokens(), ms)
