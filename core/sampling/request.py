@@ -95,7 +95,7 @@ class RequestFieldError(SamplerConfigError):
     one entry), `problem` says why, `code` is the server's error code. The server answers it with a 400, the
     browser engine with a "bad-request" error."""
 
-    def __init__(self, field: str, problem: str, code: str = "invalid_value") -> None:
+    def __init__(self, field: str, problem: str, code: str | None = "invalid_value") -> None:
         super().__init__(field, problem)
         self.problem = problem
         self.code = code
@@ -217,13 +217,14 @@ def stops(value: Any) -> tuple[str, ...]:
         return ()
     items = [value] if isinstance(value, str) else value if isinstance(value, list | tuple) else None
     if items is None or not all(isinstance(s, str) for s in items):
-        raise RequestFieldError("stop", f"a string or a list of strings, got {value!r}")
+        raise RequestFieldError("stop", f"a string or a list of strings, got {value!r}", None)
     if len(items) > MAX_STOPS:
-        raise RequestFieldError("stop", f"at most {MAX_STOPS} stop strings are allowed (max_stops), got {len(items)}")
+        raise RequestFieldError("stop", f"at most {MAX_STOPS} stop strings are allowed (max_stops), got {len(items)}",
+                                None)  # fmt: skip
     longest = max(map(len, items), default=0)
     if longest > MAX_STOP_CHARS:
         raise RequestFieldError(
-            "stop", f"a stop string has {longest} characters; the limit is {MAX_STOP_CHARS} (max_stop_chars)"
+            "stop", f"a stop string has {longest} characters; the limit is {MAX_STOP_CHARS} (max_stop_chars)", None
         )
     return tuple(s for s in items if s)
 
@@ -239,23 +240,25 @@ def logit_bias(value: Any, n_vocab: int | None, *, pairs: bool = False) -> dict[
         items = [tuple(p) for p in value]
     else:
         shape = "token -> bias pairs" if pairs else 'an object {"token id": bias}'
-        raise RequestFieldError("logit_bias", f"must be {shape}, got {value!r}")
+        raise RequestFieldError("logit_bias", f"must be {shape}, got {value!r}", None)
     if len(items) > MAX_LOGIT_BIAS:  # before any entry is read
         raise RequestFieldError(
-            "logit_bias", f"logit_bias has {len(items)} entries; the limit is {MAX_LOGIT_BIAS} (max_logit_bias)"
+            "logit_bias", f"logit_bias has {len(items)} entries; the limit is {MAX_LOGIT_BIAS} (max_logit_bias)", None
         )
     out: dict[int, float] = {}
     for key, bias in items:
         tok = _token(key, pairs)
         if tok is None:
-            raise RequestFieldError("logit_bias", f"logit_bias keys are token ids, got {key!r}")
+            raise RequestFieldError("logit_bias", f"logit_bias keys are token ids, got {key!r}", None)
         if n_vocab is not None and tok >= n_vocab:
-            raise RequestFieldError("logit_bias", f"logit_bias token {tok} is outside the vocabulary of {n_vocab}")
+            raise RequestFieldError(
+                "logit_bias", f"logit_bias token {tok} is outside the vocabulary of {n_vocab}", None
+            )
         if pairs and (bias is False or bias == -math.inf):
             out[tok] = -math.inf
             continue
         if isinstance(bias, bool) or not isinstance(bias, int | float) or not abs(bias) <= LOGIT_BIAS_LIMIT:
-            raise RequestFieldError(f"logit_bias.{key}", f"logit_bias values lie in [-100, 100], got {bias!r}")
+            raise RequestFieldError(f"logit_bias.{key}", f"logit_bias values lie in [-100, 100], got {bias!r}", None)
         out[tok] = float(bias)
     return out
 

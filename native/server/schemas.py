@@ -48,7 +48,7 @@ def _json_integer(value: Any) -> Any:
 
 Int = Annotated[int, BeforeValidator(_json_integer)]  # request models are strict: this is their integer
 TokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "token-id"})]  # < n_vocab: set per server
-Stop = str | list[str] | None  # limits: checked by params.stops (naming them), published by openapi.py
+Stop = str | list[str] | None  # limits: checked by llamay.sampling.request.stops (naming them), published by openapi.py
 
 
 def sampling_field(name: str, description: str = "", api: tuple[float, float] | None = None) -> Any:
