@@ -36,3 +36,22 @@ def test_functions_outside_the_kernels_are_not_counted():
     with compile_progress(lines.append, every=0) as p:
         f(1.5)
     assert p.done == 0 and not any("compiled" in line for line in lines)
+
+
+def test_a_long_compile_keeps_reporting_and_an_idle_one_does_not():
+    """One kernel may compile for many seconds: the ticker prints while it runs, and stops when it is done."""
+    import time
+    from types import SimpleNamespace
+
+    py_func = SimpleNamespace(__module__="llamay.native.kernels.slow_family")
+    fake = SimpleNamespace(data={"dispatcher": SimpleNamespace(py_func=py_func)})  # numba's event, as it reads it
+    lines: list[str] = []
+    with compile_progress(lines.append, every=0.05) as p:
+        p.on_start(fake)
+        time.sleep(0.4)
+        p.on_end(fake)
+        during = len(lines)
+        time.sleep(0.3)
+        after = len(lines)
+    assert during >= 3 and all("now slow_family" in line for line in lines[:during]), lines
+    assert after == during and lines[-1].startswith("llamay: compiled 1 kernels")
