@@ -34,31 +34,12 @@ COUNT = Bound(integer=True)  # a length or a runner option: its range is given w
 
 # request field -> SamplerConfig field: OpenAI's own four, then the llama.cpp server's extensions (its names)
 OPENAI_OWN = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
-OPENAI_FIELDS = {
-    "temperature": "temp",
-    "top_p": "top_p",
-    "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "top_k": "top_k",
-    "min_p": "min_p",
-    "typical_p": "typ_p",
-    "repeat_penalty": "repeat_penalty",
-    "repeat_last_n": "repeat_last_n",
-    "dry_multiplier": "dry_multiplier",
-    "dry_base": "dry_base",
-    "dry_allowed_length": "dry_allowed_length",
-    "dry_penalty_last_n": "dry_penalty_last_n",
-    "dry_sequence_breakers": "dry_sequence_breakers",
-    "xtc_probability": "xtc_probability",
-    "xtc_threshold": "xtc_threshold",
-    "mirostat": "mirostat",
-    "mirostat_tau": "mirostat_tau",
-    "mirostat_eta": "mirostat_eta",
-    "dynatemp_range": "dynatemp_range",
-    "dynatemp_exponent": "dynatemp_exponent",
-    "top_n_sigma": "top_n_sigma",
-    "min_keep": "min_keep",
-}
+RENAMED = {"temperature": "temp", "typical_p": "typ_p"}  # request name -> SamplerConfig's; the rest are the same
+OPENAI_FIELDS = {name: RENAMED.get(name, name) for name in (
+    *OPENAI_OWN, "top_k", "min_p", "typical_p", "repeat_penalty", "repeat_last_n", "dry_multiplier", "dry_base",
+    "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability", "xtc_threshold",
+    "mirostat", "mirostat_tau", "mirostat_eta", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep",
+)}  # fmt: skip
 OLLAMA_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "typical_p", "presence_penalty", "frequency_penalty",
                    "repeat_penalty", "repeat_last_n", "mirostat", "mirostat_tau", "mirostat_eta")  # fmt: skip
 OLLAMA_FIELDS = {name: OPENAI_FIELDS[name] for name in OLLAMA_SAMPLING}
