@@ -5,6 +5,7 @@ XTC, temperature (dynamic too), then a seeded draw; or mirostat v1/v2. One modul
     from llamay.sampling import Sampler, SamplerConfig
     sampler = Sampler(SamplerConfig(temp=0.7, seed=42), constraint=None, tokenizer=tok)
     token = sampler.sample(backend, logits, 0, n_vocab)          # chooses and accepts
+    req = sampling_from_request(body, "openai", n_vocab)         # a request's fields, checked; req.config()
     result = sampler.sample_ex(backend, logits, 0, n_vocab)      # + logprobs when n_probs > 0
 
 Reproducibility: the RNG is Python's `random.Random` seeded with an int, which draws the same numbers under
@@ -21,6 +22,7 @@ from .config import (
     SamplerConfig,
     SamplerConfigError,
 )
+from .request import RequestFieldError, RequestSampling, sampling_from_request
 from .sampler import Sampler, SampleResult, TokenLogprob
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "LLAMA_DEFAULT_SEED",
     "Bound",
     "Candidates",
+    "RequestFieldError",
+    "RequestSampling",
     "SampleResult",
     "Sampler",
     "SamplerConfig",
@@ -37,5 +41,6 @@ __all__ = [
     "TokenLogprob",
     "log_softmax",
     "logsumexp",
+    "sampling_from_request",
     "softmax",
 ]

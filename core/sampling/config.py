@@ -2,14 +2,14 @@
 
 Names follow llama.cpp (`common_params_sampling`, and its server's request fields where those differ:
 `repeat_last_n`, `repeat_penalty`, `presence_penalty`, `frequency_penalty`). `temperature=` is accepted as
-an alias of `temp` (the name this project used first). `from_params` reads a llama.cpp / OpenAI request.
+an alias of `temp` (the name this project used first). `from_params` reads a llama.cpp request.
 
 `BOUNDS` is the one table of what each numeric field admits: what its transform's arithmetic needs (a repeat
 penalty divides, so it is > 0; a probability lies in [0, 1]; `-1` means "the whole context" where llama.cpp
 says so), and always a number llama.cpp's float can hold (finite, |x| <= FLT_MAX). A config is checked when
 it is made, so a value the math cannot take is a `SamplerConfigError` naming the field, never an exception
-inside a batch step. The server publishes the same table as its request schema's bounds; the browser engine
-gets the same checks through `from_params`.
+inside a batch step. Requests reach it through `llamay.sampling.request` (the server and the browser engine
+alike); the server publishes the same table as its request schema's bounds.
 """
 
 from __future__ import annotations
@@ -198,28 +198,15 @@ class SamplerConfig(_Fields):
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], **defaults: Any) -> SamplerConfig:
-        """A config from a llama.cpp `/completion` or OpenAI request body (unknown fields are ignored)."""
-        names = {f for f in _Fields.__dataclass_fields__}
-        aliases = {"temperature": "temp", "typical_p": "typ_p", "penalty_last_n": "repeat_last_n",
-                   "penalty_repeat": "repeat_penalty", "penalty_freq": "frequency_penalty",
-                   "penalty_present": "presence_penalty", "top_logprobs": "n_probs"}  # fmt: skip
-        kw = dict(defaults)
-        spelled = {}  # field -> the request's key, so that an error names what the caller wrote
-        for key, value in params.items():
-            name = aliases.get(key, key)
-            if name in names and value is not None:
-                kw[name] = value
-                spelled[name] = key
-        if params.get("logprobs") is True and "n_probs" not in kw:
-            kw["n_probs"] = 1
-        if isinstance(kw.get("samplers"), str):
-            kw["samplers"] = tuple(s for s in kw["samplers"].replace(",", ";").split(";") if s)
-        try:
-            return cls(**kw)
-        except SamplerConfigError as e:
-            if e.field in spelled and spelled[e.field] != e.field:
-                raise SamplerConfigError(spelled[e.field], e.reason) from None
-            raise
+        """A config from a llama.cpp `/completion` request body: `llamay.sampling.request`'s "llamacpp" names
+        (other fields are ignored), over `defaults`; a RequestFieldError names the field as the request spelled it."""
+        from .request import sampling_from_request
+
+        req = sampling_from_request(params, "llamacpp")
+        kw = {**defaults, **req.sampling}
+        if req.seed is not None:
+            kw["seed"] = req.seed
+        return cls(**kw)
 
 
 def _bias_pairs(bias: Any) -> tuple[tuple[int, float], ...]:

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     aliases = (args.model, r.name) if args.model else (DEFAULT_MODEL, r.name, "default")
     say(f"llamay serve: loading {r.name} ({r.path})")
     opts = r.options
-    with r.held() as path:  # no `rm` or `prune` takes its blob while it is opened
+    with r.held() as path, _compiling(say):  # no `rm` or `prune` takes its blob while it is opened
         service = Service.load(
             path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size or opts.num_ctx,
             parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
@@ -159,6 +159,17 @@ def run(args: argparse.Namespace) -> int:
     _announce_when_ready(server, service, say)
     server.run()
     return 0
+
+
+def _compiling(say):
+    """Progress lines while numba compiles the kernels (a cold start); nothing when they are cached."""
+    try:
+        from llamay.native.compile_progress import compile_progress
+    except ImportError:  # no numba: nothing compiles
+        import contextlib
+
+        return contextlib.nullcontext()
+    return compile_progress(say)
 
 
 def _log_in_one_line(requests: bool = True) -> None:

@@ -14,7 +14,7 @@ context_store.py  the contexts by name
 snapshot_store.py the snapshot folder: listing, quota, atomic writes and deletes off the event loop
 scheduler.py      the model thread: bounded queue, admission, batcher steps, cancellation, deadlines
 streaming.py      scheduler updates to text (detokenizer + stop strings), SSE and NDJSON framing
-params.py         request fields to generation parameters and a Sampler (bounds: llamay.sampling.BOUNDS)
+params.py         request fields to generation parameters and a Sampler (via llamay.sampling.request)
 service.py        the loaded models, what the routes share, the preparation threads (templates, tokenizing)
 metrics.py        Prometheus text format
 request_log.py    one log line per request: method, path, status, tokens in and out, milliseconds

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llamay.sampling.request import MAX_LOGIT_BIAS, MAX_STOP_CHARS, MAX_STOPS  # noqa: F401 (the core checks these)
+
 MiB = 1 << 20
 
 MAX_JSON_DEPTH = 128  # nesting of a request body (a JSON Schema's own limit is the constraint compiler's)
@@ -20,9 +22,6 @@ MAX_TOOLS = 128  # tools of one chat
 MAX_N = 16  # choices per prompt
 MAX_BATCH = 64  # prompts (completions) or inputs (embeddings: MAX_EMBED_INPUTS) of one request
 MAX_EMBED_INPUTS = 256
-MAX_STOPS = 16  # stop strings of one request
-MAX_STOP_CHARS = 1024  # characters of one stop string
-MAX_LOGIT_BIAS = 1024  # logit_bias entries
 MAX_TOKENIZE_CHARS = 1 << 20  # /tokenize content (random words: ~5 s of a preparation thread)
 MAX_DETOKENIZE_TOKENS = 1 << 20  # /detokenize tokens
 MAX_CONTEXT_TOKENS = 1 << 20  # Ollama's `context` (then the model's context bounds it)

@@ -114,7 +114,7 @@ def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
 
 
 def _stop_limits(prop: dict[str, Any]) -> None:
-    """params.stops' limits, which it checks itself (its 400s name them)."""
+    """llamay.sampling.request.stops' limits, which it checks itself (its 400s name them)."""
     for variant in _variants(prop):
         if variant.get("type") == "string":
             variant["maxLength"] = MAX_STOP_CHARS

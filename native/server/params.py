@@ -1,14 +1,13 @@
-"""One place where request fields become generation parameters, and those become a `Sampler`.
+"""Where request fields become generation parameters, and those become a `Sampler`.
 
-Every API family (OpenAI chat and completions, Ollama generate and chat, contexts) fills a `GenParams`; only
-this module knows the sampler. Each request field that steers sampling is mapped, by a table, to the
-`SamplerConfig` field of the same meaning (llama.cpp's names: `typical_p` is `typ_p`, `temperature` is
-`temp`), and the config is built once per request, here, so a value outside `llamay.sampling.BOUNDS` is a 400
-naming the request's field before anything is queued (the schemas publish the same bounds, so pydantic
-usually refuses first). Fields with no config counterpart (Ollama's `tfs_z`, `penalize_newline`) are admitted
-by the schema at their neutral value only. A `response_format` (`json_object`, `json_schema`; Ollama's
-`format`) becomes a constraint through `llamay.constraints.constraint_from_request`; its compile limits come
-back as 400s naming the limit.
+Every API family (OpenAI chat and completions, Ollama generate and chat, contexts) fills a `GenParams`. The
+sampling fields go through `llamay.sampling.request.sampling_from_request` (the browser engine's path too): its
+tables map each request field to the `SamplerConfig` field of the same meaning, and it checks each against
+`llamay.sampling.BOUNDS` and the API's ranges, so a value that cannot be honoured is a 400 naming the request's
+field (its `RequestFieldError`) before anything is queued. The schemas publish the same tables and bounds, so
+pydantic usually refuses first. A `response_format` (`json_object`, `json_schema`; Ollama's `format`) becomes a
+constraint through `llamay.constraints.constraint_from_request`; its compile limits come back as 400s naming
+the limit.
 """
 
 from __future__ import annotations
@@ -19,15 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamay.errors import LlamayError
-from llamay.sampling import Sampler, SamplerConfig, SamplerConfigError
+from llamay.sampling import Sampler, SamplerConfig, SamplerConfigError, request
+from llamay.sampling.request import RequestFieldError, RequestSampling, sampling_from_request
 
-from .errors import bad_request
-from .limits import MAX_LOGIT_BIAS, MAX_STOP_CHARS, MAX_STOPS
-from .schemas import OLLAMA_SAMPLING, SAMPLING_FIELDS, OllamaOptions, Sampling
+from .errors import ApiError, bad_request
+from .schemas import OllamaOptions, Sampling
 
-OPENAI_FIELDS = SAMPLING_FIELDS  # request field -> SamplerConfig field (the table is the schemas')
-OLLAMA_FIELDS = {name: SAMPLING_FIELDS[name] for name in OLLAMA_SAMPLING}
-LOGIT_BIAS_LIMIT = 100.0
+OPENAI_FIELDS = request.OPENAI_FIELDS  # request field -> SamplerConfig field
+OLLAMA_FIELDS = request.OLLAMA_FIELDS
 
 
 @dataclass(frozen=True)
@@ -41,39 +39,6 @@ class GenParams:
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} / {"type": "json_schema", ...}
 
 
-def stops(value: str | list[str] | None, param: str = "stop") -> tuple[str, ...]:
-    """The stop strings, within their limits (count, each one's length: so at most 16 Ki characters in all, which
-    each token's check scans at most once, in C)."""
-    items = [value] if isinstance(value, str) else list(value or [])
-    if len(items) > MAX_STOPS:
-        raise bad_request(f"at most {MAX_STOPS} stop strings are allowed (max_stops), got {len(items)}", param)
-    longest = max(map(len, items), default=0)
-    if longest > MAX_STOP_CHARS:
-        raise bad_request(f"a stop string has {longest} characters; the limit is {MAX_STOP_CHARS} (max_stop_chars)",
-                          param)  # fmt: skip
-    return tuple(s for s in items if s)
-
-
-def logit_bias(value: dict[str, float] | None, n_vocab: int) -> dict[int, float] | None:
-    if not value:
-        return None
-    if len(value) > MAX_LOGIT_BIAS:
-        raise bad_request(f"logit_bias has {len(value)} entries; the limit is {MAX_LOGIT_BIAS} (max_logit_bias)",
-                          "logit_bias")  # fmt: skip
-    out = {}
-    for key, bias in value.items():
-        try:
-            tok = int(key)
-        except ValueError:
-            raise bad_request(f"logit_bias keys are token ids, got {key!r}", "logit_bias") from None
-        if not 0 <= tok < n_vocab:
-            raise bad_request(f"logit_bias token {tok} is outside the vocabulary of {n_vocab}", "logit_bias")
-        if not -LOGIT_BIAS_LIMIT <= bias <= LOGIT_BIAS_LIMIT:
-            raise bad_request(f"logit_bias values lie in [-100, 100], got {bias}", "logit_bias")
-        out[tok] = float(bias)
-    return out
-
-
 def response_format(fmt: Any) -> dict[str, Any] | None:
     """A ResponseFormat as constraint_from_request reads it (None for text); the schema made sure of its shape."""
     if fmt is None or fmt.type == "text":
@@ -81,28 +46,29 @@ def response_format(fmt: Any) -> dict[str, Any] | None:
     return fmt.model_dump(exclude_none=True, by_alias=True)
 
 
-def _sampling(req: Any, table: dict[str, str], prefix: str = "") -> dict[str, Any]:
-    """The config fields a request sets, checked against SamplerConfig's bounds (400 naming the field)."""
-    kw = {cfg: getattr(req, name) for name, cfg in table.items() if getattr(req, name, None) is not None}
+def refused(e: RequestFieldError, prefix: str = "") -> ApiError:
+    """The 400 of a field the core refused, named as the request spelled it (`options.` for Ollama's)."""
+    return bad_request(f"{prefix}{e.field}: {e.problem}", f"{prefix}{e.field}", e.code)
+
+
+def requested(req: Any, api: request.Api, n_vocab: int | None = None) -> RequestSampling:
+    """The request's sampling fields (those of `api`'s table that the schema declares and the request set)."""
+    fields = {name: getattr(req, name) for name in request.accepted(api) if name in type(req).model_fields}
+    prefix = "options." if api == "ollama" else ""
     try:
-        SamplerConfig(**kw)
-    except SamplerConfigError as e:
-        name = next((n for n, c in table.items() if c == e.field), e.field)
-        raise bad_request(f"{prefix}{name}: {e.reason}", f"{prefix}{name}", "invalid_value") from None
-    return kw
+        return sampling_from_request(fields, api, n_vocab)
+    except RequestFieldError as e:
+        raise refused(e, prefix) from None
 
 
 def from_openai(req: Sampling, n_vocab: int, *, max_tokens: int | None, logprobs: int | None = None,
                 fmt: Any = None) -> GenParams:  # fmt: skip
-    sampling = _sampling(req, OPENAI_FIELDS)
-    bias = logit_bias(req.logit_bias, n_vocab)
-    if bias:
-        sampling["logit_bias"] = bias
+    got = requested(req, "openai", n_vocab)
     return GenParams(
         max_tokens=max_tokens,
-        sampling=sampling,
-        seed=req.seed,
-        stop=stops(req.stop),
+        sampling=got.sampling,
+        seed=got.seed,
+        stop=got.stop,
         n=req.n,
         logprobs=logprobs,
         response_format=response_format(fmt),
@@ -110,8 +76,7 @@ def from_openai(req: Sampling, n_vocab: int, *, max_tokens: int | None, logprobs
 
 
 def from_ollama(opts: OllamaOptions | None, fmt: str | dict[str, Any] | None) -> GenParams:
-    o = opts or OllamaOptions()
-    num_predict = o.num_predict
+    got = requested(opts or OllamaOptions(), "ollama")
     if fmt == "json":
         rf: dict[str, Any] | None = {"type": "json_object"}
     elif isinstance(fmt, dict):
@@ -120,13 +85,8 @@ def from_ollama(opts: OllamaOptions | None, fmt: str | dict[str, Any] | None) ->
         rf = None
     else:
         raise bad_request(f"format is 'json' or a JSON schema, got {fmt!r}", "format")
-    return GenParams(
-        max_tokens=None if num_predict is None or num_predict < 0 else max(num_predict, 1),
-        sampling=_sampling(o, OLLAMA_FIELDS, "options."),
-        seed=o.seed,
-        stop=stops(o.stop, "options.stop"),
-        response_format=rf,
-    )
+    return GenParams(max_tokens=got.max_tokens, sampling=got.sampling, seed=got.seed, stop=got.stop,
+                     response_format=rf)  # fmt: skip
 
 
 def with_defaults(p: GenParams, defaults: Any) -> GenParams:
@@ -193,15 +153,12 @@ def sampler_for(p: GenParams, choice: int = 0, *, tokenizer: Any = None, constra
                 prompt: list[int] | None = None) -> Sampler:  # fmt: skip
     """The sampler of one choice: seeded `seed + choice` so that n choices differ yet repeat. The prompt is fed
     to the penalties (as llama.cpp does)."""
-    kw = dict(p.sampling)
-    if p.seed is not None and p.seed != -1:  # -1: random, as in llama.cpp
-        kw["seed"] = (p.seed + choice) % (1 << 64)
     extra: dict[str, Any] = {}
     if constraint is not None:
         extra["constraint"] = constraint
     if tokenizer is not None:
         extra["tokenizer"] = tokenizer
-    sampler = Sampler(SamplerConfig(**kw), **extra)
+    sampler = Sampler(request.config_for(p.sampling, p.seed, choice), **extra)
     if prompt:
         sampler.accept_prompt(prompt)
     return sampler

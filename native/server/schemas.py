@@ -16,6 +16,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 
 from llamay.sampling import BOUNDS
 from llamay.sampling.config import FLT_MAX, MAX_BREAKER_CHARS, MAX_BREAKERS
+from llamay.sampling.request import API_RANGES, INT32, OLLAMA_RUNNER, OLLAMA_SAMPLING, OPENAI_FIELDS, OPENAI_OWN
+from llamay.sampling.request import MAX_PREDICT as MAX_TOKENS  # a static cap; the real limit is the context
 
 from .limits import (
     MAX_BATCH,
@@ -31,9 +33,7 @@ from .limits import (
     MAX_TOOLS,
 )
 
-MAX_TOKENS = 1 << 20  # a static cap; the real limit is the context, checked at run time
 MAX_TOP_LOGPROBS = 20
-INT32 = (-(2**31), 2**31 - 1)  # llama.cpp holds its integer parameters as int32
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 
 
@@ -49,7 +49,7 @@ def _json_integer(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_json_integer)]  # request models are strict: this is their integer
 TokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "token-id"})]  # < n_vocab: set per server
 EmbedTokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "embed-token-id"})]  # the embedder's
-Stop = str | list[str] | None  # limits: checked by params.stops (naming them), published by openapi.py
+Stop = str | list[str] | None  # limits: checked by llamay.sampling.request.stops (naming them), published by openapi.py
 
 
 def sampling_field(name: str, description: str = "", api: tuple[float, float] | None = None) -> Any:
@@ -104,37 +104,8 @@ class OllamaErrorResponse(BaseModel):
 # -- shared sampling fields -----------------------------------------------------------------------------------
 
 
-# request field -> SamplerConfig field: OpenAI's, then llama.cpp's server extensions (its names); Ollama's options
-# take the same names, some of them
-SAMPLING_FIELDS = {
-    "temperature": "temp",
-    "top_p": "top_p",
-    "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "top_k": "top_k",
-    "min_p": "min_p",
-    "typical_p": "typ_p",
-    "repeat_penalty": "repeat_penalty",
-    "repeat_last_n": "repeat_last_n",
-    "dry_multiplier": "dry_multiplier",
-    "dry_base": "dry_base",
-    "dry_allowed_length": "dry_allowed_length",
-    "dry_penalty_last_n": "dry_penalty_last_n",
-    "dry_sequence_breakers": "dry_sequence_breakers",  # a list of strings: declared in _SamplingBase
-    "xtc_probability": "xtc_probability",
-    "xtc_threshold": "xtc_threshold",
-    "mirostat": "mirostat",
-    "mirostat_tau": "mirostat_tau",
-    "mirostat_eta": "mirostat_eta",
-    "dynatemp_range": "dynatemp_range",
-    "dynatemp_exponent": "dynatemp_exponent",
-    "top_n_sigma": "top_n_sigma",
-    "min_keep": "min_keep",
-}
-OPENAI_OWN = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
-OPENAI_RANGES = {"temperature": (0.0, 2.0), "presence_penalty": (-2.0, 2.0), "frequency_penalty": (-2.0, 2.0)}
-OLLAMA_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "typical_p", "presence_penalty", "frequency_penalty",
-                   "repeat_penalty", "repeat_last_n", "mirostat", "mirostat_tau", "mirostat_eta")  # fmt: skip
+# request field -> SamplerConfig field, the APIs' ranges: llamay.sampling.request's tables (one for both targets)
+SAMPLING_FIELDS = OPENAI_FIELDS
 
 
 def _sampling_fields(names: Any, ranges: dict[str, tuple[float, float]], extension: str = "") -> dict[str, Any]:
@@ -181,7 +152,7 @@ class _SamplingBase(_Lenient):
 
 Sampling = create_model(
     "Sampling", __base__=_SamplingBase, __module__=__name__,
-    **_sampling_fields(SAMPLING_FIELDS, OPENAI_RANGES, "llama.cpp extension"),
+    **_sampling_fields(SAMPLING_FIELDS, API_RANGES["openai"], "llama.cpp extension"),
 )  # fmt: skip
 
 
@@ -440,9 +411,7 @@ class Health(BaseModel):
 
 NO_EFFECT = "accepted, no effect here: the server's runner is set up at start-up"
 # Ollama's runner options: name -> the least integer it takes, or None for a flag
-RUNNER_OPTIONS = {"num_ctx": 1, "num_batch": 1, "num_gpu": -1, "main_gpu": 0, "num_thread": 0, "numa": None,
-                  "low_vram": None, "f16_kv": None, "vocab_only": None, "use_mmap": None,
-                  "use_mlock": None}  # fmt: skip
+RUNNER_OPTIONS = {name: least for name, least in OLLAMA_RUNNER.items() if name != "num_keep"}  # (its own field)
 
 
 class _OllamaOptionsBase(BaseModel):

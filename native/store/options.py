@@ -7,12 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SAMPLER_FIELDS = {  # Ollama option -> SamplerConfig field
-    "temperature": "temp", "top_k": "top_k", "top_p": "top_p", "min_p": "min_p", "typical_p": "typ_p",
-    "repeat_last_n": "repeat_last_n", "repeat_penalty": "repeat_penalty", "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty", "seed": "seed", "mirostat": "mirostat", "mirostat_tau": "mirostat_tau",
-    "mirostat_eta": "mirostat_eta",
-}  # fmt: skip
+from llamay.sampling.request import OLLAMA_FIELDS
+
+SAMPLER_FIELDS = {**OLLAMA_FIELDS, "seed": "seed"}  # Ollama option -> SamplerConfig field (the server's table)
 RUN_OPTIONS = ("stop", "num_predict", "num_ctx", "num_thread")
 NO_EFFECT = {
     "num_keep": "llamay does not shift the context",

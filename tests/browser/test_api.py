@@ -72,6 +72,7 @@ def test_the_javascript_api(web_app, site):
     assert r["tokens"]["tokens"][0] == 1  # BOS, then "Once upon a time"
     assert r["detokenized"]["content"].strip() == STORIES_PROMPT
     assert r["embedError"]["kind"] == "bad-request" and "embeddings need an encoder" in r["embedError"]["message"]
+    assert r["samplingError"]["kind"] == "bad-request" and r["samplingError"]["message"].startswith("temperature: ")
     assert r["noModel"]["kind"] == "no-model"
 
     data = r["embeddings"]["data"]

@@ -97,6 +97,15 @@ def _card(f) -> dict:
     return card
 
 
+def request_sampling(fields: dict, n_vocab: int | None = None) -> tuple:
+    """(SamplerConfig, stop strings) of an OpenAI-style request: the server's OpenAI routes' path
+    (`llamay.sampling.request`), so a field means and is refused the same here (a RequestFieldError naming it)."""
+    from llamay.sampling import sampling_from_request
+
+    req = sampling_from_request(fields, "openai", n_vocab)
+    return req.config(), list(req.stop)
+
+
 class Session:
     """A model read in place from `buf` (the no-mmap path), bound to `backend`, and an engine over it."""
 
@@ -152,11 +161,10 @@ class Session:
         stop: list[str] | None = None,
     ) -> Iterator[str]:
         """Text pieces of the completion, one per generated token at most (JS pulls them one by one)."""
-        from llamay.sampling import SamplerConfig
-
-        given = {"top_k": top_k, "top_p": top_p, "min_p": min_p}
-        cfg = SamplerConfig(temperature=temperature, seed=seed, **{k: v for k, v in given.items() if v is not None})
-        return self.engine.complete(prompt, max_tokens, cfg, stop=list(stop or ()))
+        fields = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p, "seed": seed,
+                  "stop": stop}  # fmt: skip
+        cfg, stops = request_sampling(fields, self.model.cfg.n_vocab)
+        return self.engine.complete(prompt, max_tokens, cfg, stop=stops)
 
     def card(self) -> dict:
         """The model card (architecture, size, tensor types, context, tokenizer, the tensor audit)."""
@@ -167,13 +175,10 @@ class Session:
         the prompt). `params` carries the request's fields: max_tokens, temperature, top_p, top_k, min_p, seed,
         stop, the penalties, logit_bias, response_format / json_schema / grammar, tools."""
         from llamay.constraints import constraint_from_request
-        from llamay.sampling import SamplerConfig
 
         params = dict(params or {})
         max_tokens = params.get("max_completion_tokens") or params.get("max_tokens") or DEFAULT_MAX_TOKENS
-        stop = params.get("stop") or ()
-        stop = [stop] if isinstance(stop, str) else list(stop)
-        sampling = SamplerConfig.from_params(params)
+        sampling, stop = request_sampling(params, self.model.cfg.n_vocab)
         constraint = constraint_from_request(params, self.model.tokenizer)
         if kind == "chat":
             messages = [dict(m) for m in payload]

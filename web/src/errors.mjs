@@ -10,7 +10,8 @@
 //   too-large                 the model does not fit in the browser's memory for WebAssembly
 //   network                   the model's URL answered with an error, or is not on the page's origin
 //   no-model                  a request that needs a model before one is loaded
-//   bad-request               a request the engine cannot honour (a bad response_format, an encoder asked to chat)
+//   bad-request               a request the engine cannot honour (a bad response_format or sampling field, an
+//                             encoder asked to chat)
 //   aborted                   a request stopped by abort() before it produced anything
 //   internal                  anything else (a bug: the message carries the Python traceback's last line)
 
@@ -34,6 +35,8 @@ const PYTHON_KINDS = {
   ModelError: "model",
   MemoryError: "too-large",
   ConstraintError: "bad-request",
+  RequestFieldError: "bad-request", // a request field the sampler cannot honour (llamay.sampling.request)
+  SamplerConfigError: "bad-request",
   KeyboardInterrupt: "aborted",
   LlamayError: "bad-request",
 };
