@@ -74,6 +74,7 @@ class TensorInfo:
     data_start: int  # absolute offset in the file
     nbytes: int
     index: int  # position in the tensor index
+    shard: int = 0  # which file of a split model holds the bytes (split.py)
 
     @property
     def n_elements(self) -> int:
@@ -413,5 +414,15 @@ class GGUFFile:
 
 
 def open_gguf(path: str | os.PathLike[str], *, use_mmap: bool | None = None) -> GGUFFile:
-    """Open and validate a GGUF file (memory-mapped natively)."""
-    return GGUFFile.open(path, use_mmap=use_mmap)
+    """Open and validate a GGUF file (memory-mapped natively); the first shard of a split model opens the whole
+    model (a `SplitGGUF`, read like a `GGUFFile`)."""
+    from .split import open_split, split_count
+
+    f = GGUFFile.open(path, use_mmap=use_mmap)
+    try:
+        if split_count(f) == 1:
+            return f
+    except BaseException:
+        f.close()
+        raise
+    return open_split(f, use_mmap=use_mmap)
