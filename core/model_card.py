@@ -75,6 +75,7 @@ def describe(f: GGUFFile) -> dict[str, Any]:
     return {
         "file": f.name,
         "size": f.size,
+        "shards": [s.name for s in getattr(f, "shards", ())] or None,  # a split model's files, in order
         "gguf_version": f.version,
         "alignment": f.alignment,
         "data_offset": f.data_offset,
@@ -88,7 +89,14 @@ def describe(f: GGUFFile) -> dict[str, Any]:
         },
         "metadata": {k: {"type": fld.type.name, "value": summarise_value(fld.value)} for k, fld in f.fields.items()},
         "tensors": [
-            {"name": t.name, "type": t.type.name, "shape": list(t.shape), "bytes": t.nbytes, "offset": t.data_start}
+            {
+                "name": t.name,
+                "type": t.type.name,
+                "shape": list(t.shape),
+                "bytes": t.nbytes,
+                "offset": t.data_start,
+                "shard": t.shard,
+            }
             for t in sorted(f.tensors.values(), key=lambda t: t.index)
         ],
         "tensor_types": dict(sorted(by_type.items())),
