@@ -14,7 +14,7 @@ import os
 import struct
 from array import array
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from .. import platform
 from ..errors import GGUFError, UnsupportedTypeError
@@ -196,7 +196,35 @@ def _misplaced(t: TensorInfo, prev: TensorInfo | None, expected: int) -> str:
     )
 
 
-class GGUFFile:
+class Fields:
+    """What a GGUF file and a split model (split.py) read alike: metadata by key, and use in a `with`."""
+
+    fields: dict[str, MetadataField]
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Metadata as plain Python values (arrays are lists), in file order."""
+        return {k: f.value for k, f in self.fields.items()}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        f = self.fields.get(key)
+        return default if f is None else f.value
+
+    @property
+    def architecture(self) -> str | None:
+        return self.get(Keys.ARCHITECTURE)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class GGUFFile(Fields):
     """A parsed GGUF file: `fields` (typed metadata, in file order), `tensors` (the index, in file order)."""
 
     def __init__(self, buf: Any, name: str, *, owner: Any = None) -> None:
@@ -253,12 +281,6 @@ class GGUFFile:
             # a caller still holding a tensor view keeps the map open until the last view is gone
             with contextlib.suppress(BufferError):
                 owner.close()
-
-    def __enter__(self) -> GGUFFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- parsing ------------------------------------------------------------------------------------------
 
@@ -386,19 +408,6 @@ class GGUFFile:
             )
 
     # -- access -------------------------------------------------------------------------------------------
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Metadata as plain Python values (arrays are lists), in file order."""
-        return {k: f.value for k, f in self.fields.items()}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        f = self.fields.get(key)
-        return default if f is None else f.value
-
-    @property
-    def architecture(self) -> str | None:
-        return self.get(Keys.ARCHITECTURE)
 
     def tensor_data(self, name_or_info: str | TensorInfo) -> memoryview:
         """The tensor's raw bytes as a zero-copy view of the file."""

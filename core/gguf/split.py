@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import GGUFError
 from .constants import GGUFValueType, Keys
-from .reader import GGUFFile, TensorInfo
+from .reader import Fields, GGUFFile, TensorInfo
 
 # llama.cpp's llama_split_path: "%s-%05d-of-%05d.gguf" with the 1-based shard number and the count
 SPLIT_NAME = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
@@ -79,7 +79,7 @@ def shard_paths(first: GGUFFile) -> list[str]:
     return [split_path(parsed[0], i, count) for i in range(count)]
 
 
-class SplitGGUF:
+class SplitGGUF(Fields):
     """The shards of one split model read as one GGUF: `fields` of the first shard, `tensors` of them all (each
     `TensorInfo.shard` says where its bytes lie, `index` counts across the shards in order)."""
 
@@ -135,18 +135,6 @@ class SplitGGUF:
 
     # -- access, as GGUFFile's ------------------------------------------------------------------------------
 
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return {k: f.value for k, f in self.fields.items()}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        f = self.fields.get(key)
-        return default if f is None else f.value
-
-    @property
-    def architecture(self) -> str | None:
-        return self.get(Keys.ARCHITECTURE)
-
     def tensor_data(self, name_or_info: str | TensorInfo) -> memoryview:
         info = self.tensors[name_or_info] if isinstance(name_or_info, str) else name_or_info
         return self.shards[info.shard].tensor_data(info)
@@ -154,12 +142,6 @@ class SplitGGUF:
     def close(self) -> None:
         for s in self.shards:
             s.close()
-
-    def __enter__(self) -> SplitGGUF:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def open_split(first: GGUFFile, *, use_mmap: bool | None = None) -> SplitGGUF:
