@@ -25,11 +25,15 @@ def shards(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def split_server(shards):
+def split_server(shards, tmp_path_factory):
+    """web/ at /web, the shards at /split, the first two of them alone at /partial."""
     require_target("chromium", web_missing())
-    from tests.browser.server import Server
+    from tests.browser.server import Server, place
 
-    srv = Server({"/web": WEB, "/split": shards[0].parent})
+    partial = tmp_path_factory.mktemp("partial")
+    for p in shards[:2]:
+        place(p, partial)
+    srv = Server({"/web": WEB, "/split": shards[0].parent, "/partial": partial})
     yield srv
     srv.close()
 
@@ -52,10 +56,25 @@ def test_node_names_a_missing_shard(node, shards, tmp_path):
 
 @pytest.mark.parametrize("source", ["url", "files"])
 def test_chromium_loads_a_split_model(split_server, page, shards, source):
-    query = {"model": f"/split/{shards[0].name}", "prompt": STORIES_PROMPT, "n": STORIES_TOKENS, "temp": 0,
+    """Through the public API (createEngine): from the first shard's URL, or from the shards as Files."""
+    query = {"model": f"/split/{shards[0].name}", "prompt": STORIES_PROMPT, "n": STORIES_TOKENS,
              "backend": "portable", "source": source}  # fmt: skip
-    page.goto(split_server.url(f"/web/test/engine.html?{urlencode(query)}"))
-    result = wait_result(page, "llamayEngineResult")
-    assert "error" not in result, result.get("error")
-    assert result["info"]["size"] == sum(p.stat().st_size for p in shards)
+    page.goto(split_server.url(f"/web/test/split.html?{urlencode(query)}"))
+    result = wait_result(page, "llamaySplitResult")
+    assert "error" not in result, result
+    m = result["model"]
+    assert m["size"] == sum(p.stat().st_size for p in shards)
+    assert m["source"] == ("url" if source == "url" else "file") and m["cached"] is False
+    assert m["cacheError"] == "a split model is not cached"
+    assert result["shards"] == [p.name for p in shards]
     assert result["text"] == STORIES_TEXT
+
+
+def test_chromium_names_a_missing_shard(split_server, page, shards):
+    """The third shard's URL answers 404: the error says which shard."""
+    query = {"model": f"/partial/{shards[0].name}", "n": 1}
+    page.goto(split_server.url(f"/web/test/split.html?{urlencode(query)}"))
+    result = wait_result(page, "llamaySplitResult")
+    assert result["kind"] == "network", result
+    assert result["error"].startswith("shard 3 of 3 of a split model: ")
+    assert f"/partial/{shards[2].name}: HTTP 404" in result["error"]

@@ -86,6 +86,8 @@ def test_a_missing_shard_is_named(whole, tmp_path):
     bufs = [p.read_bytes() for p in paths[:2]]
     with pytest.raises(GGUFError, match=r"only 2 given: .*tiny-00003-of-00003.gguf is missing"):
         from_buffers(bufs, [os.fspath(p) for p in paths[:2]])
+    with pytest.raises(GGUFError, match=r"first of 3 shards of a split model, but only 1 given: .*tiny-00002-of-"):
+        from_buffers(bufs[:1], [os.fspath(paths[0])])  # one File picked where three were needed
 
 
 def test_a_shard_of_another_split_is_refused(whole, tmp_path):

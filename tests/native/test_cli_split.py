@@ -3,6 +3,8 @@ answers as it does for the whole file; a broken set, or an import of one, is ref
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from llamay.native.cli import main
@@ -50,6 +52,10 @@ def test_a_command_answers_for_the_shards_as_for_the_whole_file(shards, capsys, 
 def test_info_says_the_model_is_split(shards, capsys):
     out = _out(capsys, "info", "-m", str(shards[0]))
     assert "split         3 shards" in out and "n_vocab                512" in out
+    card = json.loads(_out(capsys, "info", "-m", str(shards[0]), "--json"))
+    assert card["shards"] == [str(p) for p in shards]
+    assert [t["shard"] for t in card["tensors"]] == sorted(t["shard"] for t in card["tensors"])
+    assert {t["shard"] for t in card["tensors"]} == {0, 1, 2}
 
 
 def test_a_missing_shard_is_named_not_traced(shards, capsys, tmp_path):
