@@ -267,6 +267,8 @@ async def continue_context(body: ContextContinue, request: Request, name: Name,
     try:
         await gen.collect(request.is_disconnected)
         await _settled(service)
+        if gen.choices[0].finish == "cancelled":  # its client went away: nobody got the reply, the context stays
+            raise ApiError(503, "the continuation was cancelled before its reply", code="cancelled")
     except BaseException:
         _discard(service, gen.choices[0].job)
         raise

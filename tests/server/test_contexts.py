@@ -113,3 +113,40 @@ def test_deleting_contexts_gives_their_pages_back(server, client):
     server.service.scheduler.call(lambda s: s.prefix_cache.clear()).result(10)  # on the model thread
     # what is left is free, not held by snapshots
     wait_for(lambda: pool.n_free == pool.n_pages, what="every page to be free", timeout=5)
+
+
+def test_contexts_being_created_count_toward_the_bound():
+    """Creates that run at once (each waiting on its prefill) reserve their names first: together they cannot
+    pass MAX_CONTEXTS."""
+    import contextlib
+
+    from llamay.native.server.context_store import MAX_CONTEXTS, ContextStore
+    from llamay.native.server.errors import ApiError
+
+    store = ContextStore()
+    with contextlib.ExitStack() as creating:
+        for i in range(MAX_CONTEXTS):
+            creating.enter_context(store.reserve(f"c{i}"))
+        with pytest.raises(ApiError, match=f"at most {MAX_CONTEXTS} contexts"), store.reserve("one-too-many"):
+            pass
+    with store.reserve("one-too-many"):  # the creates ended (here: failed), so their names count no more
+        pass
+
+
+def test_a_continuation_whose_client_went_away_leaves_the_context_as_it_was(slow_server):
+    """Non-streaming, as streaming: a reply nobody received is not added to the context."""
+    import httpx
+
+    with slow_server.client(timeout=60) as c:
+        r = c.post(BASE, json={"name": "gone", "prompt": STORY, **greedy(0)})
+        assert r.status_code == 200, r.text
+        before = r.json()["n_tokens"]
+        try:
+            with pytest.raises(httpx.ReadTimeout), slow_server.client(timeout=0.5) as quick:
+                quick.post(f"{BASE}/gone/completions", json={"prompt": " and", **greedy(200)})
+            wait_for(lambda: idle(slow_server.service), what="the cancelled continuation to end")
+            assert c.get(f"{BASE}/gone").json()["n_tokens"] == before
+            r = c.post(f"{BASE}/gone/completions", json={"prompt": " and", **greedy(3)})  # the context still works
+            assert r.status_code == 200 and r.json()["context"]["n_tokens"] > before, r.text
+        finally:
+            c.delete(f"{BASE}/gone")
