@@ -90,3 +90,10 @@ def test_llama_cpp_runs_the_same_shards_alike(tiny):
     assert len(theirs) == N_STEPS  # every token reported (none merged into the next as a partial UTF-8 piece)
     assert theirs == _llamacpp_greedy(whole)
     assert _greedy(shards[0], "portable")[0] == theirs
+
+
+def test_split_model_has_the_whole_files_fingerprint(tiny):
+    """The same tensors make the same fingerprint: a KV snapshot saved with one loads into the other."""
+    whole, shards = tiny
+    with load_model(whole, "portable") as a, load_model(shards[0], "portable") as b:
+        assert a.fingerprint == b.fingerprint and a.name == b.name
