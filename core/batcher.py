@@ -263,6 +263,9 @@ class Batcher:
         return events
 
     def _sample_one(self, req: Request, j: int) -> Event:
+        if req.max_tokens <= 0:  # the prompt evaluated into the cache, nothing generated (llama-server's n_predict 0)
+            self._finish(req, "length")
+            return Event(req, None, "length")
         n_vocab = self.model.cfg.n_vocab
         be = self.model.backend
         tok = req.sampler.sample(be, self.st.logits, j * n_vocab, n_vocab)

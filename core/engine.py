@@ -201,6 +201,10 @@ class Engine:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised, pooled embedding per text (encoder models)."""
+        return self.embed_ids([self.tokenizer.encode(text) for text in texts])
+
+    def embed_ids(self, inputs: Sequence[Sequence[int]]) -> list[list[float]]:
+        """One L2-normalised, pooled embedding per list of token ids, read as given (encoder models)."""
         model, st = self.model, self.state
         if model.cfg.causal:
             raise LlamayError(
@@ -210,12 +214,11 @@ class Engine:
         from .model import forward
 
         out = []
-        for text in texts:
-            ids = self.tokenizer.encode(text)
+        for ids in inputs:
             if len(ids) > st.n_ctx:
                 raise LlamayError(f"text of {len(ids)} tokens exceeds the model's context of {st.n_ctx}")
             st.reset(0)
-            forward(model, st, ids, outputs=())
+            forward(model, st, list(ids), outputs=())
             out.append(model.backend.read_f32(st.pooled, 0, model.cfg.n_embd))
         st.reset(0)
         return out

@@ -64,6 +64,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="largest request body (e.g. 16M); larger ones get 413 (default 8M)",
     )
+    p.add_argument("--strict-model-name", action="store_true",
+                   help="refuse (404) a model name that is not a served model's, and a request without one (default: "
+                   "any name, or none, is the served model, as llama-server answers)")  # fmt: skip
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no request log (default: one line per request on stderr: method, path, status, tokens, ms)",
+    )
     p.add_argument(
         "--max-connections",
         type=int,
@@ -133,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             path, backend=args.backend, embedding_model=args.embedding_model, n_ctx=args.ctx_size or opts.num_ctx,
             parallel=args.parallel, queue=args.queue, timeout=args.timeout, prefill_chunk=args.prefill_chunk,
             aliases=aliases, snapshot_dir=args.snapshot_dir, name=r.name if r.manifest else None, defaults=opts,
-            max_body_bytes=args.max_body_bytes, **quota,
+            max_body_bytes=args.max_body_bytes, strict_names=args.strict_model_name, **quota,
         )  # fmt: skip
     r.apply(service.generator.model)  # its TEMPLATE, SYSTEM and MESSAGE layers
     be = service.generator.model.backend
@@ -143,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     api_key = args.api_key or os.environ.get("LLAMAY_API_KEY") or None
     app = create_app(service, api_key=api_key, bound=args.host, allowed_hosts=tuple(args.allowed_host),
                      cors_origins=tuple(args.cors_origin))  # fmt: skip
-    _log_in_one_line()
+    _log_in_one_line(requests=not args.quiet)
     limits = Limits(head_timeout=args.head_timeout, connections=args.max_connections)
     config = server_config(app, host=args.host, port=args.port, log_level=args.log_level, limits=limits)
     server = _server(uvicorn, config, service, say)
@@ -152,14 +161,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _log_in_one_line() -> None:
-    """The server's own messages (a client gone, a failed step) as `llamay serve: ...` lines on stderr."""
+def _log_in_one_line(requests: bool = True) -> None:
+    """The server's own messages (a client gone, a failed step) as `llamay serve: ...` lines on stderr, and one
+    line per request unless --quiet (llamay.server.requests, at INFO)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("llamay serve: %(message)s"))
     logger = logging.getLogger("llamay")
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING)
     logger.propagate = False
+    logging.getLogger("llamay.server.requests").setLevel(logging.INFO if requests else logging.WARNING)
 
 
 def _server(uvicorn, config, service, say):

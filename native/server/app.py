@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llamay import __version__
 from llamay.errors import LlamayError
@@ -26,9 +25,10 @@ from . import contexts, ollama_routes, openai_routes
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .docs_page import docs_router
-from .errors import ApiError, bad_request, error_body, error_type, validation_errors
+from .errors import STATUSES, ApiError, bad_request, error_body, error_type, validation_errors
 from .guard import Guard, GuardConfig
 from .openapi import openapi
+from .request_log import RequestLog
 from .schemas import (
     DetokenizeRequest,
     DetokenizeResponse,
@@ -45,7 +45,8 @@ DESCRIPTION = """\
 A GGUF language model served with continuous batching: OpenAI- and Ollama-compatible routes, named contexts
 (KV snapshots you can fork, save, restore and continue), tokenization and Prometheus metrics.
 
-Every error is answered with an OpenAI-style body: `{"error": {"message", "type", "param", "code"}}`.
+Every error is answered with an OpenAI-style body, `{"error": {"message", "type", "param", "code"}}`, but on the
+Ollama routes (`/api/...`), which answer as Ollama does: `{"error": "message"}`.
 A full queue answers 429 with `Retry-After`. Streaming uses SSE (`data: ...`, ending in `data: [DONE]`) on the
 OpenAI routes and NDJSON on the Ollama routes.
 """
@@ -55,7 +56,7 @@ TAGS = [
     {"name": "Contexts", "description": "Named KV contexts: create, fork, snapshot, restore, continue, delete."},
     {"name": "Server", "description": "Health, metrics, tokenization."},
 ]
-ERRORS = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 408, 409, 413, 415, 429, 500, 503)}
+ERRORS = {code: {"model": ErrorResponse} for code in STATUSES}
 CORS_METHODS = ("GET", "POST", "DELETE", "OPTIONS")
 CORS_HEADERS = ("Authorization", "Content-Type", "OpenAI-Organization", "OpenAI-Project")  # what clients send
 CORS_EXPOSE = ("Retry-After", "WWW-Authenticate")
@@ -93,7 +94,7 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
     config = GuardConfig(bound=bound, allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins),
                          max_body_bytes=service.limits.max_body_bytes)  # fmt: skip
     app.add_middleware(Guard, config=config)
-    app.add_middleware(CountRequests, service=service)
+    app.add_middleware(RequestLog, metrics=service.metrics)  # outermost: every request, the guard's refusals too
     app.openapi = lambda: openapi(app, service)  # type: ignore[method-assign]
     return app
 
@@ -157,77 +158,42 @@ def _tokenize(tok: Any, body: TokenizeRequest) -> bytes:
     return json.dumps({"tokens": pieces}, ensure_ascii=False).encode()
 
 
-HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
-
-
 # -- errors ---------------------------------------------------------------------------------------------------
 
 
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
-    async def api_error(_req: Request, e: ApiError) -> JSONResponse:
-        return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
+    async def api_error(req: Request, e: ApiError) -> JSONResponse:
+        return JSONResponse(e.body(req.url.path), status_code=e.status, headers=e.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_req: Request, e: RequestValidationError) -> JSONResponse:
+    async def invalid(req: Request, e: RequestValidationError) -> JSONResponse:
         errors = e.errors()
         first = errors[0] if errors else {}
         if first.get("type") == "json_invalid":
             msg = f"the body is not valid JSON: {first.get('ctx', {}).get('error', 'malformed')}"
-            return JSONResponse(error_body(msg, "invalid_request_error", None, "invalid_json"), status_code=400)
+            body = error_body(msg, "invalid_request_error", None, "invalid_json", req.url.path)
+            return JSONResponse(body, status_code=400)
         found = validation_errors(errors, e.body)
         parts = [f"{path}: {msg}" for path, msg in found[:5]]
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
         param = found[0][0] if found and found[0][0] != "body" else None
-        body = error_body("; ".join(parts) + more, "invalid_request_error", param, "invalid_value")
+        body = error_body("; ".join(parts) + more, "invalid_request_error", param, "invalid_value", req.url.path)
         return JSONResponse(body, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_req: Request, e: StarletteHTTPException) -> JSONResponse:
+    async def http_error(req: Request, e: StarletteHTTPException) -> JSONResponse:
         msg = e.detail if isinstance(e.detail, str) else str(e.detail)
-        body = error_body(msg, error_type(e.status_code), None, None)
+        body = error_body(msg, error_type(e.status_code), None, None, req.url.path)
         return JSONResponse(body, status_code=e.status_code, headers=getattr(e, "headers", None))
 
     @app.exception_handler(LlamayError)
-    async def engine_error(_req: Request, e: LlamayError) -> JSONResponse:
-        return JSONResponse(error_body(str(e), "invalid_request_error"), status_code=400)
+    async def engine_error(req: Request, e: LlamayError) -> JSONResponse:
+        return JSONResponse(error_body(str(e), "invalid_request_error", path=req.url.path), status_code=400)
 
     @app.exception_handler(Exception)
-    async def crash(_req: Request, e: Exception) -> JSONResponse:
+    async def crash(req: Request, e: Exception) -> JSONResponse:
         log.exception("unhandled error")
-        body = error_body(f"internal error: {type(e).__name__}: {e}", "server_error", None, "internal_error")
+        msg = f"internal error: {type(e).__name__}: {e}"
+        body = error_body(msg, "server_error", None, "internal_error", req.url.path)
         return JSONResponse(body, status_code=500)
-
-
-# -- middlewares -----------------------------------------------------------------------------------------
-
-
-class CountRequests:
-    """Counts answered requests by method, route template and status (a pure ASGI middleware, so streaming
-    responses and disconnects pass through untouched)."""
-
-    def __init__(self, app: ASGIApp, service: Service) -> None:
-        self.app = app
-        self.metrics = service.metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = 500
-
-        async def counting_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, counting_send)
-        finally:
-            route = scope.get("route")
-            path = getattr(route, "path", None) or "unmatched"
-            # labels from a fixed set: a client's made-up methods must not add series without bound
-            method = scope.get("method", "")
-            method = method if method in HTTP_METHODS else "other"
-            self.metrics.requests[(method, path, status)] += 1

@@ -1,4 +1,5 @@
-"""Errors the server answers with, as OpenAI-style bodies: `{"error": {"message", "type", "param", "code"}}`."""
+"""Errors the server answers with: OpenAI-style bodies, `{"error": {"message", "type", "param", "code"}}`, except on
+Ollama's routes (`/api/...`), which answer as Ollama does, `{"error": "message"}`: its clients read that string."""
 
 from __future__ import annotations
 
@@ -41,15 +42,23 @@ class ApiError(Exception):
         self.type = type or error_type(status)
         self.headers = headers or {}
 
-    def body(self) -> dict[str, Any]:
-        return error_body(self.message, self.type, self.param, self.code)
+    def body(self, path: str = "") -> dict[str, Any]:
+        return error_body(self.message, self.type, self.param, self.code, path)
 
 
 def error_type(status: int) -> str:
     return ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
 
 
-def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+OLLAMA_PREFIX = "/api/"
+STATUSES = (400, 401, 403, 404, 408, 409, 413, 415, 429, 500, 503)  # the errors every route may answer
+
+
+def error_body(message: str, type: str, param: str | None = None, code: str | None = None,
+               path: str = "") -> dict[str, Any]:  # fmt: skip
+    """The error body for a request to `path`: Ollama's shape on its routes, OpenAI's elsewhere."""
+    if path.startswith(OLLAMA_PREFIX):
+        return {"error": message}
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 

@@ -97,11 +97,12 @@ class Guard:
             return
         headers = _headers(scope)
         refusal = self._refusal(scope, headers)
+        cors = self._cors(headers)  # the guard's own refusals too must be readable by an allowed page
         if refusal is not None:
-            await _answer(send, *refusal)
+            await _answer(send, scope["path"], *refusal, extra=cors)
             return
         if scope["method"] in BODY_METHODS:
-            body = await self._read_body(receive, headers, send)
+            body = await self._read_body(receive, headers, send, scope["path"], cors)
             if body is None:
                 return
             receive = _replay(body, receive)
@@ -129,12 +130,20 @@ class Guard:
                         "unsupported_media_type", None)  # fmt: skip
         return None
 
-    async def _read_body(self, receive: Receive, headers: dict[str, str], send: Send) -> bytes | None:
+    def _cors(self, headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+        """The CORS headers of an answer the guard gives itself (CORSMiddleware, inside, adds those of the rest)."""
+        origin, host = headers.get("origin"), headers.get("host")
+        if origin is None or (host and same_origin(origin, host)) or not self.cfg.cross_origin_allowed(origin):
+            return []
+        return [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")]
+
+    async def _read_body(self, receive: Receive, headers: dict[str, str], send: Send, path: str,
+                         cors: list[tuple[bytes, bytes]]) -> bytes | None:  # fmt: skip
         """The whole body, or None once a 413 (or nothing, for a client gone) has been answered."""
         limit = self.cfg.max_body_bytes
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _answer(send, *_too_large(int(declared), limit))
+            await _answer(send, path, *_too_large(int(declared), limit), extra=cors)
             return None
         chunks: list[bytes] = []
         size = 0
@@ -145,7 +154,7 @@ class Guard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                await _answer(send, *_too_large(size, limit))
+                await _answer(send, path, *_too_large(size, limit), extra=cors)
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -184,9 +193,9 @@ def _nosniff(send: Send) -> Send:
     return wrapped
 
 
-async def _answer(send: Send, status: int, message: str, code: str, param: str | None,
+async def _answer(send: Send, path: str, status: int, message: str, code: str, param: str | None,
                   extra: Iterable[tuple[bytes, bytes]] = ()) -> None:  # fmt: skip
-    payload: Any = error_body(message, error_type(status), param, code)
+    payload: Any = error_body(message, error_type(status), param, code, path)  # Ollama's shape on its routes
     body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                (b"x-content-type-options", b"nosniff"), *extra]  # fmt: skip

@@ -13,12 +13,14 @@ from fastapi.responses import StreamingResponse
 
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
-from .errors import bad_request
+from .errors import STATUSES, bad_request
 from .limits import MAX_EMBED_INPUTS
 from .params import from_ollama
 from .schemas import (
     OllamaChatRequest,
+    OllamaEmbeddingsRequest,
     OllamaEmbedRequest,
+    OllamaErrorResponse,
     OllamaGenerateRequest,
     OllamaShowRequest,
 )
@@ -26,7 +28,8 @@ from .service import ServedModel, Service
 from .streaming import Generation, ndjson_stream
 from .tools import message_dicts, ollama_calls, parse_tool_calls
 
-router = APIRouter(tags=["Ollama"], route_class=StrictJsonRoute)
+ERRORS = {code: {"model": OllamaErrorResponse} for code in STATUSES}
+router = APIRouter(tags=["Ollama"], route_class=StrictJsonRoute, responses=ERRORS)  # Ollama's error shape
 NDJSON = "application/x-ndjson"
 DETAIL_KEYS = ("parent_model", "format", "family", "families", "parameter_size", "quantization_level")
 
@@ -137,6 +140,15 @@ async def embed(body: OllamaEmbedRequest, service: ServiceDep) -> dict[str, Any]
     model, vectors, n_tokens = await service.embed(body.model, texts)
     return {"model": model.id, "embeddings": vectors, "total_duration": int((time.perf_counter() - t0) * 1e9),
             "load_duration": 0, "prompt_eval_count": n_tokens}  # fmt: skip
+
+
+@router.post("/api/embeddings", summary="One text's embedding (Ollama's older route; the vector of /api/embed)")
+async def embeddings(body: OllamaEmbeddingsRequest, service: ServiceDep) -> dict[str, Any]:
+    if not body.prompt:  # Ollama's answer to an empty prompt (still checking the model is an embedding one)
+        service.resolve(body.model, "embed")
+        return {"embedding": []}
+    _, vectors, _ = await service.embed(body.model, [body.prompt])
+    return {"embedding": vectors[0]}
 
 
 # -- models ---------------------------------------------------------------------------------------------------

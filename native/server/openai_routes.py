@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
 
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
@@ -174,7 +175,7 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
                          fmt=body.response_format)  # fmt: skip
     prompts, echo = await service.offload(_prompts, service, body.prompt, body.echo)
-    budgets = [service.budget(p, body.max_tokens or 16) for p in prompts]
+    budgets = [service.budget(p, 16 if body.max_tokens is None else body.max_tokens) for p in prompts]
     gen = (await Generation.create(service, prompts, params, budgets)).start()
     head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
@@ -251,16 +252,11 @@ def _completion_logprob_block(service: Service, lps: list[tuple[int, float, Any]
 
 @router.post("/v1/embeddings", response_model=EmbeddingResponse, summary="Sentence embeddings (encoder models)")
 async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, Any]:
-    inp = body.input
-    if isinstance(inp, str):
-        texts = [inp]
-    elif inp and all(isinstance(x, str) for x in inp):
-        texts = list(inp)
-    else:
-        raise bad_request("input must be a string or a list of strings (token ids are not accepted)", "input")
-    if not texts or len(texts) > MAX_EMBED_INPUTS:
-        raise bad_request(f"between 1 and {MAX_EMBED_INPUTS} inputs per request, got {len(texts)}", "input")
-    model, vectors, n_tokens = await service.embed(body.model, texts)
+    inp = body.input  # a text, texts, token ids, or lists of them (the schema made sure of which)
+    inputs: list[Any] = [inp] if isinstance(inp, str) or (inp and isinstance(inp[0], int)) else list(inp)
+    if not inputs or len(inputs) > MAX_EMBED_INPUTS:
+        raise bad_request(f"between 1 and {MAX_EMBED_INPUTS} inputs per request, got {len(inputs)}", "input")
+    model, vectors, n_tokens = await service.embed(body.model, inputs)
     if body.dimensions is not None and body.dimensions != len(vectors[0]):
         raise bad_request(f"{model.id} gives {len(vectors[0])} dimensions; it cannot be shortened", "dimensions")
     data = []
@@ -269,3 +265,22 @@ async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, A
         data.append({"object": "embedding", "index": i, "embedding": value})
     return {"object": "list", "data": data, "model": model.id,
             "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}}  # fmt: skip
+
+
+# -- the same routes without /v1 --------------------------------------------------------------------------------
+
+
+def _unprefixed(router: APIRouter) -> None:
+    """Each /v1 route also without the prefix (`OpenAI(base_url="http://host:port")`, as llama-server allows):
+    the same handler, left out of the description, where the /v1 operation names it (`x-aliases`)."""
+    for route in list(router.routes):
+        if not (isinstance(route, APIRoute) and route.path.startswith("/v1/")):
+            continue
+        alias = route.path.removeprefix("/v1")
+        router.add_api_route(alias, route.endpoint, methods=sorted(route.methods), response_model=route.response_model,
+                             name=f"{route.name}_unprefixed", include_in_schema=False)  # fmt: skip
+        route.description = f"{route.description}\n\nAlso served at `{alias}`.".lstrip()
+        route.openapi_extra = {**(route.openapi_extra or {}), "x-aliases": [alias]}
+
+
+_unprefixed(router)

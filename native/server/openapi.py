@@ -1,8 +1,10 @@
 """The OpenAPI description, made exact for the server that publishes it, so that a request valid against it is
 one this server accepts (schemathesis checks both ways):
 
-- `model` lists the models each route serves; token limits (`max_tokens`, `num_predict`) end at the context;
-- token ids lie in the vocabulary (`x-llamay: token-id`), logit-bias keys are token ids written as strings;
+- `model` admits any name but a model's of the other kind (with --strict-model-name: lists the models each route
+  serves); token limits (`max_tokens`, `num_predict`) end at the context;
+- token ids lie in the vocabulary (`x-llamay: token-id`; the embedding model's for `embed-token-id`), logit-bias
+  keys are token ids written as strings;
 - `dimensions` is the embedding model's; `tools` is empty when the chat template cannot take tools;
 - links join the context routes (create → get, fork, snapshot, continue, delete; snapshot → restore, and the
   snapshot file's get and delete), for stateful clients and tests.
@@ -52,12 +54,16 @@ def openapi(app: FastAPI, service: Any) -> dict[str, Any]:
 def _exact(doc: dict[str, Any], service: Any) -> None:
     _json_schema_names(doc)
     for name, schema in doc.get("components", {}).get("schemas", {}).items():
-        _exact_model(name, schema.get("properties", {}), service)
+        _exact_model(name, schema, service)
     n_vocab = service.tokenizer.n_vocab
+    engine = service.embed_engine
+    embed_vocab = min(engine.tokenizer.n_vocab, engine.model.cfg.n_vocab) if engine is not None else n_vocab
     for node in _walk(doc):
         mark = node.pop("x-llamay", None)
         if mark == "token-id":
             node["maximum"] = n_vocab - 1
+        elif mark == "embed-token-id":  # the embedding model's vocabulary (none served: every request is a 400)
+            node["maximum"] = embed_vocab - 1
         elif mark == "logit-bias":
             for variant in _variants(node):
                 if variant.get("type") == "object":
@@ -75,15 +81,25 @@ def _json_schema_names(doc: dict[str, Any]) -> None:
                     node[name] = node.pop(raw)
 
 
-def _exact_model(name: str, props: dict[str, Any], service: Any) -> None:
+def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
     """One request model's fields, bounded by what this server has loaded."""
+    props = schema.get("properties", {})
 
     def names(kinds: tuple[str, ...]) -> list[str]:
         return sorted({n for m in service.models if m.kind in kinds for n in (m.id, *m.aliases)})
 
     kinds = ("embed",) if "Embed" in name else ("generate", "embed") if "Show" in name else ("generate",)
-    for key in ("model", "name") if "Show" in name else ("model",):
-        _enum(props.get(key), names(kinds))
+    optional_name = (props.get("model") or {}).pop("x-llamay", None) == "model-name"
+    if service.strict_names or "Show" in name:  # only the served names (a lookup always)
+        for key in ("model", "name") if "Show" in name else ("model",):
+            _enum(props.get(key), names(kinds))
+        if optional_name:  # --strict-model-name: required as well
+            schema["required"] = sorted({*schema.get("required", ()), "model"})
+    else:  # any name but one of a model of the other kind (Service.resolve)
+        others = names(tuple({"generate", "embed"} - set(kinds)))
+        for variant in _variants(props.get("model")):
+            if variant.get("type") == "string" and others:
+                variant["not"] = {"enum": others}
     for key in ("max_tokens", "max_completion_tokens", "num_predict"):
         _bound(props.get(key), service.n_ctx)
     if "dimensions" in props and service.embed_engine is not None:

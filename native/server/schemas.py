@@ -48,6 +48,7 @@ def _json_integer(value: Any) -> Any:
 
 Int = Annotated[int, BeforeValidator(_json_integer)]  # request models are strict: this is their integer
 TokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "token-id"})]  # < n_vocab: set per server
+EmbedTokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "embed-token-id"})]  # the embedder's
 Stop = str | list[str] | None  # limits: checked by params.stops (naming them), published by openapi.py
 
 
@@ -92,6 +93,12 @@ class ErrorDetail(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorDetail
+
+
+class OllamaErrorResponse(BaseModel):
+    """Ollama's error body, on its routes (`/api/...`)."""
+
+    error: str
 
 
 # -- shared sampling fields -----------------------------------------------------------------------------------
@@ -163,7 +170,12 @@ class _SamplingBase(_Lenient):
     )
     stop: Stop = Field(None, description=f"up to {MAX_STOPS} stop strings of at most {MAX_STOP_CHARS} characters")
     n: Int = Field(1, ge=1, le=MAX_N)
-    max_tokens: Int | None = Field(None, ge=1, le=MAX_TOKENS)
+    max_tokens: Int | None = Field(
+        None,
+        ge=0,
+        le=MAX_TOKENS,
+        description="0: the prompt is evaluated into the cache, nothing is generated (llama-server's n_predict 0)",
+    )
     user: str | None = None
 
 
@@ -248,8 +260,14 @@ class Tool(_Lenient):
     function: ToolFunction
 
 
+MODEL_NAME = (
+    "the served model's name; optional: any other name, or none, is the served model (llama-server's way), "
+    "unless the server runs with --strict-model-name"
+)
+
+
 class ChatCompletionRequest(Sampling):
-    model: str
+    model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -266,7 +284,7 @@ class ChatCompletionRequest(Sampling):
 
 
 class CompletionRequest(Sampling):
-    model: str
+    model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     prompt: (
         str
         | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
@@ -286,10 +304,15 @@ class CompletionRequest(Sampling):
 
 
 class EmbeddingRequest(_Lenient):
-    model: str
-    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)] = Field(
-        description="a text or a list of texts (token ids are not accepted)"
-    )
+    model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
+    input: (
+        str
+        | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
+        | Annotated[list[EmbedTokenId], Field(min_length=1)]
+        | Annotated[
+            list[Annotated[list[EmbedTokenId], Field(min_length=1)]], Field(min_length=1, max_length=MAX_EMBED_INPUTS)
+        ]
+    ) = Field(description="a text, a list of texts, token ids (of the embedding model), or a list of token-id lists")
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: Int | None = Field(None, ge=1, le=1 << 16)
     user: str | None = None
@@ -484,6 +507,15 @@ class OllamaEmbedRequest(_Lenient):
     model: str
     input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
     truncate: bool = True
+    options: OllamaOptions | None = None
+    keep_alive: str | Int | None = None
+
+
+class OllamaEmbeddingsRequest(_Lenient):
+    """Ollama's older embedding route: one text, one vector."""
+
+    model: str
+    prompt: str = Field(description="the text (empty: an empty vector, as Ollama answers)")
     options: OllamaOptions | None = None
     keep_alive: str | Int | None = None
 

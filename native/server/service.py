@@ -25,6 +25,7 @@ from .context_store import ContextStore
 from .errors import ApiError, bad_request
 from .limits import PREPARE_THREADS, Limits, prompt_char_limit
 from .metrics import Metrics
+from .request_log import note_tokens
 from .scheduler import Scheduler, SchedulerConfig
 from .snapshot_store import DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SNAPSHOTS, SnapshotStore
 
@@ -120,6 +121,7 @@ class Service:
         max_body_bytes: int | None = None,
         name: str | None = None,
         defaults: Any = None,
+        strict_names: bool = False,
     ) -> None:
         if not model.cfg.causal:
             raise LlamayError(f"{model.name} is an encoder ({model.cfg.arch}); serve it with --embedding-model")
@@ -136,6 +138,7 @@ class Service:
         )
         path = Path(model_path)
         digest, details = describe(model, path)
+        self.strict_names = strict_names  # --strict-model-name: only the served models' names (see `resolve`)
         self.defaults = defaults  # a stored model's PARAMETERs (llamay.native.store.options.Options), or None
         mid = name or path.stem  # a stored model by its name, a file by its stem
         self.generator = ServedModel(mid, model, path, frozenset({mid, path.stem, path.name, *aliases}), now,
@@ -233,6 +236,7 @@ class Service:
         return self.generator.model.tokenizer
 
     def find(self, name: str | None, param: str = "model") -> ServedModel:
+        """The served model so named, else 404 (a lookup: /api/show, /v1/models/{id})."""
         for m in self.models:
             if name is not None and m.matches(name):
                 return m
@@ -240,11 +244,39 @@ class Service:
         raise ApiError(404, f"the model {name!r} does not exist here; served: {known}", param=param,
                        code="model_not_found")  # fmt: skip
 
-    def generative(self, name: str | None) -> ServedModel:
-        m = self.find(name)
-        if m.kind != "generate":
-            raise bad_request(f"{m.id} is an embedding model: it does not generate text", "model", "wrong_model")
+    def resolve(self, name: str | None, kind: str, param: str = "model") -> ServedModel:
+        """The model that serves a request naming `name` on a route of `kind` ("generate" or "embed"), for every
+        route: a served model's name is that model (400 if it is of the other kind); any other name, or none, is
+        the one model of that kind, as llama-server answers for its one model (the OpenAI SDK sends
+        `gpt-3.5-turbo-instruct`, `text-embedding-3-small`...). With --strict-model-name a name is required and
+        must be a served one's (404). The one place names become models: where a stored model is served by name
+        later, an unknown name that is a stored model's can be loaded here."""
+        named = next((m for m in self.models if name is not None and m.matches(name)), None)
+        if named is None and self.strict_names:
+            if name is None:
+                known = ", ".join(m.id for m in self.models if m.kind == kind)
+                raise bad_request(f"model is required (the server runs with --strict-model-name); served: {known}",
+                                  param)  # fmt: skip
+            self.find(name, param)  # a 404
+        m = named or (self.generator if kind == "generate" else self.embedder)
+        if kind == "generate" and m is not None and m.kind != "generate":
+            raise bad_request(f"{m.id} is an embedding model: it does not generate text", param, "wrong_model")
+        if kind == "embed" and m is None:  # no model of that kind here: nothing the name could be (as unknown)
+            raise ApiError(404, "no embedding model is served here: start the server with --embedding-model PATH "
+                           "(an encoder such as all-MiniLM-L6-v2)", param=param, code="model_not_found")  # fmt: skip
+        if kind == "embed" and (m is None or m.kind != "embed" or self.embed_engine is None):
+            hint = (
+                f"; embeddings are served by {self.embedder.id}"
+                if self.embedder
+                else "; start the server with --embedding-model PATH (an encoder such as all-MiniLM-L6-v2)"
+            )
+            raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", param,
+                              "model_not_embedding")  # fmt: skip
+        assert m is not None
         return m
+
+    def generative(self, name: str | None) -> ServedModel:
+        return self.resolve(name, "generate")
 
     # -- preparing requests ---------------------------------------------------------------------------------
 
@@ -331,19 +363,16 @@ class Service:
 
     # -- embeddings -----------------------------------------------------------------------------------------
 
-    async def embed(self, name: str, texts: list[str]) -> tuple[ServedModel, list[list[float]], int]:
-        m = self.find(name)
-        if m.kind != "embed" or self.embed_engine is None:
-            hint = (
-                f"; embeddings are served by {self.embedder.id}"
-                if self.embedder
-                else "; start the server with --embedding-model PATH (an encoder such as all-MiniLM-L6-v2)"
-            )
-            raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", "model",
-                              "model_not_embedding")  # fmt: skip
+    async def embed(
+        self, name: str | None, inputs: list[str] | list[list[int]]
+    ) -> tuple[ServedModel, list[list[float]], int]:
+        """The embedding of each input: a text, or token ids of the embedding model's vocabulary (as OpenAI's
+        `input` allows), read as given."""
+        m = self.resolve(name, "embed")
         engine = self.embed_engine
+        assert engine is not None
         n_ctx = engine.state.n_ctx
-        ids = await self.offload(engine.tokenizer.encode_batch, texts)
+        ids = await self.offload(_embedding_ids, engine, inputs, m.id)
         for i, x in enumerate(ids):
             if len(x) > n_ctx:
                 raise bad_request(f"input {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}", "input",
@@ -351,10 +380,28 @@ class Service:
 
         def run(_state: Any = None) -> list[list[float]]:
             with self._embed_lock:
-                return engine.embed(texts)
+                return engine.embed_ids(ids)
 
         if self.scheduler.alive:  # on the model thread, between steps: kernels run on one thread only (above)
             vectors = await asyncio.wrap_future(self.scheduler.call(run))
         else:
             vectors = await asyncio.to_thread(run)
+        note_tokens(sum(map(len, ids)))  # in the request's log line
         return m, vectors, sum(map(len, ids))
+
+
+def _embedding_ids(engine: Engine, inputs: list[str] | list[list[int]], name: str) -> list[list[int]]:
+    """Texts tokenized as Engine.embed does; token ids checked against the embedding model's vocabulary, the bad
+    one named (on a preparation thread)."""
+    n_vocab = min(engine.tokenizer.n_vocab, engine.model.cfg.n_vocab)
+    out = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, str):
+            out.append(engine.tokenizer.encode(x))
+            continue
+        bad = next((j for j, t in enumerate(x) if not 0 <= t < n_vocab), None)
+        if bad is not None:
+            raise bad_request(f"input[{i}][{bad}]: token id {x[bad]} is outside the vocabulary of {n_vocab} ({name})",
+                              "input")  # fmt: skip
+        out.append(list(x))
+    return out

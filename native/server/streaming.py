@@ -20,6 +20,7 @@ from llamay.engine import StopMatcher, StopStrings
 
 from .errors import ApiError
 from .params import GenParams, check_supported, constraint_for, sampler_for, with_defaults
+from .request_log import note_generation
 from .scheduler import Job, JobFailed, Pin, QueueFull, Sink, Update
 
 log = logging.getLogger("llamay.server")
@@ -86,6 +87,7 @@ class Generation:
                 self.choices.append(Choice(job, self.tokenizer.detokenizer(), StopMatcher(stop_strings)))
         self._open = len(self.choices)
         self._closed = False
+        note_generation(self)  # its tokens in the request's log line
 
     @classmethod
     async def create(cls, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,

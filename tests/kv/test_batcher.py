@@ -120,3 +120,18 @@ def test_a_rolled_back_forward_leaves_no_trace(model):
     prefill(model, cold, [*PROMPTS[1], 300])
     n = model.cfg.n_vocab
     assert model.backend.read_f32(st.logits, 0, n) == model.backend.read_f32(cold.logits, 0, n)
+
+
+def test_max_tokens_0_evaluates_the_prompt_into_the_cache_and_generates_nothing(model, alone):
+    """llama-server's n_predict 0: no token, finish "length", the prompt's pages kept by the prefix cache (the
+    same prompt again reuses them, and then generates what it generates alone)."""
+    st = model.new_state(n_ctx=64, n_seq=2, n_batch=32, page_size=4, prefix_cache=True)
+    batcher = Batcher(model, st)
+    zero = Request(PROMPTS[1], 0, Sampler(GREEDY))
+    events = run(batcher, [zero])
+    assert zero.generated == [] and zero.finish_reason == "length"
+    assert [(e.token, e.finish_reason) for e in events if e.request is zero] == [(None, "length")]
+    again = Request(PROMPTS[1], N, Sampler(GREEDY))
+    run(batcher, [again])
+    assert again.cached_tokens >= 4 and again.generated == alone[1]
+    assert st.audit() == [] and not any(s.active for s in st.sequences)

@@ -1,4 +1,5 @@
-"""Bad input gets an OpenAI-style error body with the right status, and the server keeps serving."""
+"""Bad input gets an error body with the right status (OpenAI's shape; Ollama's, a message alone, on its routes),
+and the server keeps serving."""
 
 from __future__ import annotations
 
@@ -17,10 +18,15 @@ MSG = [{"role": "user", "content": "hi"}]
 
 
 def error_of(r, status: int) -> dict:
+    """The error's fields; on Ollama's routes, its message alone (as `message`), which must then name the
+    problem itself."""
     assert r.status_code == status, r.text
     body = r.json()
     assert set(body) == {"error"}
     err = body["error"]
+    if r.request.url.path.startswith("/api/"):
+        assert isinstance(err, str) and err, body
+        return {"message": err}
     assert set(err) == {"message", "type", "param", "code"}
     assert isinstance(err["message"], str) and err["message"]
     return err
@@ -37,7 +43,8 @@ def still_healthy(client):
 @pytest.mark.parametrize("raw", [b"{not json", b"", b"[1, 2", b"\xff\xfe"])
 def test_malformed_json(client, path, raw):
     err = error_of(client.post(path, content=raw, headers={"content-type": "application/json"}), 400)
-    assert err["type"] == "invalid_request_error"
+    assert err.get("type", "invalid_request_error") == "invalid_request_error"
+    assert raw == b"" or "not valid JSON" in err["message"]  # an empty body: "body: Field required"
 
 
 @pytest.mark.parametrize(
@@ -52,25 +59,11 @@ def test_malformed_json(client, path, raw):
         ({"model": STORIES_ID, "messages": MSG, "top_p": 1.5}, "top_p"),
         ({"model": STORIES_ID, "messages": MSG, "stream": "yes please"}, "stream"),
         ({"model": 7, "messages": MSG}, "model"),
-        ({"messages": MSG}, "model"),
     ],
 )
 def test_wrong_types_and_ranges(client, body, param):
     err = error_of(client.post(CHAT, json=body), 400)
     assert err["param"] == param
-
-
-def test_unknown_model(client):
-    for path, body in [
-        (CHAT, {"model": "gpt-4o", "messages": MSG}),
-        (COMPLETIONS, {"model": "gpt-4o", "prompt": "x"}),
-        ("/api/generate", {"model": "llama3", "prompt": "x"}),
-        ("/v1/embeddings", {"model": "text-embedding-3-small", "input": "x"}),
-        ("/api/show", {"model": "nothing"}),
-    ]:
-        err = error_of(client.post(path, json=body), 404)
-        assert err["code"] == "model_not_found" and err["param"] == "model"
-    error_of(client.get("/v1/models/gpt-4o"), 404)
 
 
 def test_prompt_longer_than_the_context(client):
@@ -82,8 +75,8 @@ def test_prompt_longer_than_the_context(client):
         ("/api/chat", {"model": STORIES_ID, "messages": [{"role": "user", "content": long_prompt}]}),
     ]:
         err = error_of(client.post(path, json=body), 400)
-        assert err["code"] == "context_length_exceeded"
-        assert "512" in err["message"]
+        assert err.get("code", "context_length_exceeded") == "context_length_exceeded"
+        assert "512" in err["message"] and "shorten it" in err["message"]
 
 
 def test_absurd_max_tokens_and_n(client):
@@ -117,13 +110,16 @@ def test_other_bad_values(client):
             "messages.0.content.0.type",
         ),
         ("/detokenize", {"tokens": [10**6]}, "tokens"),
-        ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": [1, 2, 3]}, "input"),
+        ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": [1, 2, 10**6]}, "input"),
+        ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": [[]]}, "input"),
+        (COMPLETIONS, {"model": STORIES_ID, "prompt": [[1, 2], [3, 512]]}, "prompt"),
         ("/v1/embeddings", {"model": "all-MiniLM-L6-v2-f16", "input": "x", "dimensions": 7}, "dimensions"),
         ("/api/generate", {"model": STORIES_ID, "prompt": "x", "format": "yaml"}, "format"),
     ]
     for path, body, param in cases:
         err = error_of(client.post(path, json=body), 400)
-        assert err["param"] == param or err["param"].startswith(param + "."), (path, body, err)
+        got = err.get("param") or err["message"].split(" ")[0].rstrip(":")  # Ollama: the message names it
+        assert got == param or got.startswith(param + "."), (path, body, err)
 
 
 @pytest.mark.parametrize("call", [{"function": "abc"}, {"function": [1, 2]}, {"function": {"arguments": "{}"}},
@@ -171,7 +167,7 @@ OPENAI_OUT_OF_BOUNDS = [
     ("min_keep", -1),
     ("seed", 2**64),
     ("n", 17),
-    ("max_tokens", 0),
+    ("max_tokens", -1),
     ("logit_bias", {"5": 101}),
     ("logit_bias", {str(i): 1 for i in range(1025)}),
 ]
@@ -205,7 +201,7 @@ def test_ollama_options_outside_their_bounds_are_400s_naming_them(client, field,
     for path, body in [("/api/generate", {"prompt": "Once"}), ("/api/chat", {"messages": MSG})]:
         body = {"model": STORIES_ID, "stream": False, **body, "options": {"num_predict": 2, field: value}}
         err = error_of(client.post(path, json=body), 400)
-        assert err["param"] == f"options.{field}", err
+        assert err["message"].startswith(f"options.{field}"), err
 
 
 def test_every_admitted_sampling_value_is_accepted_and_honoured(client):
@@ -275,7 +271,7 @@ def test_json_that_is_not_standard_or_too_deep_is_malformed(client, raw, what):
     none is standard JSON a field could take: each is a 400 invalid_json saying what was wrong."""
     for path in (COMPLETIONS, "/api/generate", "/llamay/contexts", "/tokenize"):
         err = error_of(client.post(path, content=raw, headers={"content-type": "application/json"}), 400)
-        assert err["code"] == "invalid_json" and what in err["message"], err
+        assert err.get("code", "invalid_json") == "invalid_json" and what in err["message"], err
 
 
 def test_stop_strings_within_their_limits(client):
@@ -299,7 +295,8 @@ def test_a_prompt_longer_than_any_that_fits_is_refused_before_tokenizing(server,
                        (CHAT, {"messages": [{"role": "user", "content": long_prompt}]}),
                        ("/api/generate", {"prompt": long_prompt, "stream": False})]:  # fmt: skip
         err = error_of(client.post(path, json={"model": STORIES_ID, **body}), 400)
-        assert err["code"] == "context_length_exceeded" and "max_prompt_chars" in err["message"], err
+        assert err.get("code", "context_length_exceeded") == "context_length_exceeded", err
+        assert "max_prompt_chars" in err["message"], err
 
 
 def test_api_key():

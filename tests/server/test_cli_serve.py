@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -114,12 +115,16 @@ def test_ctrl_c_during_a_stream_ends_it_cleanly_in_one_line():
     assert "Traceback" not in err and "ERROR" not in err, err
     said = [line for line in err.splitlines() if "stopping" in line]
     assert said == ["llamay serve: stopping (SIGINT): ending 1 running and 0 queued requests"], err
+    # the request log: the stream's one line, its tokens counted at its end (the prompt's BOS and "Once": 2 in)
+    logged = [line for line in err.splitlines() if line.startswith("llamay serve: POST /v1/completions 200")]
+    assert len(logged) == 1 and re.search(r" in=2 out=\d+ \d+ ms$", logged[0]), err
     events = [line for line in lines if line.startswith("data: ")]
     assert events[-1] == "data: [DONE]" and "shutting down" in events[-2], events[-3:]
 
 
 def test_a_client_gone_from_a_non_streaming_request_is_one_line_and_cancels_its_job():
-    proc, url = serve("-m", str(paths.stories("f32")), "--backend", "portable", "-c", "512", "--parallel", "2")
+    proc, url = serve("-m", str(paths.stories("f32")), "--backend", "portable", "-c", "512", "--parallel", "2",
+                      "--quiet")  # fmt: skip
     try:
         host, port = url.removeprefix("http://").rsplit(":", 1)
         for path, body in [("/v1/completions", {"model": "stories260K-f32", "prompt": "Once", "max_tokens": 400}),
@@ -139,3 +144,4 @@ def test_a_client_gone_from_a_non_streaming_request_is_one_line_and_cancels_its_
     assert "Traceback" not in err and "CancelledError" not in err, err
     gone = [line for line in err.splitlines() if "went away" in line]
     assert gone == ["llamay serve: the client went away before its reply: cancelled 1 of 1 choices"] * 2, err
+    assert not any(" /health " in line for line in err.splitlines()), err  # --quiet: no request log

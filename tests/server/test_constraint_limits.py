@@ -41,6 +41,9 @@ def post(client, schema_text: str, route: str = "openai", max_tokens: int = 8):
 def limit_refusal(r) -> str:
     assert r.status_code == 400, r.text
     err = r.json()["error"]
+    if r.request.url.path.startswith("/api/"):  # Ollama's error shape: the message alone, naming the field
+        assert isinstance(err, str) and err.startswith(("response_format", "format")), err
+        return err
     assert err["param"] in ("response_format", "format"), err
     return err["message"]
 

@@ -117,7 +117,7 @@ def test_64_streams_with_disconnects_failing_restores_and_bad_requests(live, mon
                 "malformed": [post(c, "/v1/completions", content=b"{not json", headers=JSON) for _ in range(4)],
                 "too_long": [post(c, "/v1/completions", json=body([1] + [403] * N_CTX, 4)) for _ in range(2)],
                 "out_of_vocab": [post(c, "/v1/completions", json=body([1, 10**6], 4)) for _ in range(2)],
-                "unknown_model": [post(c, "/v1/completions", json={**body("x", 4), "model": "nope"}) for _ in range(2)],
+                "unknown_model": [c.get("/v1/models/nope") for _ in range(2)],  # any name serves: a lookup
                 "repeat_penalty_0": [stream(c, body(PROMPTS[i], SHORT, repeat_penalty=0)) for i in range(2)],
             }
             flat = [(k, t) for k, ts in tasks.items() for t in ts]

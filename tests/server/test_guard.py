@@ -190,3 +190,29 @@ def test_a_page_of_another_origin_cannot_drive_the_server_unless_allowed(page_or
     finally:
         closed.stop()
         allowing.stop()
+
+
+def test_cors_on_every_route_family_and_on_the_guards_own_refusals(open_server):
+    """Preflights and headers for the allowed origin on the OpenAI routes with and without /v1 and on Ollama's;
+    a refusal the guard answers itself (415, 413) carries them too, so the allowed page can read why."""
+    with httpx.Client(base_url=open_server.url, timeout=30) as c:
+        pre = {"Origin": PAGE_ORIGIN, "Access-Control-Request-Method": "POST",
+               "Access-Control-Request-Headers": "content-type"}  # fmt: skip
+        for path in ("/chat/completions", "/v1/embeddings", "/api/chat", "/api/embeddings"):
+            r = c.options(path, headers=pre)
+            assert r.status_code == 200 and r.headers["access-control-allow-origin"] == PAGE_ORIGIN, path
+            r = c.options(path, headers={**pre, "Origin": "http://other.example"})
+            assert r.status_code == 403 and "access-control-allow-origin" not in r.headers, path
+        page = {"Origin": PAGE_ORIGIN}
+        r = c.post("/completions", json=COMPLETION, headers=page)
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == PAGE_ORIGIN
+        r = c.post("/api/generate", json={"model": "x", "prompt": "x", "options": {"bogus": 1}}, headers=page)
+        assert r.status_code == 400 and r.headers["access-control-allow-origin"] == PAGE_ORIGIN
+        r = c.post("/v1/completions", content=b"{}", headers={**page, "Content-Type": "text/plain"})
+        assert error_code(r, 415) == "unsupported_media_type"
+        assert r.headers["access-control-allow-origin"] == PAGE_ORIGIN and "Origin" in r.headers["vary"]
+        r = c.post("/api/chat", json={"prompt": "x" * 5000}, headers=page)
+        assert r.status_code == 413 and "--max-body-bytes" in r.json()["error"]  # Ollama's shape on /api
+        assert r.headers["access-control-allow-origin"] == PAGE_ORIGIN
+        r = c.post("/v1/completions", content=b"{}", headers={"Content-Type": "text/plain"})  # no Origin: none
+        assert r.status_code == 415 and "access-control-allow-origin" not in r.headers

@@ -70,8 +70,7 @@ def test_bodies_are_json_when_labelled_so_or_unlabelled(client):
     for kind in ("application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"):
         r = client.post("/api/generate", content=body, headers={"content-type": kind})
         assert r.status_code == 415, r.text
-        err = r.json()["error"]
-        assert err["code"] == "unsupported_media_type" and kind in err["message"]
+        assert kind in r.json()["error"]  # Ollama's error shape
 
 
 def test_empty_generate_loads(client):
@@ -98,7 +97,7 @@ def test_embed(client):
     assert math.isclose(sum(x * x for x in body["embeddings"][1]), 1.0, rel_tol=1e-3)
     assert body["prompt_eval_count"] > 0
     err = client.post("/api/embed", json={"model": STORIES_ID, "input": "x"})
-    assert err.status_code == 400 and "pooling" in err.json()["error"]["message"]
+    assert err.status_code == 400 and "pooling" in err.json()["error"]
 
 
 def test_tags_show_ps_version(client):
@@ -114,3 +113,77 @@ def test_tags_show_ps_version(client):
     ps = client.get("/api/ps").json()["models"]
     assert ps[0]["name"] == f"{STORIES_ID}:latest"
     assert client.get("/api/version").json()["version"]
+
+
+# -- the official client ----------------------------------------------------------------------------------------
+
+
+def ollama_client(server):
+    ollama = pytest.importorskip("ollama")
+    return ollama, ollama.Client(host=server.url, timeout=120)
+
+
+def test_the_ollama_client_generates_and_chats(server):
+    _, c = ollama_client(server)
+    opts = {"num_predict": 6, "temperature": 0}
+    r = c.generate(model=STORIES_ID, prompt="Once upon a time", options=opts)
+    assert r.done and r.eval_count == 6 and r.response
+    chat = c.chat(model=STORIES_ID, messages=[{"role": "user", "content": "A story"}], options=opts)
+    assert chat.message.role == "assistant" and chat.done
+    streamed = "".join(
+        p.message.content or ""
+        for p in c.chat(model=STORIES_ID, stream=True, options=opts, messages=[{"role": "user", "content": "A story"}])
+    )
+    assert streamed == chat.message.content
+
+
+def test_errors_have_ollamas_shape_and_its_client_shows_the_message(server, client):
+    """Ollama answers `{"error": "message"}`; its client raises ResponseError with that string as `.error` (an
+    OpenAI-style object there came out as a dict's repr)."""
+    ollama, c = ollama_client(server)
+    msg = [{"role": "user", "content": "hi"}]
+    cases = [  # (call, status, what the message must say)
+        (lambda: c.chat(model=STORIES_ID, messages=msg, options={"bogus_option": 1}), 400, "options.bogus_option"),
+        (lambda: c.chat(model=STORIES_ID, messages=msg, options={"top_p": 2}), 400, "options.top_p"),
+        (lambda: c.generate(model=STORIES_ID, prompt="x", options={"num_predict": 5000}), 400, "num_predict is 5000"),
+        (lambda: c.embed(model=STORIES_ID, input="x"), 400, "no embeddings"),
+        (lambda: c.show("nothing"), 404, "'nothing' does not exist"),
+    ]
+    for call, status, says in cases:
+        with pytest.raises(ollama.ResponseError) as info:
+            call()
+        e = info.value
+        assert e.status_code == status and isinstance(e.error, str) and says in e.error, (status, says, e.error)
+    # the same shape from the guard (before any route) and for routes that do not exist, on /api/ only
+    r = client.post("/api/chat", content=b"{}", headers={"content-type": "text/plain"})
+    assert r.status_code == 415 and isinstance(r.json()["error"], str) and "text/plain" in r.json()["error"]
+    r = client.post("/api/chat", content=b"{oops", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"].startswith("the body is not valid JSON")
+    assert isinstance(client.get("/api/nothing").json()["error"], str)
+    assert client.get("/v1/nothing").json()["error"]["type"] == "not_found_error"
+
+
+def test_ollama_routes_describe_ollamas_error_shape(client):
+    doc = client.get("/openapi.json").json()
+    ref = doc["paths"]["/api/chat"]["post"]["responses"]["400"]["content"]["application/json"]["schema"]["$ref"]
+    assert doc["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]["error"]["type"] == "string"
+    ref = doc["paths"]["/v1/completions"]["post"]["responses"]["400"]["content"]["application/json"]["schema"]
+    assert ref["$ref"].endswith("/ErrorResponse")
+
+
+def test_older_embeddings_route_gives_the_vector_of_embed(server, client):
+    """/api/embeddings (`prompt` → `embedding`) runs the same machinery as /api/embed: the same vector."""
+    minilm = "all-MiniLM-L6-v2-f16"
+    want = client.post("/api/embed", json={"model": minilm, "input": "a cat"}).json()["embeddings"][0]
+    r = client.post("/api/embeddings", json={"model": minilm, "prompt": "a cat"})
+    assert r.status_code == 200 and set(r.json()) == {"embedding"} and r.json()["embedding"] == want
+    assert client.post("/api/embeddings", json={"model": minilm, "prompt": ""}).json() == {"embedding": []}
+    ollama, c = ollama_client(server)
+    assert c.embeddings(model=minilm, prompt="a cat").embedding == pytest.approx(want)
+    assert c.embeddings(model="nomic-embed-text", prompt="a cat").embedding == pytest.approx(want)  # any name
+    for prompt in ("x", ""):
+        with pytest.raises(ollama.ResponseError) as info:
+            c.embeddings(model=STORIES_ID, prompt=prompt)
+        assert info.value.status_code == 400 and f"{STORIES_ID} is a generative model" in info.value.error
+    r = client.post("/api/embeddings", json={"model": minilm})
+    assert r.status_code == 400 and r.json()["error"].startswith("prompt")

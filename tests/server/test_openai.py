@@ -237,3 +237,95 @@ def test_response_format_json_schema(server, client):
     r = client.post("/v1/chat/completions", json={"model": STORIES_ID, "messages": [{"role": "user", "content": "x"}],
                                                   "response_format": bad})  # fmt: skip
     assert r.status_code == 400 and r.json()["error"]["param"] == "response_format"
+
+
+# -- without the /v1 prefix -------------------------------------------------------------------------------------
+
+UNPREFIXED = ("/chat/completions", "/completions", "/models", "/models/{model}", "/embeddings")
+
+
+def test_routes_without_the_v1_prefix(server):
+    """`OpenAI(base_url="http://host:port")` (no /v1, as llama-server allows): every route answers there the same."""
+    openai = pytest.importorskip("openai")
+    oa = openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=120)
+    v1 = server.openai()
+    assert [m.id for m in oa.models.list().data] == [m.id for m in v1.models.list().data]
+    assert oa.models.retrieve(STORIES_ID).id == STORIES_ID
+    kw = {"model": STORIES_ID, "max_tokens": 8, "temperature": 0}
+    assert oa.completions.create(prompt="Once upon a time", **kw).choices[0].text.startswith(LILY[:20])
+    msgs = [{"role": "user", "content": "A story"}]
+    want = v1.chat.completions.create(messages=msgs, **kw).choices[0].message.content
+    assert oa.chat.completions.create(messages=msgs, **kw).choices[0].message.content == want
+    streamed = "".join(c.choices[0].delta.content or "" for c in oa.chat.completions.create(messages=msgs,
+                                                                                             stream=True, **kw)
+                       if c.choices)  # fmt: skip
+    assert streamed == want
+    vec = oa.embeddings.create(model="all-MiniLM-L6-v2-f16", input="a cat").data[0].embedding
+    assert vec == v1.embeddings.create(model="all-MiniLM-L6-v2-f16", input="a cat").data[0].embedding
+    with pytest.raises(openai.BadRequestError) as info:  # the same refusals, in the same shape
+        oa.chat.completions.create(messages=msgs, model="all-MiniLM-L6-v2-f16")
+    assert info.value.body["code"] == "wrong_model"
+
+
+def test_unprefixed_routes_share_the_handlers_and_are_described_once(server, client):
+    from llamay.native.server.openai_routes import router
+
+    routes = {r.path: r for r in router.routes}
+    doc = client.get("/openapi.json").json()
+    for alias in UNPREFIXED:
+        route, canonical = routes[alias], routes[f"/v1{alias}"]
+        assert route.endpoint is canonical.endpoint and route.methods == canonical.methods
+        assert alias not in doc["paths"]
+        (op,) = doc["paths"][f"/v1{alias}"].values()
+        assert op["x-aliases"] == [alias] and f"`{alias}`" in op["description"]
+
+
+def test_max_tokens_0_evaluates_the_prompt_and_generates_nothing(server, client):
+    """llama-server's n_predict 0: an empty reply (finish "length", no completion tokens), the prompt evaluated into
+    the cache: the same prompt again finds it there."""
+    oa = server.openai()
+    prompt = "Zero tokens, please: the prompt alone goes into the cache, the reply is empty."
+    r = oa.completions.create(model=STORIES_ID, prompt=prompt, max_tokens=0)
+    assert r.choices[0].text == "" and r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 0 and r.usage.prompt_tokens > 8
+    again = client.post("/v1/completions", json={"prompt": prompt, "max_tokens": 1}).json()
+    assert again["usage"]["prompt_tokens_details"]["cached_tokens"] >= r.usage.prompt_tokens // 2
+    chat = oa.chat.completions.create(model=STORIES_ID, messages=[{"role": "user", "content": "hi"}], max_tokens=0)
+    assert chat.choices[0].message.content == "" and chat.usage.completion_tokens == 0
+    with client.stream(
+        "POST",
+        "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0, "stream": True},
+    ) as s:
+        events = sse_events(s.read().decode())
+    assert events[-1] == "[DONE]" and events[-2]["choices"][0]["finish_reason"] == "length"
+    assert "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1]) == ""
+    r = client.post("/v1/completions", json={"prompt": "x", "max_tokens": -1})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "max_tokens"
+
+
+def test_token_id_inputs(server, client):
+    """Token ids where the OpenAI API allows them: a completion's prompt (ids, or a batch of id lists: the same
+    text as the prompt they tokenize) and an embedding's input (the embedding model's ids: the vector of the text
+    they tokenize); an id outside the vocabulary is a 400 naming it."""
+    oa = server.openai()
+    text = "Once upon a time"
+    ids = client.post("/tokenize", json={"content": text, "add_special": True}).json()["tokens"]
+    want = oa.completions.create(model=STORIES_ID, prompt=text, max_tokens=6, temperature=0).choices[0].text
+    r = oa.completions.create(model=STORIES_ID, prompt=ids, max_tokens=6, temperature=0)
+    assert r.choices[0].text == want and r.usage.prompt_tokens == len(ids)
+    r = oa.completions.create(model=STORIES_ID, prompt=[ids, ids[:2]], max_tokens=6, temperature=0)
+    assert r.choices[0].text == want and len(r.choices) == 2
+    bad = client.post("/v1/completions", json={"prompt": [ids, [*ids, 512]], "max_tokens": 2})
+    assert bad.status_code == 400 and "token id 512" in bad.json()["error"]["message"]
+    minilm = "all-MiniLM-L6-v2-f16"
+    tok = server.service.embed_engine.tokenizer  # the embedding model's own ids ([CLS] ... [SEP])
+    vec = oa.embeddings.create(model=minilm, input="a cat").data[0].embedding
+    e_ids = tok.encode("a cat")
+    assert oa.embeddings.create(model=minilm, input=e_ids).data[0].embedding == pytest.approx(vec, abs=1e-6)
+    both = oa.embeddings.create(model=minilm, input=[e_ids, tok.encode("a dog")])
+    assert both.data[0].embedding == pytest.approx(vec, abs=1e-6) and both.usage.prompt_tokens > len(e_ids)
+    n_vocab = tok.n_vocab
+    bad = client.post("/v1/embeddings", json={"model": minilm, "input": [[5], [7, n_vocab]]})
+    err = bad.json()["error"]
+    assert bad.status_code == 400 and err["param"] == "input" and f"input[1][1]: token id {n_vocab}" in err["message"]

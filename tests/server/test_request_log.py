@@ -1,0 +1,68 @@
+"""The request log: one line per request (method, path, status, tokens in and out where known, milliseconds), the
+tokens those of the reply's own usage."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+
+from tests.server.conftest import STORIES_ID, wait_for
+
+pytestmark = pytest.mark.native_only
+
+LINE = re.compile(r"^(\S+) (\S+) (\d{3})(?: in=(\d+))?(?: out=(\d+))? (\d+) ms$")
+
+
+def lines(caplog) -> list[tuple]:
+    found = []
+    for rec in caplog.records:
+        if rec.name == "llamay.server.requests":
+            m = LINE.match(rec.getMessage())
+            assert m, rec.getMessage()
+            found.append(m.groups())
+    return found
+
+
+def test_one_line_per_request_with_its_tokens(server, client, caplog):
+    with caplog.at_level(logging.INFO, logger="llamay.server.requests"):
+        body = {"model": STORIES_ID, "prompt": "Once upon a time", "max_tokens": 5, "n": 2}
+        usage = client.post("/v1/completions", json=body).json()["usage"]
+        with client.stream(
+            "POST",
+            "/chat/completions",
+            json={
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 4,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ) as r:
+            events = [x for x in r.iter_lines() if x.startswith("data: {")]
+        streamed = json.loads(events[-1][6:])["usage"]
+        emb = client.post("/v1/embeddings", json={"input": ["a cat", "a dog"]}).json()["usage"]
+        ollama = client.post("/api/generate", json={"model": STORIES_ID, "prompt": "Once", "stream": False,
+                                                    "options": {"num_predict": 3}}).json()  # fmt: skip
+        client.get("/health")
+        client.post("/api/chat", content=b"{}", headers={"content-type": "text/plain"})
+        client.post("/v1/completions", json={"prompt": "x", "top_p": 7})
+        # a line is written once the last byte is sent: the client may have it, and go on, a moment before
+        wait_for(lambda: len(lines(caplog)) == 7, what="seven request lines")
+    got = {(m, p, int(s)): (t_in and int(t_in), t_out and int(t_out)) for m, p, s, t_in, t_out, _ms in lines(caplog)}
+    assert got == {
+        ("POST", "/v1/completions", 200): (usage["prompt_tokens"], usage["completion_tokens"]),  # n=2: both choices
+        ("POST", "/chat/completions", 200): (streamed["prompt_tokens"], streamed["completion_tokens"]),  # at its end
+        ("POST", "/v1/embeddings", 200): (emb["prompt_tokens"], None),
+        ("POST", "/api/generate", 200): (len(ollama["context"]) - 3, 3),  # its context: the prompt, then the reply
+        ("GET", "/health", 200): (None, None),
+        ("POST", "/api/chat", 415): (None, None),  # the guard's refusal
+        ("POST", "/v1/completions", 400): (None, None),
+    }
+
+
+def test_no_lines_when_the_logger_is_off(server, client, caplog):
+    with caplog.at_level(logging.WARNING, logger="llamay.server.requests"):
+        client.get("/health")
+    assert lines(caplog) == []
