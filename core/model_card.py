@@ -72,9 +72,11 @@ def describe(f: GGUFFile) -> dict[str, Any]:
     tok_model = f.get(Keys.TOKENIZER_MODEL)
     tokens = f.get(Keys.TOKENS)
     by_type = Counter(t.type.name for t in f.tensors.values())
+    split = hasattr(f, "shards")
     return {
         "file": f.name,
         "size": f.size,
+        **({"shards": [s.name for s in f.shards]} if split else {}),  # a split model's files, in order
         "gguf_version": f.version,
         "alignment": f.alignment,
         "data_offset": f.data_offset,
@@ -89,6 +91,7 @@ def describe(f: GGUFFile) -> dict[str, Any]:
         "metadata": {k: {"type": fld.type.name, "value": summarise_value(fld.value)} for k, fld in f.fields.items()},
         "tensors": [
             {"name": t.name, "type": t.type.name, "shape": list(t.shape), "bytes": t.nbytes, "offset": t.data_start}
+            | ({"shard": t.shard} if split else {})  # the offset is within that shard
             for t in sorted(f.tensors.values(), key=lambda t: t.index)
         ],
         "tensor_types": dict(sorted(by_type.items())),

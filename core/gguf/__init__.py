@@ -2,6 +2,7 @@
 
 from .constants import GGUF_DEFAULT_ALIGNMENT, GGUFValueType, Keys
 from .reader import GGUFArray, GGUFFile, MetadataField, TensorInfo, open_gguf
+from .split import SplitGGUF, from_buffers, split_count, split_path, split_prefix
 from .writer import GGUFWriter
 
 __all__ = [
@@ -12,6 +13,11 @@ __all__ = [
     "GGUFWriter",
     "Keys",
     "MetadataField",
+    "SplitGGUF",
     "TensorInfo",
+    "from_buffers",
     "open_gguf",
+    "split_count",
+    "split_path",
+    "split_prefix",
 ]

@@ -54,6 +54,10 @@ class Keys:
     FILE_TYPE = "general.file_type"
     QUANTIZATION_VERSION = "general.quantization_version"
 
+    SPLIT_NO = "split.no"  # llama.cpp's gguf-split: this shard's number, from 0
+    SPLIT_COUNT = "split.count"
+    SPLIT_TENSORS_COUNT = "split.tensors.count"  # the tensors of all shards
+
     CONTEXT_LENGTH = "{arch}.context_length"
     EMBEDDING_LENGTH = "{arch}.embedding_length"
     BLOCK_COUNT = "{arch}.block_count"

@@ -14,7 +14,7 @@ import os
 import struct
 from array import array
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from .. import platform
 from ..errors import GGUFError, UnsupportedTypeError
@@ -74,6 +74,7 @@ class TensorInfo:
     data_start: int  # absolute offset in the file
     nbytes: int
     index: int  # position in the tensor index
+    shard: int = 0  # which file of a split model holds the bytes (split.py)
 
     @property
     def n_elements(self) -> int:
@@ -195,7 +196,35 @@ def _misplaced(t: TensorInfo, prev: TensorInfo | None, expected: int) -> str:
     )
 
 
-class GGUFFile:
+class Fields:
+    """What a GGUF file and a split model (split.py) read alike: metadata by key, and use in a `with`."""
+
+    fields: dict[str, MetadataField]
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Metadata as plain Python values (arrays are lists), in file order."""
+        return {k: f.value for k, f in self.fields.items()}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        f = self.fields.get(key)
+        return default if f is None else f.value
+
+    @property
+    def architecture(self) -> str | None:
+        return self.get(Keys.ARCHITECTURE)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class GGUFFile(Fields):
     """A parsed GGUF file: `fields` (typed metadata, in file order), `tensors` (the index, in file order)."""
 
     def __init__(self, buf: Any, name: str, *, owner: Any = None) -> None:
@@ -252,12 +281,6 @@ class GGUFFile:
             # a caller still holding a tensor view keeps the map open until the last view is gone
             with contextlib.suppress(BufferError):
                 owner.close()
-
-    def __enter__(self) -> GGUFFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- parsing ------------------------------------------------------------------------------------------
 
@@ -386,19 +409,6 @@ class GGUFFile:
 
     # -- access -------------------------------------------------------------------------------------------
 
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Metadata as plain Python values (arrays are lists), in file order."""
-        return {k: f.value for k, f in self.fields.items()}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        f = self.fields.get(key)
-        return default if f is None else f.value
-
-    @property
-    def architecture(self) -> str | None:
-        return self.get(Keys.ARCHITECTURE)
-
     def tensor_data(self, name_or_info: str | TensorInfo) -> memoryview:
         """The tensor's raw bytes as a zero-copy view of the file."""
         info = self.tensors[name_or_info] if isinstance(name_or_info, str) else name_or_info
@@ -413,5 +423,15 @@ class GGUFFile:
 
 
 def open_gguf(path: str | os.PathLike[str], *, use_mmap: bool | None = None) -> GGUFFile:
-    """Open and validate a GGUF file (memory-mapped natively)."""
-    return GGUFFile.open(path, use_mmap=use_mmap)
+    """Open and validate a GGUF file (memory-mapped natively); the first shard of a split model opens the whole
+    model (a `SplitGGUF`, read like a `GGUFFile`)."""
+    from .split import open_split, split_count
+
+    f = GGUFFile.open(path, use_mmap=use_mmap)
+    try:
+        if split_count(f) == 1:
+            return f
+    except BaseException:
+        f.close()
+        raise
+    return open_split(f, use_mmap=use_mmap)

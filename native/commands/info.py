@@ -53,6 +53,8 @@ def _short(v: Any) -> str:
 
 def format_text(d: dict[str, Any]) -> str:
     lines = [f"file          {d['file']} ({_human(d['size'])})"]
+    if d.get("shards"):
+        lines.append(f"split         {len(d['shards'])} shards (llama.cpp's gguf-split), read as one model")
     lines.append(f"format        GGUF v{d['gguf_version']}, alignment {d['alignment']}, data at {d['data_offset']}")
     a = d["architecture"]
     state = a.get("summary") if a["supported"] else "NOT SUPPORTED"

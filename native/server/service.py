@@ -67,7 +67,7 @@ def describe(model: Model, path: Path) -> tuple[str, dict[str, Any]]:
         "parameter_size": _human(n_params),
         "quantization_level": quant,
         "parameter_count": n_params,
-        "size": os.path.getsize(path),
+        "size": f.size,  # every shard of a split model
     }
     return digest, details
 

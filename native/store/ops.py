@@ -29,13 +29,21 @@ GGUF_MAGIC = b"GGUF"
 
 def import_gguf(store: Store, path: Path) -> Layer:
     """`path` (a GGUF) as a model blob: checked to be a GGUF whose header parses, copied while hashed."""
-    from llamay.gguf import open_gguf
+    from llamay.gguf import GGUFFile, split_count
 
     try:
         with open(path, "rb") as f:
             if f.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
                 raise LlamayError(f"{path}: not a GGUF file (it does not start with {GGUF_MAGIC!r})")
-        open_gguf(path).close()  # a header that does not parse is refused here, by name
+        with GGUFFile.open(path) as g:  # a header that does not parse is refused here, by name
+            n = split_count(g)
+        if n > 1:
+            # a manifest names one model blob (Ollama's layout): the other shards would have no place in it
+            raise LlamayError(
+                f"{path}: one of {n} shards of a split GGUF model (key 'split.count'); the store holds whole files: "
+                "merge the shards first (llama.cpp's `llama-gguf-split --merge FIRST-SHARD OUT.gguf`), or run the "
+                "model in place with -m FIRST-SHARD"
+            )
         size = path.stat().st_size
         with open(path, "rb") as src, BlobWriter(store.blobs) as w:
             bar = Progress(f"copying {path.name}", size)

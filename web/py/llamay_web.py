@@ -72,14 +72,21 @@ def new_model_buffer(size: int) -> bytearray:
 DEFAULT_MAX_TOKENS = 512  # a chat or completion request that names no max_tokens
 
 
-def describe_buffer(buf: bytearray, name: str) -> dict | None:
+def _open(buf: bytearray, name: str, shards=(), shard_names=()):
+    """The GGUF in `buf`, or a split model: `buf` its first shard, `shards` the others in order (their buffers
+    and `shard_names`, JS arrays or lists)."""
+    from llamay.gguf import from_buffers
+
+    return from_buffers([buf, *list(shards or ())], [name, *[str(n) for n in shard_names or ()]])
+
+
+def describe_buffer(buf: bytearray, name: str, shards=(), shard_names=()) -> dict | None:
     """The model card of a GGUF in `buf` (when binding it failed: its architecture or a tensor type is not
     supported), or None when even its header cannot be read."""
     from llamay.errors import LlamayError
-    from llamay.gguf import GGUFFile
 
     try:
-        f = GGUFFile.from_buffer(buf, name)
+        f = _open(buf, name, shards, shard_names)
     except LlamayError:
         return None
     try:
@@ -107,14 +114,14 @@ def request_sampling(fields: dict, n_vocab: int | None = None) -> tuple:
 
 
 class Session:
-    """A model read in place from `buf` (the no-mmap path), bound to `backend`, and an engine over it."""
+    """A model read in place from `buf` (the no-mmap path), bound to `backend`, and an engine over it; a split
+    model's other shards come in `shards`, in order, named by `shard_names`."""
 
-    def __init__(self, buf: bytearray, name: str, backend: str | None = None) -> None:
+    def __init__(self, buf: bytearray, name: str, backend: str | None = None, shards=(), shard_names=()) -> None:
         from llamay.engine import Engine
-        from llamay.gguf import GGUFFile
         from llamay.model import Model
 
-        f = GGUFFile.from_buffer(buf, name)
+        f = _open(buf, name, shards, shard_names)
         try:
             self.model = Model(f, backend or None)
         except BaseException:

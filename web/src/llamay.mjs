@@ -92,7 +92,7 @@ export class LlamayEngine {
    * Load (or replace) the model. Rejects with a LlamayWebError whose `kind` says why: "not-gguf",
    * "too-large", "unsupported-architecture", "unsupported-type", "malformed-gguf", "network", ... (for the
    * unsupported ones, `details.card` is the model card of the file that was refused).
-   * @param {string|URL|File|Blob|ArrayBuffer} model
+   * @param {string|URL|File|Blob|ArrayBuffer|File[]} model a split model: its first shard's URL, or its shards
    * @param {{backend?: string, cache?: boolean|"reload", maxModelBytes?: number, name?: string,
    *          onProgress?: Function}} [opts]
    */

@@ -240,3 +240,75 @@ export async function streamModel(web, source, onProgress, opts = {}) {
   }
   return { buffer, name, size: buffer.length };
 }
+
+// llama.cpp's gguf-split naming (llama_split_path): NAME-00001-of-00003.gguf, the shard number from 1
+const SPLIT_NAME = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/;
+const pad5 = (n) => String(n).padStart(5, "0");
+
+/** {prefix, no (from 1), count} of a file name that follows llama.cpp's split naming, else null. */
+export function splitName(name) {
+  const m = SPLIT_NAME.exec(name);
+  return m ? { prefix: m[1], no: Number(m[2]), count: Number(m[3]) } : null;
+}
+
+/** `text` (a URL or a path) with its file name replaced by shard `no` (from 1) of `count`. */
+function shardOf(text, prefix, no, count) {
+  const name = `${prefix}-${pad5(no)}-of-${pad5(count)}.gguf`;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) && !/^[a-z]:\\/i.test(text)) {
+    const url = new URL(text);
+    url.pathname = url.pathname.replace(/[^/]*$/, encodeURIComponent(name));
+    return url.href;
+  }
+  return text.replace(/[^\\/]*$/, name);
+}
+
+/**
+ * The sources of every shard of a model: a URL or path whose file name is the first shard of a split model
+ * (NAME-00001-of-0000N.gguf) gives all N, derived by llama.cpp's naming rule; an array (files picked together)
+ * gives its items, ordered by name (the shards' names order them); anything else is one whole file.
+ */
+export function shardSources(source) {
+  if (Array.isArray(source)) {
+    if (source.length === 0) throw new LlamayWebError("no model file was given", "not-gguf");
+    return [...source].sort((a, b) => (sourceName(a) < sourceName(b) ? -1 : sourceName(a) > sourceName(b) ? 1 : 0));
+  }
+  const text = typeof source === "string" ? source : source instanceof URL ? source.href : null;
+  const split = text === null ? null : splitName(decodeURIComponent(sourceName(text.split(/[?#]/)[0])));
+  if (!split || split.no !== 1 || split.count < 2) return [source];
+  const base = text.split(/[?#]/)[0];
+  return Array.from({ length: split.count }, (_, i) => shardOf(base, split.prefix, i + 1, split.count));
+}
+
+/**
+ * Stream every shard of a model (see shardSources) into the heap, one buffer each, in order. The size limit
+ * applies to all of them together; progress counts the bytes of all.
+ * @returns {Promise<{buffers: object[], names: string[], size: number}>} the bytearrays (PyProxies) and names
+ */
+export async function streamShards(web, sources, onProgress, opts = {}) {
+  const buffers = [];
+  const names = [];
+  let loaded = 0;
+  try {
+    for (const [i, source] of sources.entries()) {
+      const name = i === 0 && opts.name ? opts.name : sourceName(source);
+      const maxBytes = opts.maxBytes === undefined || opts.maxBytes === null ? opts.maxBytes : opts.maxBytes - loaded;
+      const progress = onProgress && ((done, total) => onProgress(loaded + done, loaded + total));
+      let r;
+      try {
+        r = await streamModel(web, source, progress, { ...opts, name, maxBytes });
+      } catch (err) {
+        if (sources.length > 1 && err instanceof Error) {
+          err.message = `shard ${i + 1} of ${sources.length} of a split model: ${err.message}`;
+        }
+        throw err;
+      }
+      buffers.push(r.buffer);
+      names.push(name);
+      loaded += r.size;
+    }
+  } catch (err) {
+    for (const b of buffers) b.destroy();
+    throw err;
+  }
+  return { buffers, names, size: loaded };
+}

@@ -5,7 +5,7 @@
 import { bootPyodide } from "./boot.mjs";
 import { LlamayWebError, toWebError } from "./errors.mjs";
 import { cacheKeyFor, cachedModel, deleteCachedModel, storeModel } from "./model-cache.mjs";
-import { sourceName, streamModel } from "./model-source.mjs";
+import { shardSources, sourceName, streamShards } from "./model-source.mjs";
 
 // Yield to the event loop (so an abort message can arrive) between two tokens. A MessageChannel message, not
 // setTimeout(0): browsers clamp nested timeouts to 4 ms, which would cap a small model at 250 tokens/s.
@@ -73,13 +73,21 @@ export class LlamayRuntime {
    */
   async loadModel(source, opts = {}) {
     this.unloadModel();
-    const { buffer, name } = await streamModel(this.web, source, opts.onProgress);
+    const { buffers, names } = await streamShards(this.web, shardSources(source), opts.onProgress);
     try {
-      this.session = this.web.Session.callKwargs(buffer, opts.name ?? name, { backend: opts.backend ?? undefined });
+      this.session = this.#session(buffers, [opts.name ?? names[0], ...names.slice(1)], opts.backend);
     } finally {
-      buffer.destroy(); // the JS handle only: the model holds the bytearray
+      for (const b of buffers) b.destroy(); // the JS handles only: the model holds the bytearrays
     }
     return this.info();
+  }
+
+  /** A Session over the shards' buffers (one for a whole file), named by `names`. */
+  #session(buffers, names, backend) {
+    const [first, ...rest] = buffers;
+    const kwargs = { backend: backend ?? undefined };
+    if (rest.length) Object.assign(kwargs, { shards: rest, shard_names: names.slice(1) });
+    return this.web.Session.callKwargs(first, names[0], kwargs);
   }
 
   /**
@@ -109,10 +117,12 @@ export class LlamayRuntime {
     this.unloadModel();
     const progress = (phase) => (done, total) => opts.onProgress?.(phase, done, total);
     const t0 = performance.now();
-    const name = opts.name ?? sourceName(source);
-    const isBlob = typeof Blob !== "undefined" && source instanceof Blob;
-    let from = isBlob ? "file" : typeof source === "string" || source instanceof URL ? "url" : "bytes";
-    const key = opts.cache ? cacheKeyFor(source) : null;
+    const sources = shardSources(source);
+    const split = sources.length > 1; // a split model is read shard by shard, and not cached
+    const name = opts.name ?? sourceName(sources[0]);
+    const isBlob = typeof Blob !== "undefined" && sources[0] instanceof Blob;
+    let from = isBlob ? "file" : typeof sources[0] === "string" || sources[0] instanceof URL ? "url" : "bytes";
+    const key = opts.cache && !split ? cacheKeyFor(source) : null;
     let src = source instanceof URL ? source.href : source;
     if (key && opts.cache !== "reload") {
       const hit = await cachedModel(key).catch(() => null);
@@ -131,20 +141,22 @@ export class LlamayRuntime {
       if (from === "cache") err.fromCache = key;
       throw err;
     };
-    const { buffer, size } = await streamModel(this.web, src, progress(phase), streamOpts).catch(fail);
+    const shards = split ? sources : [src];
+    const { buffers, names, size } = await streamShards(this.web, shards, progress(phase), streamOpts).catch(fail);
+    const [buffer] = buffers;
     const t1 = performance.now();
-    let cacheError = key ? null : "this source cannot be cached";
+    let cacheError = key ? null : split ? "a split model is not cached" : "this source cannot be cached";
     let t2;
     let t3;
     try {
       opts.onProgress?.("bind", 0, 0);
       await nextTask(); // let the progress message out before the long synchronous bind
       try {
-        this.session = this.web.Session.callKwargs(buffer, name, { backend: opts.backend ?? undefined });
+        this.session = this.#session(buffers, names, opts.backend);
       } catch (err) {
         const e = toWebError(err);
         if (["unsupported-architecture", "unsupported-type", "model"].includes(e.kind)) {
-          e.details = { card: toJs(this.web.describe_buffer(buffer, name)) };
+          e.details = { card: toJs(this.web.describe_buffer(buffer, name, buffers.slice(1), names.slice(1))) };
         }
         fail(e);
       }
@@ -167,7 +179,7 @@ export class LlamayRuntime {
         });
       }
     } finally {
-      buffer.destroy(); // the JS handle only: the model holds the bytearray
+      for (const b of buffers) b.destroy(); // the JS handles only: the model holds the bytearrays
     }
     const t4 = performance.now();
     return {
