@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import ModelError
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
@@ -10,29 +12,39 @@ from .config import POOLING_TYPES, Activation, ModelConfig, Norm, Pooling, Rope,
 from .layers import Pass, attention, ffn, norm
 from .meta import MAX_VOCAB, Meta
 from .names import T, weight
+from .params import key, read_params
 from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm
 
 TOKEN_TYPE_COUNT = "tokenizer.ggml.token_type_count"
 
 
+@dataclass(frozen=True)
+class Params:
+    pooling: Pooling = key(Keys.POOLING_TYPE, "int", 1, lo=0, hi=max(POOLING_TYPES), convert=POOLING_TYPES.get)
+    causal: bool = key(Keys.CAUSAL, "bool", False)
+    n_token_types: int = key(TOKEN_TYPE_COUNT, "int", 2, hi=MAX_VOCAB)
+    qkv_bias: bool = True
+
+
 def config(f: GGUFFile, arch: str = "bert") -> ModelConfig:
     m = Meta(f, arch)
-    pooling_id = m.int(Keys.POOLING_TYPE, 1, lo=0, hi=max(POOLING_TYPES))
+    common = m.common()
+    norm_eps = m.eps(Keys.LAYERNORM_EPS)
+    params = read_params(m, Params)
     return ModelConfig(
-        **m.common(),
+        **common,
         norm=Norm.LAYER,
-        norm_eps=m.eps(Keys.LAYERNORM_EPS),
+        norm_eps=norm_eps,
         rope=RopeConfig(kind=Rope.NONE),
         act=Activation.GELU,
         gated_ffn=False,
-        qkv_bias=True,
-        causal=m.bool(Keys.CAUSAL, False),
-        pooling=POOLING_TYPES[pooling_id],
+        causal=params.causal,
+        params=params,
     )
 
 
 def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
-    n_types = Meta(b.f, cfg.arch).int(TOKEN_TYPE_COUNT, 2, hi=MAX_VOCAB)
+    n_types = cfg.params.n_token_types
     layers = tuple(
         LayerWeights(
             attn=bind_attention(b, cfg, i, qkv_bias=True, o_bias=True),
@@ -76,12 +88,13 @@ def block(p: Pass, layer: LayerWeights, il: int) -> None:
 def output(p: Pass) -> None:
     """pooled (n_embd) = the sequence's token states pooled (mean, first or last token), L2-normalised."""
     be, st, e = p.be, p.st, p.cfg.n_embd
-    if p.cfg.pooling == Pooling.MEAN:
+    pooling = p.cfg.params.pooling
+    if pooling == Pooling.MEAN:
         be.mean_pool(st.pooled, st.x, p.n, e)
-    elif p.cfg.pooling == Pooling.CLS:
+    elif pooling == Pooling.CLS:
         be.copy(st.pooled, 0, st.x, 0, e)
-    elif p.cfg.pooling == Pooling.LAST:
+    elif pooling == Pooling.LAST:
         be.copy(st.pooled, 0, st.x, (p.n - 1) * e, e)
     else:
-        raise ModelError(f"{p.cfg.arch}: pooling {p.cfg.pooling.value!r} gives no sentence embedding")
+        raise ModelError(f"{p.cfg.arch}: pooling {pooling.value!r} gives no sentence embedding")
     be.l2_normalize(st.pooled, e)

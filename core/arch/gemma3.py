@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..gguf import GGUFFile, Keys
 from .binder import Binder
@@ -11,28 +12,37 @@ from .config import Activation, ModelConfig, Norm, Rope
 from .layers import Pass, attention, ffn, norm
 from .meta import MAX_CONTEXT, Meta
 from .names import T
+from .params import key, read_params
 from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 
 SWA_PERIOD = 6  # llama.cpp's gemma3 pattern: layers i with i % 6 < 5 use the sliding window
 ROPE_BASE_SWA = 10000.0  # local layers' RoPE base; not stored in the GGUF, fixed by the model family
 
 
+@dataclass(frozen=True)
+class Params:
+    sliding_window: int = key(Keys.SLIDING_WINDOW, "int", 0, lo=0, hi=MAX_CONTEXT)  # 0: every layer global
+    qk_norm: bool = True
+    post_norms: bool = True  # norms on the attention and FFN outputs before the residual add
+
+
 def config(f: GGUFFile, arch: str = "gemma3") -> ModelConfig:
     m = Meta(f, arch)
     common = m.common()
     n_layer = common["n_layer"]
+    norm_eps, rope = m.eps(Keys.LAYERNORM_RMS_EPS), m.rope(Rope.NEOX, common["head_dim"], base_swa=ROPE_BASE_SWA)
+    params = read_params(m, Params)
     return ModelConfig(
         **common,
         norm=Norm.RMS,
-        norm_eps=m.eps(Keys.LAYERNORM_RMS_EPS),
-        rope=m.rope(Rope.NEOX, common["head_dim"], base_swa=ROPE_BASE_SWA),
+        norm_eps=norm_eps,
+        rope=rope,
         act=Activation.GELU,
-        qk_norm=True,
-        post_norms=True,
         embed_scale=math.sqrt(common["n_embd"]),
         tied_output=True,
-        sliding_window=m.int(Keys.SLIDING_WINDOW, 0, lo=0, hi=MAX_CONTEXT),
+        sliding_window=params.sliding_window,
         swa_layers=tuple(i % SWA_PERIOD < SWA_PERIOD - 1 for i in range(n_layer)),
+        params=params,
     )
 
 

@@ -8,6 +8,7 @@ from .config import ModelConfig, Norm, Rope
 from .layers import Pass, attention, ffn, norm
 from .meta import Meta
 from .names import T, weight
+from .params import NoParams
 from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
 
 
@@ -20,6 +21,7 @@ def config(f: GGUFFile, arch: str = "llama") -> ModelConfig:
         norm_eps=m.eps(Keys.LAYERNORM_RMS_EPS),
         rope=m.rope(Rope.NORMAL, common["head_dim"]),
         tied_output=weight(T.OUTPUT) not in f.tensors,
+        params=NoParams(),
     )
 
 
