@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from ..errors import ModelError
 from ..gguf import GGUFFile, Keys
-from .binder import Binder
 from .config import POOLING_TYPES, Activation, ModelConfig, Norm, Pooling, Rope, RopeConfig
 from .layers import Pass, attention, ffn, norm
 from .meta import MAX_VOCAB, Meta
-from .names import T, weight
+from .names import T
 from .params import key, read_params
-from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm
+from .tensors import TOKEN_EMBD, b, norm_w, w
+from .weights import LayerWeights
 
 TOKEN_TYPE_COUNT = "tokenizer.ggml.token_type_count"
 
@@ -43,24 +43,26 @@ def config(f: GGUFFile, arch: str = "bert") -> ModelConfig:
     )
 
 
-def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
-    n_types = cfg.params.n_token_types
-    layers = tuple(
-        LayerWeights(
-            attn=bind_attention(b, cfg, i, qkv_bias=True, o_bias=True),
-            attn_out_norm=bind_norm(b, T.ATTN_OUT_NORM, cfg.n_embd, i, with_bias=True),
-            ffn=bind_ffn(b, cfg, i, gated=False, biases=True),
-            layer_out_norm=bind_norm(b, T.LAYER_OUT_NORM, cfg.n_embd, i, with_bias=True),
-        )
-        for i in range(cfg.n_layer)
-    )
-    return ModelWeights(
-        token_embd=b.get_vocab_matrix(weight(T.TOKEN_EMBD), cfg.n_embd, cfg.n_vocab),
-        layers=layers,
-        token_types=b.get(weight(T.TOKEN_TYPES), (cfg.n_embd, n_types)),
-        pos_embd=b.get(weight(T.POS_EMBD), (cfg.n_embd, cfg.n_ctx_train)),
-        embd_norm=bind_norm(b, T.TOKEN_EMBD_NORM, cfg.n_embd, with_bias=True),
-    )
+TENSORS = (
+    TOKEN_EMBD,
+    w(T.TOKEN_TYPES, "n_embd", "n_token_types", slot="token_types"),
+    w(T.POS_EMBD, "n_embd", "n_ctx_train", slot="pos_embd"),
+    *norm_w(T.TOKEN_EMBD_NORM, "embd_norm", with_bias=True),
+    w(T.ATTN_Q, "n_embd", "n_q", slot="attn.q"),
+    b(T.ATTN_Q, "n_q", slot="attn.q_bias"),
+    w(T.ATTN_K, "n_embd", "n_embd_k_gqa", slot="attn.k"),
+    b(T.ATTN_K, "n_embd_k_gqa", slot="attn.k_bias"),
+    w(T.ATTN_V, "n_embd", "n_embd_v_gqa", slot="attn.v"),
+    b(T.ATTN_V, "n_embd_v_gqa", slot="attn.v_bias"),
+    w(T.ATTN_OUT, "n_o", "n_embd", slot="attn.o"),
+    b(T.ATTN_OUT, "n_embd", slot="attn.o_bias"),
+    *norm_w(T.ATTN_OUT_NORM, "attn_out_norm", with_bias=True),
+    w(T.FFN_UP, "n_embd", "n_ff", slot="ffn.up"),
+    b(T.FFN_UP, "n_ff", slot="ffn.up_bias"),
+    w(T.FFN_DOWN, "n_ff", "n_embd", slot="ffn.down"),
+    b(T.FFN_DOWN, "n_embd", slot="ffn.down_bias"),
+    *norm_w(T.LAYER_OUT_NORM, "layer_out_norm", with_bias=True),
+)
 
 
 def embed(p: Pass) -> None:

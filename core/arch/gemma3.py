@@ -7,13 +7,12 @@ import math
 from dataclasses import dataclass
 
 from ..gguf import GGUFFile, Keys
-from .binder import Binder
 from .config import Activation, ModelConfig, Norm, Rope
 from .layers import Pass, attention, ffn, norm
 from .meta import MAX_CONTEXT, Meta
-from .names import T
 from .params import key, read_params
-from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
+from .tensors import decoder, decoder_block
+from .weights import LayerWeights
 
 SWA_PERIOD = 6  # llama.cpp's gemma3 pattern: layers i with i % 6 < 5 use the sliding window
 ROPE_BASE_SWA = 10000.0  # local layers' RoPE base; not stored in the GGUF, fixed by the model family
@@ -46,20 +45,7 @@ def config(f: GGUFFile, arch: str = "gemma3") -> ModelConfig:
     )
 
 
-def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
-    token_embd, output_norm, output = bind_output(b, cfg)
-    layers = tuple(
-        LayerWeights(
-            attn_norm=bind_norm(b, T.ATTN_NORM, cfg.n_embd, i),
-            attn=bind_attention(b, cfg, i, qk_norm=True),
-            attn_post_norm=bind_norm(b, T.ATTN_POST_NORM, cfg.n_embd, i),
-            ffn_norm=bind_norm(b, T.FFN_NORM, cfg.n_embd, i),
-            ffn=bind_ffn(b, cfg, i),
-            ffn_post_norm=bind_norm(b, T.FFN_POST_NORM, cfg.n_embd, i),
-        )
-        for i in range(cfg.n_layer)
-    )
-    return ModelWeights(token_embd, layers, output_norm, output)
+TENSORS = decoder(decoder_block(qk_norm=True, post_norms=True))
 
 
 def block(p: Pass, layer: LayerWeights, il: int) -> None:

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from ..gguf import GGUFFile
 from .config import ModelConfig
-from .qwen2 import bind
 from .qwen2 import config as qwen2_config
+from .tensors import decoder, decoder_block
 
-__all__ = ["Params", "bind", "config"]
+TENSORS = decoder(decoder_block(qk_norm=True))
 
 
 @dataclass(frozen=True)
