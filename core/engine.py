@@ -216,6 +216,6 @@ class Engine:
                 raise LlamayError(f"text of {len(ids)} tokens exceeds the model's context of {st.n_ctx}")
             st.reset(0)
             forward(model, st, ids, outputs=())
-            out.append(model.backend.read_f32(st.pooled, 0, model.cfg.n_embd))
+            out.append(model.backend.read_f32(st.scratch.pooled, 0, model.cfg.n_embd))
         st.reset(0)
         return out

@@ -164,7 +164,7 @@ def layerwise_diff(ref: Model, test: Model, tokens: Sequence[int]) -> tuple[floa
 def pooled(model: Model, tokens: Sequence[int]) -> list[float]:
     st = model.new_state(n_ctx=len(tokens), n_batch=len(tokens))
     forward(model, st, tokens, outputs=())
-    return model.backend.read_f32(st.pooled, 0, model.cfg.n_embd)
+    return model.backend.read_f32(st.scratch.pooled, 0, model.cfg.n_embd)
 
 
 def is_quantized_model(model: Model) -> bool:

@@ -12,6 +12,7 @@ from . import bert, gemma3, llama, qwen2, qwen3
 from .binder import Binder
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
+from .scratch import BUFFERS
 from .tensors import Declaration
 from .weights import ModelWeights, bind_declared
 
@@ -27,6 +28,7 @@ class Architecture:
     block: Callable  # (Pass, LayerWeights, layer index) -> None
     embed: Callable = embed_tokens  # (Pass) -> None: fills x
     output: Callable = lm_head  # (Pass) -> None: logits (decoders) or the pooled embedding (encoders)
+    scratch: BUFFERS = ()  # buffers its layers need beyond the shared activations (`scratch.py`)
 
 
 ARCHITECTURES: dict[str, Architecture] = {
@@ -48,6 +50,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             bert.block,
             embed=bert.embed,
             output=bert.output,
+            scratch=bert.SCRATCH,
         ),
     )
 }

@@ -12,6 +12,7 @@ from .layers import Pass, attention, ffn, norm
 from .meta import MAX_VOCAB, Meta
 from .names import T
 from .params import key, read_params
+from .scratch import Buffer
 from .tensors import TOKEN_EMBD, b, norm_w, w
 from .weights import LayerWeights
 
@@ -43,6 +44,11 @@ def config(f: GGUFFile, arch: str = "bert") -> ModelConfig:
     )
 
 
+SCRATCH = (
+    Buffer("zero_ids", "i32", ("n_batch",), "token type 0 for every token"),
+    Buffer("tmp_e", "f32", ("n_batch", "n_embd"), "position / token-type embeddings"),
+    Buffer("pooled", "f32", ("n_embd",), "the pooled sentence embedding"),
+)
 TENSORS = (
     TOKEN_EMBD,
     w(T.TOKEN_TYPES, "n_embd", "n_token_types", slot="token_types"),
@@ -69,10 +75,10 @@ def embed(p: Pass) -> None:
     """x (n, n_embd) = LayerNorm(token + position + token-type-0 embeddings)."""
     be, st, count = p.be, p.st, p.n * p.cfg.n_embd
     be.get_rows(st.x, p.w.token_embd, st.ids, p.n)
-    be.get_rows(st.tmp_e, p.w.pos_embd, st.pos, p.n)
-    be.add(st.x, st.x, st.tmp_e, count)
-    be.get_rows(st.tmp_e, p.w.token_types, st.zero_ids, p.n)  # every token has type 0
-    be.add(st.x, st.x, st.tmp_e, count)
+    be.get_rows(st.scratch.tmp_e, p.w.pos_embd, st.pos, p.n)
+    be.add(st.x, st.x, st.scratch.tmp_e, count)
+    be.get_rows(st.scratch.tmp_e, p.w.token_types, st.scratch.zero_ids, p.n)  # every token has type 0
+    be.add(st.x, st.x, st.scratch.tmp_e, count)
     norm(p, st.x, st.x, p.w.embd_norm)
 
 
@@ -92,11 +98,11 @@ def output(p: Pass) -> None:
     be, st, e = p.be, p.st, p.cfg.n_embd
     pooling = p.cfg.params.pooling
     if pooling == Pooling.MEAN:
-        be.mean_pool(st.pooled, st.x, p.n, e)
+        be.mean_pool(st.scratch.pooled, st.x, p.n, e)
     elif pooling == Pooling.CLS:
-        be.copy(st.pooled, 0, st.x, 0, e)
+        be.copy(st.scratch.pooled, 0, st.x, 0, e)
     elif pooling == Pooling.LAST:
-        be.copy(st.pooled, 0, st.x, (p.n - 1) * e, e)
+        be.copy(st.scratch.pooled, 0, st.x, (p.n - 1) * e, e)
     else:
         raise ModelError(f"{p.cfg.arch}: pooling {pooling.value!r} gives no sentence embedding")
-    be.l2_normalize(st.pooled, e)
+    be.l2_normalize(st.scratch.pooled, e)

@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..arch import ALIASES, ARCHITECTURES
 from ..arch.config import ModelConfig
+from ..arch.scratch import BUFFERS, Scratch
 from ..errors import LlamayError
 from ..kernels import Backend
 from ..kv.accounting import audit_pool, holders
@@ -85,6 +88,7 @@ class State:
         page_size: int = DEFAULT_PAGE_SIZE,
         n_pages: int | None = None,
         prefix_cache: bool = False,
+        scratch: BUFFERS | None = None,
     ) -> None:
         be = self.backend = backend
         self.cfg = cfg
@@ -96,7 +100,6 @@ class State:
         self.ids = be.alloc_i32(n)  # (n_batch,) token ids
         self.pos = be.alloc_i32(n)  # (n_batch,) positions
         self.seq = be.alloc_i32(n)  # (n_batch,) sequence index of each token
-        self.zero_ids = be.alloc_i32(n)  # (n_batch,) zeros: token type 0 for every token (BERT)
 
         pages_per_seq = -(-n_ctx // page_size)
         self.groups: list[KVGroup] = []
@@ -137,8 +140,10 @@ class State:
         self.att = be.alloc_f32(n * cfg.n_head * cfg.head_dim_v)  # (n_batch, n_head·head_dim_v)
         self.ff_a = be.alloc_f32(n * cfg.n_ff)  # (n_batch, n_ff): gate (or up) projection
         self.ff_b = be.alloc_f32(n * cfg.n_ff)  # (n_batch, n_ff): up projection
-        self.tmp_e = be.alloc_f32(n * e)  # (n_batch, n_embd): position/type embeddings (BERT)
-        self.pooled = be.alloc_f32(e)  # (n_embd,): pooled embedding (encoders)
+        if scratch is None:  # the architecture's own buffers (see arch/scratch.py)
+            arch = ARCHITECTURES.get(ALIASES.get(cfg.arch, cfg.arch))
+            scratch = arch.scratch if arch is not None else ()
+        self.scratch = Scratch(be, scratch, cfg, n)
 
         self.n_outputs = 0
         self.out_x = None  # (n_outputs, n_embd): rows the LM head reads
@@ -151,6 +156,16 @@ class State:
             self.prefix_cache = RadixCache([g.pages for g in self.groups], page_size)
             for g in self.groups:
                 g.pages.reclaim = lambda wanted, pool=g.pages: self.prefix_cache.evict(pool, wanted)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for a name State lacks: the architecture's scratch buffers (st.pooled for BERT)
+        scratch = self.__dict__.get("scratch")
+        if scratch is None or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(scratch, name)
+        except AttributeError:
+            raise AttributeError(f"State has no buffer {name!r} (scratch: {', '.join(scratch.names)})") from None
 
     # -- buffers --------------------------------------------------------------------------------------------
 
