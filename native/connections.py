@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+if TYPE_CHECKING:  # uvicorn is imported where a server is built: `Limits` is read by the CLI without the extra
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Limits:
 
 def guarded_protocol(limits: Limits) -> type[H11Protocol]:
     """uvicorn's h11 protocol with `limits.head_timeout` and `limits.connections` enforced."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
         head_timer: asyncio.TimerHandle | None = None

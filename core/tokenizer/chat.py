@@ -113,6 +113,9 @@ class ChatTemplate:
             self._template = _environment().from_string(source)
         except jinja2.TemplateSyntaxError as e:
             raise ChatTemplateError(f"{name}: syntax error at line {e.lineno}: {e.message}") from None
+        except (SyntaxError, RecursionError, MemoryError) as e:
+            # Jinja compiles to Python: blocks nested past Python's limit (100 indents) fail there, not in Jinja
+            raise ChatTemplateError(f"{name}: too deeply nested to compile ({type(e).__name__}: {e})") from None
 
     def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool = True,
                tools: list[dict[str, Any]] | None = None, documents: list[dict[str, Any]] | None = None,

@@ -12,6 +12,8 @@ The tree mirrors Go's parse.Tree closely enough that Ollama's own rewrites (cut 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import LlamayError
@@ -295,11 +297,25 @@ class Lexer:
 # --- parsing ---------------------------------------------------------------------------------------------------
 
 
+MAX_NESTING = 64  # {{if}}/{{range}}/{{with}}, {{else if}} and (...) inside each other: real templates nest ~5
+
+
 class Parser:
     def __init__(self, source: str, name: str = "template") -> None:
         self.lex = Lexer(source, name)
         self.items = self.lex.items()
         self.pos = 0
+        self.depth = 0  # the parser (and the evaluator after it) recurses once a level: bounded, not a crash
+
+    @contextlib.contextmanager
+    def nested(self, at: int) -> Iterator[None]:
+        if self.depth >= MAX_NESTING:
+            raise self.fail(f"nested more than {MAX_NESTING} levels deep (max_nesting)", at)
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     def fail(self, msg: str, at: int) -> GoTemplateError:
         return self.lex.fail(msg, at)
@@ -343,6 +359,10 @@ class Parser:
         return tuple(out), None
 
     def branch(self, kind: str, toks: list[Tok], at: int) -> Branch:
+        with self.nested(at):
+            return self._branch(kind, toks, at)
+
+    def _branch(self, kind: str, toks: list[Tok], at: int) -> Branch:
         pipe = self.pipeline(toks, at, allow_two=kind == "range")
         body, stop = self.nodes()
         line = self.lex.src.count("\n", 0, at) + 1
@@ -427,7 +447,8 @@ class Parser:
                 raise self.fail(f"unexpected {t.value} in operand", at)
             node = Ident(str(t.value))
         elif t.kind == "(":
-            cmds, i = self.commands(toks, i, at)
+            with self.nested(at):
+                cmds, i = self.commands(toks, i, at)
             if i >= len(toks) or toks[i].kind != ")":
                 raise self.fail("unclosed left paren", at)
             i += 1

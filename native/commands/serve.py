@@ -17,6 +17,9 @@ import signal
 import sys
 
 from llamay.native.commands import MODEL_HELP_DEFAULT
+from llamay.native.connections import Limits
+
+DEFAULT_LIMITS = Limits()
 
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -61,8 +64,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="largest request body (e.g. 16M); larger ones get 413 (default 8M)",
     )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=Limits.connections,
+        help=f"open connections at most; a new one closes the longest-idle (default {Limits.connections})",
+    )
+    p.add_argument(
+        "--head-timeout",
+        type=float,
+        default=Limits.head_timeout,
+        help=f"seconds a client has to send a request head (default {Limits.head_timeout:g})",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
+
+
+def server_config(app, *, host: str, port: int, log_level: str = "warning", limits: Limits = DEFAULT_LIMITS):
+    """uvicorn's config for the API server: with the connection limits of native/connections.py (a request
+    head's deadline, a bound on open connections), so idle or half-open sockets cannot exhaust the server."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5,
+                          **limits.uvicorn_options())  # fmt: skip
 
 
 def size(text: str) -> int:
@@ -85,8 +109,10 @@ def run(args: argparse.Namespace) -> int:
         from llamay.native.server import Service, create_app
     except ImportError as e:
         raise LlamayError(f"the server needs the native extra: pip install 'llamay[native]' ({e})") from None
-    if args.parallel < 1 or args.queue < 1:
-        raise LlamayError("--parallel and --queue must be at least 1")
+    if args.parallel < 1 or args.queue < 1 or args.max_connections < 1:
+        raise LlamayError("--parallel, --queue and --max-connections must be at least 1")
+    if not args.head_timeout > 0:
+        raise LlamayError(f"--head-timeout must be more than 0 seconds, not {args.head_timeout}")
     if args.max_body_bytes is not None and args.max_body_bytes < 1024:
         raise LlamayError(f"--max-body-bytes must be at least 1024, not {args.max_body_bytes}")
     quota = {k: v for k, v in (("max_snapshots", args.max_snapshots), ("max_snapshot_bytes", args.max_snapshot_bytes))
@@ -118,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(service, api_key=api_key, bound=args.host, allowed_hosts=tuple(args.allowed_host),
                      cors_origins=tuple(args.cors_origin))  # fmt: skip
     _log_in_one_line()
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    limits = Limits(head_timeout=args.head_timeout, connections=args.max_connections)
+    config = server_config(app, host=args.host, port=args.port, log_level=args.log_level, limits=limits)
     server = _server(uvicorn, config, service, say)
     _announce_when_ready(server, service, say)
     server.run()

@@ -45,7 +45,8 @@ class ContextStore:
     def reserve(self, name: str, replace: bool = False) -> Iterator[None]:
         if name in self.busy or (name in self.items and not replace):
             raise ApiError(409, f"a context named {name!r} already exists", param="name", code="context_exists")
-        if len(self.items) >= MAX_CONTEXTS and name not in self.items:
+        # names being created count too: creates running at once must not pass the bound together
+        if len(self.items.keys() | self.busy) >= MAX_CONTEXTS and name not in self.items:
             raise bad_request(f"the server holds at most {MAX_CONTEXTS} contexts; delete some", "name")
         self.busy.add(name)
         try:

@@ -210,12 +210,30 @@ class ContentPart(_Lenient):
     text: str
 
 
-class ChatMessage(BaseModel):
+class _PassedOn(BaseModel):
+    """Fields beyond the declared ones are kept: they go on to the chat template as the client sent them."""
+
     model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
+
+
+class FunctionCall(_PassedOn):
+    name: str
+    arguments: str | dict[str, Any] = Field("{}", description="a JSON text (OpenAI) or an object (Ollama)")
+
+
+class ToolCall(_PassedOn):
+    """A call in an assistant message of the history (OpenAI's and Ollama's shape)."""
+
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class ChatMessage(_PassedOn):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
 
 
@@ -434,7 +452,7 @@ class OllamaMessage(_Lenient):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     images: list[str] | None = NO_IMAGES
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
 
 
 class OllamaGenerateRequest(_Lenient):

@@ -39,13 +39,14 @@ def _text(content: Any) -> str:
     return "".join(part.text for part in content)  # text parts only (the schema refuses others)
 
 
-def _call_for_template(call: dict[str, Any]) -> dict[str, Any]:
-    fn = dict(call.get("function") or {})
-    args = fn.get("arguments")
-    if isinstance(args, str):
+def _call_for_template(call: Any) -> dict[str, Any]:
+    """A history's tool call (schemas.ToolCall) as sent, its arguments as an object where they are JSON text."""
+    d = call.model_dump(exclude_unset=True)
+    fn = d["function"]
+    if isinstance(fn.get("arguments"), str):
         with contextlib.suppress(ValueError):
-            fn["arguments"] = json.loads(args)
-    return {**call, "function": fn}
+            fn["arguments"] = json.loads(fn["arguments"])
+    return d
 
 
 def parse_tool_calls(text: str, names: set[str]) -> tuple[str | None, list[dict[str, Any]]]:

@@ -97,16 +97,17 @@ def merged(base: Layers, mf: Modelfile) -> Layers:
 
 def warnings(layers: Layers) -> list[str]:
     """What llamay will not do of what the layers ask (said at create time, and by `show`)."""
+    from llamay.tokenizer.chat import ChatTemplate, ChatTemplateError
     from llamay.tokenizer.go_template import GoTemplateError, UnsupportedTemplate
     from llamay.tokenizer.ollama_template import translate
 
     out = [f"PARAMETER {k} has no effect in llamay: {why}" for k, why in NO_EFFECT.items() if k in layers.parameters]
     if layers.template is not None:
         try:
-            translate(layers.template, "TEMPLATE")
+            ChatTemplate(translate(layers.template, "TEMPLATE").jinja, name="TEMPLATE")
         except UnsupportedTemplate as e:
             out.append(f"llamay will use the GGUF's own template: {e}")
-        except GoTemplateError as e:
+        except (GoTemplateError, ChatTemplateError) as e:
             raise LlamayError(f"the TEMPLATE is not a valid Go template: {e}") from None
     return out
 

@@ -75,6 +75,7 @@ class Resolved:
     @cached_property
     def chat_template(self) -> tuple[str | None, str]:
         """(Jinja to render chats with, or None for the GGUF's own; which template it is, in words)."""
+        from llamay.tokenizer.chat import ChatTemplate, ChatTemplateError
         from llamay.tokenizer.go_template import GoTemplateError
         from llamay.tokenizer.ollama_template import translate
 
@@ -83,7 +84,8 @@ class Resolved:
             return None, "the GGUF's own (tokenizer.chat_template)"
         try:
             t = translate(go, f"{self.name}'s TEMPLATE layer")
-        except GoTemplateError as e:
+            ChatTemplate(t.jinja, name=f"{self.name}'s TEMPLATE layer")  # compiles: deep nesting fails here
+        except (GoTemplateError, ChatTemplateError) as e:
             return None, f"the GGUF's own: the TEMPLATE layer could not be translated ({e})"
         form = "the whole conversation" if t.form == "messages" else "once per turn (.System/.Prompt/.Response)"
         return t.jinja, f"the TEMPLATE layer (Go), translated to Jinja ({form})"

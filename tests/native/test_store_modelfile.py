@@ -144,10 +144,13 @@ def test_create_from_a_stored_model_inherits_its_layers(env):
     assert child.licenses == [*parent.licenses, "third"]  # added to
 
 
-def test_a_template_that_is_not_go_is_refused_at_create(env, capsys):
-    (env / "Modelfile").write_text(f"FROM {MODEL}\nTEMPLATE {{{{ if }}\n")
+@pytest.mark.parametrize("template", ["{{ if }}", "{{ if 1 }}" * 3000 + "{{ end }}" * 3000,
+                                      "{{ range .Messages }}" * 40 + "{{ end }}" * 40])  # fmt: skip
+def test_a_template_that_is_not_go_or_too_deep_is_refused_at_create(env, capsys, template):
+    (env / "Modelfile").write_text(f'FROM {MODEL}\nTEMPLATE """{template}"""\n')
     assert main(["create", "bad"]) == 1
-    assert "not a valid Go template" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not a valid Go template" in err and "Traceback" not in err
     assert llamay_store().manifest_path(Name.parse("bad")) is None
 
 

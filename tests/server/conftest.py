@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from llamay.native.connections import Limits
 from tests.paths import MINILM, stories
 
 pytest.importorskip("fastapi")
@@ -46,15 +47,17 @@ class Live:
 
 
 def start_server(model_path, *, api_key: str | None = None, backend: str | None = None, app_kw: dict | None = None,
-                 **kw) -> Live:  # fmt: skip
-    """A server on 127.0.0.1; `app_kw` goes to create_app (allowed_hosts, cors_origins), the rest to Service."""
+                 limits: Limits | None = None, **kw) -> Live:  # fmt: skip
+    """A server on 127.0.0.1 configured as `llamay serve` configures it (`limits`: its connection limits);
+    `app_kw` goes to create_app (allowed_hosts, cors_origins), the rest to Service."""
     import uvicorn
 
+    from llamay.native.commands.serve import server_config
     from llamay.native.server import Service, create_app
 
     service = Service.load(model_path, backend=backend, **kw)
     app = create_app(service, api_key=api_key, **(app_kw or {}))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    server = uvicorn.Server(server_config(app, host="127.0.0.1", port=0, limits=limits or Limits()))
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

@@ -126,6 +126,15 @@ def test_other_bad_values(client):
         assert err["param"] == param or err["param"].startswith(param + "."), (path, body, err)
 
 
+@pytest.mark.parametrize("call", [{"function": "abc"}, {"function": [1, 2]}, {"function": {"arguments": "{}"}},
+                                  {"type": "rpc", "function": {"name": "f"}}, "f()"])  # fmt: skip
+@pytest.mark.parametrize("path", [CHAT, "/api/chat"])
+def test_malformed_tool_calls_in_the_history_are_400s_naming_them(client, path, call):
+    history = [*MSG, {"role": "assistant", "content": "", "tool_calls": [call]}, {"role": "user", "content": "ok"}]
+    r = client.post(path, json={"model": STORIES_ID, "messages": history, "stream": False})
+    assert r.status_code == 400 and "messages.1.tool_calls.0" in r.text, r.text
+
+
 def test_not_found_and_wrong_method(client):
     error_of(client.get("/v1/nothing"), 404)
     err = error_of(client.get(COMPLETIONS), 405)

@@ -113,3 +113,21 @@ def test_deleting_contexts_gives_their_pages_back(server, client):
     server.service.scheduler.call(lambda s: s.kv.prefix_cache.clear()).result(10)  # on the model thread
     # what is left is free, not held by snapshots
     wait_for(lambda: pool.n_free == pool.n_pages, what="every page to be free", timeout=5)
+
+
+def test_contexts_being_created_count_toward_the_bound():
+    """Creates that run at once (each waiting on its prefill) reserve their names first: together they cannot
+    pass MAX_CONTEXTS."""
+    import contextlib
+
+    from llamay.native.server.context_store import MAX_CONTEXTS, ContextStore
+    from llamay.native.server.errors import ApiError
+
+    store = ContextStore()
+    with contextlib.ExitStack() as creating:
+        for i in range(MAX_CONTEXTS):
+            creating.enter_context(store.reserve(f"c{i}"))
+        with pytest.raises(ApiError, match=f"at most {MAX_CONTEXTS} contexts"), store.reserve("one-too-many"):
+            pass
+    with store.reserve("one-too-many"):  # the creates ended (here: failed), so their names count no more
+        pass

@@ -5,8 +5,11 @@ at once. And the preparation threads take a bounded number of requests."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -18,37 +21,42 @@ pytestmark = pytest.mark.native_only
 MIN_SECONDS = 1.0  # a request this long shows whether /health waited for it (20 ms between polls)
 
 
+# Polls /health from its own process (the test's in-process clients would share the server's GIL and add their
+# own thread handoffs to every answer): prints, per answer, when it was asked (CLOCK_MONOTONIC is system-wide), how
+# long it took and its status, until its stdin closes.
+_POLLER = r"""
+import http.client, select, sys, time
+conn = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2]), timeout=60)
+while not select.select([sys.stdin], [], [], 0)[0]:
+    t0 = time.monotonic()
+    conn.request("GET", "/health")
+    r = conn.getresponse()
+    r.read()
+    print(t0, time.monotonic() - t0, r.status, flush=True)
+    time.sleep(0.02)
+"""
+
+
 def _health_while(server, post) -> tuple[float, float, int]:
-    """(seconds the request took, the slowest /health meanwhile, /health answers meanwhile). No absolute time
-    is asserted on (the machine is shared): only against the request's own duration."""
-    done = threading.Event()
-    took: list[float] = []
-    failures: list[str] = []
-
-    def run() -> None:
+    """(seconds the request took, the slowest /health asked meanwhile, /health answers asked meanwhile). No
+    absolute time is asserted on (the machine is shared): only against the request's own duration."""
+    url = urlsplit(server.url)
+    poller = subprocess.Popen(
+        [sys.executable, "-c", _POLLER, url.hostname, str(url.port)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert poller.stdout.readline(), "the /health poller did not start"
         t0 = time.monotonic()
-        try:
-            r = post()
-            if r.status_code >= 500:
-                failures.append(r.text)
-        finally:
-            took.append(time.monotonic() - t0)
-            done.set()
-
-    t = threading.Thread(target=run)
-    slowest, answers = 0.0, 0
-    with server.client(timeout=30) as c:
-        t.start()
-        time.sleep(0.1)
-        while not done.is_set():
-            t0 = time.monotonic()
-            assert c.get("/health").status_code == 200
-            slowest = max(slowest, time.monotonic() - t0)
-            answers += 1
-            time.sleep(0.02)
-    t.join()
-    assert not failures, failures
-    return took[0], slowest, answers
+        r = post()
+        t1 = time.monotonic()
+        assert r.status_code < 500, r.text
+    finally:
+        out, _ = poller.communicate(input="stop\n", timeout=60)
+    answers = [line.split() for line in out.splitlines()]
+    during = [(float(dt), status) for at, dt, status in answers if t0 <= float(at) < t1]
+    assert all(status == "200" for _, status in during), during
+    return t1 - t0, max((dt for dt, _ in during), default=0.0), len(during)
 
 
 def _words(n_chars: int, seed: int) -> str:

@@ -140,6 +140,19 @@ def test_concurrent_requests_are_batched_and_none_is_lost(server, client):
         assert name in metrics
 
 
+def test_made_up_methods_and_paths_add_no_metric_series(client):
+    def series() -> int:
+        return sum(1 for line in client.get("/metrics").text.splitlines() if line.startswith("llamay_requests_total"))
+
+    client.request("FROB", "/nothing/0")
+    series()  # /metrics counts itself from its first answer on
+    before = series()
+    for i in range(20):
+        client.request(f"FROB{i}", f"/nothing/{i}")
+    assert series() == before  # every one counted under method "other", route "unmatched"
+    assert 'method="other",route="unmatched"' in client.get("/metrics").text
+
+
 def test_scheduler_survives_many_cancels(server):
     """Streams opened and dropped at once, over and over: the server keeps its sequences and stays healthy."""
     body = {"model": STORIES_ID, "prompt": "Once upon a time", "max_tokens": 200, "stream": True}

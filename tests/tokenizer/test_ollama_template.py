@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from llamay.tokenizer.chat import ChatTemplate
-from llamay.tokenizer.go_template import GoTemplateError, UnsupportedTemplate, parse
+from llamay.tokenizer.chat import ChatTemplate, ChatTemplateError
+from llamay.tokenizer.go_template import MAX_NESTING, GoTemplateError, UnsupportedTemplate, parse
 from llamay.tokenizer.ollama_template import TranslationError, translate
 
 USER = [{"role": "user", "content": "Hello, how are you?"}]
@@ -261,6 +261,35 @@ def test_what_is_not_go_is_refused(go):
     with pytest.raises(GoTemplateError) as e:
         parse(go)
     assert not isinstance(e.value, TranslationError)
+
+
+NESTED = {
+    "blocks": lambda n: "{{ if .System }}" * n + "x" + "{{ end }}" * n,
+    "else if": lambda n: "{{ if .A }}a" + "{{ else if .B }}b" * n + "{{ end }}",
+    "parentheses": lambda n: "{{ " + "(" * n + "1" + ")" * n + " }}",
+}
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING + 1, 5000])
+@pytest.mark.parametrize("form", NESTED)
+def test_nesting_beyond_the_bound_is_refused_by_name_not_a_crash(form, depth):
+    with pytest.raises(GoTemplateError, match="max_nesting"):
+        parse(NESTED[form](depth))
+    parse(NESTED[form](MAX_NESTING - 1))
+
+
+@pytest.mark.parametrize("kind", ["if .System", "range .Messages", "with .Tools"])
+def test_nesting_within_the_bound_translates_or_is_refused_as_a_template(kind):
+    """Jinja compiles to Python, which has its own nesting limits (20 loops, 100 indents): past them the
+    translation is refused with ChatTemplateError, below them it renders."""
+    for depth in (3, MAX_NESTING):
+        go = ("{{ " + kind + " }}") * depth + "x" + "{{ end }}" * depth
+        try:
+            out = ChatTemplate(translate(go).jinja).render([])
+        except ChatTemplateError as e:
+            assert depth > 3 and "nested" in str(e)
+        else:
+            assert out == ""  # no system prompt, no messages, no tools: nothing is printed
 
 
 def test_the_translation_reads_tools_only_when_the_template_does():
