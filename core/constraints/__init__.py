@@ -35,6 +35,7 @@ from .json_any import json_gbnf
 from .json_schema import schema_to_gbnf, schema_to_grammar
 from .lexicon import lexicon_grammar
 from .limits import DEFAULT_LIMITS, Budget, ConstraintLimitError, ConstraintLimits
+from .spec import ConstraintSpec, gbnf_grammar, json_object, json_schema, word_list
 from .vocab import ConstraintVocab
 
 
@@ -187,6 +188,7 @@ __all__ = [
     "ConstraintError",
     "ConstraintLimitError",
     "ConstraintLimits",
+    "ConstraintSpec",
     "ConstraintVocab",
     "Grammar",
     "GrammarConstraint",
@@ -194,13 +196,17 @@ __all__ = [
     "TokenMask",
     "compile_grammar",
     "constraint_from_request",
+    "gbnf_grammar",
     "grammar_constraint",
     "json_constraint",
     "json_gbnf",
+    "json_object",
+    "json_schema",
     "json_schema_constraint",
     "lexicon_constraint",
     "lexicon_grammar",
     "parse_gbnf",
     "schema_to_gbnf",
     "schema_to_grammar",
+    "word_list",
 ]

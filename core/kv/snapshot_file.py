@@ -115,6 +115,15 @@ def _first_present(table: tuple[int, ...] | list[int], page_size: int, n: int) -
     return min(n, j * page_size)
 
 
+def size(st: State, snap: Snapshot, n_context: int, label: str = "") -> int:
+    """The bytes `encode` will make of `snap` (known before the work: a quota can refuse it first)."""
+    n = len(snap.tokens)
+    kv = 0
+    for g, table in zip(st.kv.groups, snap.tables, strict=True):
+        kv += GROUP.size + F32 * (n - _first_present(table, st.page_size, n)) * (g.kdim + g.vdim) * len(g.layers)
+    return PREFIX.size + COUNTS.size + len(label.encode()) + I32 * (n + n_context) + kv + DIGEST_BYTES
+
+
 def encode(st: State, snap: Snapshot, fingerprint: bytes, *, context: list[int] | None = None,
            label: str = "") -> bytes:  # fmt: skip
     """The file's bytes (on the thread that owns the State: it reads the KV cache). `context`: the tokens the

@@ -165,15 +165,20 @@ async def fork(body: ContextFork, name: Name, service: ServiceDep) -> dict[str, 
              summary="Save a context's KV and tokens to a snapshot file (within the quota)")  # fmt: skip
 async def snapshot(name: Name, service: ServiceDep) -> dict[str, Any]:
     ctx = _store(service).get(name)
-    await service.snapshots.check_room()  # a full quota is refused before any work
     pin = ctx.pin.hold()
     fingerprint, tokens = service.model_fingerprint, list(ctx.tokens)
     try:
-        data = await asyncio.wrap_future(service.scheduler.call(
-            lambda st: snapshot_file.encode(st, pin.snapshot, fingerprint, context=tokens, label=name)))  # fmt: skip
+        # the file's size is known from the pin: a quota it would pass is refused before any work
+        nbytes = snapshot_file.size(service.scheduler.state, pin.snapshot, len(tokens), name)
+        async with service.snapshots.reserving(nbytes) as sid:
+
+            def encode(st: Any) -> bytes:  # on the model thread: it reads the KV cache
+                return snapshot_file.encode(st, pin.snapshot, fingerprint, context=tokens, label=name)
+
+            data = await asyncio.wrap_future(service.scheduler.call(encode))
+            entry = await service.snapshots.write(sid, data)
     finally:
         pin.let_go()
-    entry = await service.snapshots.add(data)
     return {"snapshot": entry.id, "context": name, "n_tokens": len(tokens), "bytes": entry.bytes,
             "created": entry.created}  # fmt: skip
 
@@ -267,6 +272,8 @@ async def continue_context(body: ContextContinue, request: Request, name: Name,
     try:
         await gen.collect(request.is_disconnected)
         await _settled(service)
+        if gen.choices[0].finish == "cancelled":  # its client went away: nobody got the reply, the context stays
+            raise ApiError(503, "the continuation was cancelled before its reply", code="cancelled")
     except BaseException:
         _discard(service, gen.choices[0].job)
         raise

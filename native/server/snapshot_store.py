@@ -16,6 +16,7 @@ import os
 import re
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,35 +108,44 @@ class SnapshotStore:
 
     # -- quota ----------------------------------------------------------------------------------------------
 
-    async def check_room(self, nbytes: int = 0) -> None:
-        """507 when one more snapshot of nbytes would pass the quota (writes in flight included)."""
+    @contextlib.asynccontextmanager
+    async def reserving(self, nbytes: int) -> AsyncIterator[str]:
+        """A new snapshot's id, its bytes counted against the quota from now on (so snapshots made at once
+        cannot pass it together) until it is written or given up; 507 at once when it does not fit."""
+        sid = uuid.uuid4().hex[:16]
+        self._reserved[sid] = nbytes
+        try:
+            await self._check_room(sid)
+            yield sid
+        finally:
+            del self._reserved[sid]
+
+    async def _check_room(self, sid: str) -> None:
         entries = await asyncio.to_thread(self._scan)
-        count = len(entries) + len(self._reserved)
-        used = sum(e.bytes for e in entries) + sum(self._reserved.values())
+        others = {k: v for k, v in self._reserved.items() if k != sid}
+        count = len(entries) + len(others)
+        used = sum(e.bytes for e in entries) + sum(others.values())
         if count + 1 > self.max_count:
             raise ApiError(FULL, f"the snapshot quota is full: {count} snapshots, at most {self.max_count} "
                            "(--max-snapshots); delete some: DELETE /llamay/snapshots/{id}",
                            code="snapshot_quota_full")  # fmt: skip
-        if used + nbytes > self.max_bytes:
-            raise ApiError(FULL, f"the snapshot quota is full: {used} bytes used + {nbytes} for this one > "
-                           f"{self.max_bytes} (--max-snapshot-bytes); delete some: DELETE /llamay/snapshots/{{id}}",
-                           code="snapshot_quota_full")  # fmt: skip
+        if used + self._reserved[sid] > self.max_bytes:
+            raise ApiError(FULL, f"the snapshot quota is full: {used} bytes used + {self._reserved[sid]} for this "
+                           f"one > {self.max_bytes} (--max-snapshot-bytes); delete some: "
+                           "DELETE /llamay/snapshots/{id}", code="snapshot_quota_full")  # fmt: skip
 
     # -- writing and deleting -------------------------------------------------------------------------------
 
-    async def add(self, data: bytes) -> Entry:
-        """Write a new snapshot (atomically, in a worker thread) if the quota has room for it."""
-        await self.check_room(len(data))
-        sid = uuid.uuid4().hex[:16]
-        self._reserved[sid] = len(data)
+    async def write(self, sid: str, data: bytes) -> Entry:
+        """Write a reserved snapshot (atomically, in a worker thread)."""
+        if len(data) > self._reserved[sid]:
+            raise ApiError(500, f"the snapshot has {len(data)} bytes, not the {self._reserved[sid]} reserved")
         try:
             await asyncio.to_thread(snapshot_file.write, self.path(sid), data)
         except OSError as e:
             full = e.errno in (errno.ENOSPC, errno.EDQUOT)
             raise ApiError(FULL if full else 500, f"cannot write the snapshot: {e.strerror or e}",
                            code="snapshot_write_failed") from None  # fmt: skip
-        finally:
-            del self._reserved[sid]
         return Entry(sid, self.path(sid), len(data), int(time.time()))
 
     async def delete(self, sid: str) -> None:

@@ -147,6 +147,7 @@ def write_atomic(path: Path, data: bytes, point: str = "manifest-written") -> No
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = open_locked(path.parent)
     try:
+        os.fchmod(fd, 0o644)  # readable as Ollama's manifests are (mkstemp makes 0600)
         os.write(fd, data)
         os.fsync(fd)
         checkpoint(point)
@@ -169,20 +170,26 @@ def link_in(blobs: Path, src: Path, digest: str) -> bool:
     if final.exists():
         return True
     fd, temp = open_locked(blobs)
+    src_fd = os.open(src, os.O_RDONLY)
     try:
+        # the link is src's inode: locked through src from before the link exists, so a clean-up (which takes
+        # only the temporary files it can lock) leaves it alone
+        fcntl.flock(src_fd, fcntl.LOCK_SH)
         os.unlink(temp)  # the name only: our linked copy takes it
         try:
             os.link(src, temp)
         except OSError:
             return False
-        if os.stat(temp).st_ino != os.stat(src).st_ino:
+        if os.stat(temp).st_ino != os.fstat(src_fd).st_ino:
             raise BlobError(f"{src} changed while it was being linked into the store")
+        checkpoint("blob-linked")
         os.replace(temp, final)
         sync_dir(blobs)
         return True
     finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
+        os.close(src_fd)
         os.close(fd)
 
 

@@ -95,6 +95,17 @@ def test_round_trip_continues_exactly(model, saved, tmp_path):
     assert (head.version, head.n_tokens, head.n_context, head.label) == (sf.FORMAT_VERSION, 13, 14, LABEL)
 
 
+@pytest.mark.parametrize("n", [1, 4, 13])
+def test_size_is_known_before_encoding(model, n):
+    st = fresh(model)
+    prefill(model, st, PROMPT[:n])
+    snap = st.kv.snapshot(0)
+    for context, label in ((PROMPT[:n], ""), (PROMPT[: n + 1], LABEL)):
+        data = sf.encode(st, snap, model.fingerprint, context=context, label=label)
+        assert sf.size(st, snap, len(context), label) == len(data)
+    st.kv.drop(snap)
+
+
 def test_another_model_another_version_and_not_a_snapshot_are_refused(model, saved, tmp_path):
     data, _ = saved
     path = tmp_path / "kv.llkv"
@@ -203,6 +214,7 @@ def test_a_sliding_window_round_trip(tmp_path):
         prefill(m, st, prompt)
         path = tmp_path / "g.llkv"
         sf.save(st, st.kv.snapshot(0), path, m.fingerprint)
+        assert sf.size(st, st.kv.snapshot(0), len(prompt)) == path.stat().st_size  # freed pages are not counted
         forward(m, st, [310], [0])  # the next position reads only the window: the freed pages are not needed
         want = greedy(m, st, 0, 6)
         got = sf.read(path, sf.Layout.of(st), m.fingerprint)

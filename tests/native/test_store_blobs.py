@@ -176,3 +176,33 @@ def test_list_flags_damaged_blobs(env, capsys):
     os.truncate(blob, 100)
     assert main(["list"]) == 1
     assert f"100 bytes where there should be {MODEL.stat().st_size:,}" in capsys.readouterr().out
+
+
+def test_a_clean_up_while_a_file_is_linked_in_leaves_the_link(tmp_path, monkeypatch):
+    """`llamay import` links the user's file in under a temporary name first; a clean-up running meanwhile
+    (create, copy and pull start with one) must not take that name for a dead writer's leftover."""
+    from llamay.native.store import blobs as b
+
+    src = tmp_path / "model.gguf"
+    src.write_bytes(MODEL.read_bytes())
+    store = tmp_path / "blobs"
+    removed: list = []
+    real = os.link
+
+    def link_then_clean(a, b_, *args, **kw):  # a clean-up in the moment after the link is made
+        real(a, b_, *args, **kw)
+        removed.extend(remove_stale(store))
+
+    monkeypatch.setattr(os, "link", link_then_clean)
+    assert b.link_in(store, src, MODEL_HEX)
+    assert removed == [] and (store / f"sha256-{MODEL_HEX}").read_bytes() == src.read_bytes()
+    assert not list(b.iter_temps(store))
+
+
+def test_manifests_are_readable_by_others_as_blobs_are(env, tmp_path):
+    from llamay.native.store.blobs import write_atomic, write_bytes
+
+    write_atomic(tmp_path / "manifest", b"{}")
+    digest = write_bytes(tmp_path / "blobs", b"bytes")
+    assert (tmp_path / "manifest").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "blobs" / f"sha256-{digest}").stat().st_mode & 0o777 == 0o644

@@ -131,3 +131,22 @@ def test_contexts_being_created_count_toward_the_bound():
             pass
     with store.reserve("one-too-many"):  # the creates ended (here: failed), so their names count no more
         pass
+
+
+def test_a_continuation_whose_client_went_away_leaves_the_context_as_it_was(slow_server):
+    """Non-streaming, as streaming: a reply nobody received is not added to the context."""
+    import httpx
+
+    with slow_server.client(timeout=60) as c:
+        r = c.post(BASE, json={"name": "gone", "prompt": STORY, **greedy(0)})
+        assert r.status_code == 200, r.text
+        before = r.json()["n_tokens"]
+        try:
+            with pytest.raises(httpx.ReadTimeout), slow_server.client(timeout=0.5) as quick:
+                quick.post(f"{BASE}/gone/completions", json={"prompt": " and", **greedy(200)})
+            wait_for(lambda: idle(slow_server.service), what="the cancelled continuation to end")
+            assert c.get(f"{BASE}/gone").json()["n_tokens"] == before
+            r = c.post(f"{BASE}/gone/completions", json={"prompt": " and", **greedy(3)})  # the context still works
+            assert r.status_code == 200 and r.json()["context"]["n_tokens"] > before, r.text
+        finally:
+            c.delete(f"{BASE}/gone")

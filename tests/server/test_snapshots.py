@@ -120,7 +120,8 @@ def test_delete_and_what_follows(server, client, saved):
     assert client.delete(f"{SNAPS}/not-hex").status_code == 400
 
 
-def test_the_quota_is_refused_with_507_naming_the_limit(server, client, saved):
+def test_the_quota_is_refused_with_507_naming_the_limit(server, client, saved, monkeypatch):
+
     snap, _want, _data = saved
     store = server.service.snapshots
     limits = store.max_count, store.max_bytes
@@ -135,8 +136,12 @@ def test_the_quota_is_refused_with_507_naming_the_limit(server, client, saved):
         store.max_count = limits[0]
         used = client.get(SNAPS).json()
         store.max_bytes = used["bytes"] + snap["bytes"] - 1
+        encoded = []
+        monkeypatch.setattr(sf, "encode", lambda *a, **k: encoded.append(1))
         r = client.post(f"{BASE}/orig/snapshot")
         assert r.status_code == 507 and "--max-snapshot-bytes" in r.json()["error"]["message"]
+        assert not encoded  # refused from the size it would have, before the KV is read
+        monkeypatch.undo()
         assert client.get(SNAPS).json()["count"] == used["count"]  # nothing written past the quota
     finally:
         store.max_count, store.max_bytes = limits
@@ -223,3 +228,24 @@ def test_serve_takes_the_quota_options():
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
+
+
+def test_snapshots_made_at_once_cannot_pass_the_quota_together(tmp_path):
+    """A reservation counts from the moment it is taken, before its file exists."""
+    import asyncio
+
+    from llamay.native.server.errors import ApiError
+    from llamay.native.server.snapshot_store import FULL, SnapshotStore
+
+    store = SnapshotStore(tmp_path, b"f" * 32, max_count=4, max_bytes=1000)
+
+    async def run() -> list[int]:
+        async with store.reserving(600):
+            try:
+                async with store.reserving(600):
+                    return [200]
+            except ApiError as e:
+                return [e.status]
+
+    assert asyncio.run(run()) == [FULL]  # 600 + 600 bytes > 1000, though no file was written yet
+    assert store._reserved == {}  # given back, both

@@ -1,0 +1,57 @@
+"""Constraint specs (llamay.constraints.json_schema & co.): checked when made, compiled per vocabulary to the same
+constraint the direct builders give (the cache), and the package keeps its submodules reachable."""
+
+from __future__ import annotations
+
+import pytest
+
+import llamay.constraints as C
+from llamay.constraints.spec import ConstraintSpec, compiled
+from llamay.gguf import open_gguf
+from llamay.tokenizer import load_tokenizer
+from tests import paths
+
+
+@pytest.fixture(scope="module")
+def tok():
+    with open_gguf(paths.stories("f32")) as f:
+        yield load_tokenizer(f)
+
+
+def test_specs_compile_to_the_builders_constraints(tok):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    assert compiled(C.json_schema(schema), tok) is C.json_schema_constraint(schema, tok)
+    assert compiled(C.json_object(), tok) is C.json_constraint(tok)
+    assert compiled(C.gbnf_grammar('root ::= "x" [0-9]'), tok) is C.grammar_constraint('root ::= "x" [0-9]', tok)
+    assert compiled(C.word_list(["yes", "no"]), tok) is C.lexicon_constraint(["yes", "no"], tok)
+    direct = C.json_constraint(tok)
+    assert compiled(direct, tok) is direct and compiled(None, tok) is None
+
+
+def test_a_word_list_constraint_allows_its_words_only(tok):
+    c = compiled(C.word_list(["Lily", "Ben"]), tok)
+    st = c.start()
+    allowed = {t for t in range(tok.n_vocab) if c.accepts(st, t)}
+    firsts = {tok.decode([t]) for t in allowed}
+    assert firsts and all("Lily".startswith(p) or "Ben".startswith(p) for p in firsts)
+
+
+def test_bad_sources_fail_when_the_spec_is_made():
+    with pytest.raises(C.ConstraintError, match="patternProperties"):
+        C.json_schema({"type": "object", "patternProperties": {"x": {}}})
+    with pytest.raises(C.ConstraintError):
+        C.gbnf_grammar("root ::= (")
+    with pytest.raises(C.ConstraintError, match="list of words"):
+        C.word_list("yes")
+    with pytest.raises(C.ConstraintError, match="root must be"):
+        C.json_object(root="array")
+    with pytest.raises(C.ConstraintError, match=r"made by llamay\.constraints"):
+        compiled("root ::= x", None)
+
+
+def test_the_json_schema_name_is_the_function_and_its_module_still_imports():
+    import llamay.constraints.json_schema  # noqa: F401 (already loaded: the name stays the function's)
+    from llamay.constraints.json_schema import schema_to_gbnf
+
+    assert callable(C.json_schema) and isinstance(C.json_schema({"type": "string"}), ConstraintSpec)
+    assert "root" in schema_to_gbnf({"type": "string"})
