@@ -9,7 +9,7 @@ prefix the cache holds (its own radix tree), so only the rest of the prompt is c
 
 One request's failure never fails another's. Sampling (with its constraint and logprobs) runs per request: an
 error there ends that request alone (an Event with `error`). A forward pass that raises is rolled back (the
-positions it counted and the pages it added go, `State.roll_back`) and each request of the batch is run again
+positions it counted and the pages it added go, `KVCache.roll_back`) and each request of the batch is run again
 alone, once: only those that fail alone end with the error, the others go on with the same tokens.
 """
 
@@ -108,7 +108,7 @@ class Batcher:
     # -- admission ------------------------------------------------------------------------------------------
 
     def can_admit(self) -> bool:
-        return any(not s.active for s in self.st.sequences)
+        return any(not s.active for s in self.st.kv.sequences)
 
     def admit(self, req: Request) -> bool:
         """Give the request a sequence, its cached prefix and the KV pages for its whole prompt; False (nothing
@@ -121,10 +121,10 @@ class Batcher:
         if not self.can_admit():
             return False
         try:
-            with st.claimed() as seq:  # given back on any error below
-                reused = st.reuse_prefix(seq, req.prompt)
-                s = st.sequences[seq]
-                for g, table in zip(st.groups, s.tables, strict=True):
+            with st.kv.claimed() as seq:  # given back on any error below
+                reused = st.kv.reuse_prefix(seq, req.prompt)
+                s = st.kv.sequences[seq]
+                for g, table in zip(st.kv.groups, s.tables, strict=True):
                     if not g.window:  # window groups allocate as they go (old pages freed meanwhile)
                         g.prepare_write(table, reused, len(req.prompt))
         except OutOfPages:
@@ -142,7 +142,7 @@ class Batcher:
         req.finish_reason = reason
         self.running.remove(req)
         if req.seq is not None:
-            self.st.release(req.seq, cache=reason != "error")
+            self.st.kv.release(req.seq, cache=reason != "error")
             req.seq = None
 
     def _fail(self, req: Request, error: Exception) -> Event:
@@ -154,13 +154,13 @@ class Batcher:
         problems = []
         owners: dict[int, Request] = {}
         for req in self.running:
-            if req.seq is None or not self.st.sequences[req.seq].active:
+            if req.seq is None or not self.st.kv.sequences[req.seq].active:
                 problems.append(f"request {req.id} runs without an active sequence ({req.seq})")
             elif req.seq in owners:
                 problems.append(f"requests {owners[req.seq].id} and {req.id} both run in sequence {req.seq}")
             else:
                 owners[req.seq] = req
-        for s in self.st.sequences:
+        for s in self.st.kv.sequences:
             if s.active and s.index not in owners:
                 problems.append(f"sequence {s.index} is in use but no running request owns it")
         return problems
@@ -207,11 +207,11 @@ class Batcher:
             seqs.extend([p.req.seq] * len(p.tokens))
             if p.req.decoding:
                 rows.append((p.req, len(tokens) - 1))
-        point = self.st.checkpoint(seqs)
+        point = self.st.kv.checkpoint(seqs)
         try:
             forward(self.model, self.st, tokens, seqs, [row for _, row in rows])
         except Exception as e:
-            lost = self.st.roll_back(point)
+            lost = self.st.kv.roll_back(point)
             for p in parts:
                 p.give_back()
             raise _StepFailed(e, {p.req for p in parts if p.req.seq in lost}) from e
@@ -241,9 +241,9 @@ class Batcher:
         for req in list(self.running):
             if not (req.decoding and req.pending is not None):
                 continue
-            s = self.st.sequences[req.seq]
+            s = self.st.kv.sequences[req.seq]
             try:
-                for g, table in zip(self.st.groups, s.tables, strict=True):
+                for g, table in zip(self.st.kv.groups, s.tables, strict=True):
                     g.prepare_write(table, s.n_past, s.n_past + 1)
             except OutOfPages:
                 self._finish(req, "length")
@@ -279,7 +279,7 @@ class Batcher:
             return Event(req, None, "stop")
         req.generated.append(tok)
         reason = None
-        if len(req.generated) >= req.max_tokens or self.st.sequences[req.seq].n_past + 1 >= self.st.n_ctx:
+        if len(req.generated) >= req.max_tokens or self.st.kv.sequences[req.seq].n_past + 1 >= self.st.n_ctx:
             reason = "length"
         if reason:
             self._finish(req, reason)

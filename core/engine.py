@@ -135,7 +135,7 @@ class Engine:
             raise LlamayError(f"the prompt has {len(prompt)} tokens; the context holds {st.n_ctx}")
         stats = self.stats = Stats(prompt_tokens=len(prompt))
         t0 = time.perf_counter()
-        stats.cached_tokens = st.reuse_prefix(0, list(prompt))
+        stats.cached_tokens = st.kv.reuse_prefix(0, list(prompt))
         prefill(model, st, prompt[stats.cached_tokens :])
         stats.prompt_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -151,7 +151,7 @@ class Engine:
             yield tok
             if i + 1 == max_tokens:
                 break
-            if st.sequences[0].n_past >= st.n_ctx:
+            if st.kv.sequences[0].n_past >= st.n_ctx:
                 stats.finish_reason = "length"
                 break
             decode_step(model, st, tok)
@@ -217,8 +217,8 @@ class Engine:
         for ids in inputs:
             if len(ids) > st.n_ctx:
                 raise LlamayError(f"text of {len(ids)} tokens exceeds the model's context of {st.n_ctx}")
-            st.reset(0)
+            st.kv.reset(0)
             forward(model, st, list(ids), outputs=())
-            out.append(model.backend.read_f32(st.pooled, 0, model.cfg.n_embd))
-        st.reset(0)
+            out.append(model.backend.read_f32(st.scratch.pooled, 0, model.cfg.n_embd))
+        st.kv.reset(0)
         return out

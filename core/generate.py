@@ -42,6 +42,6 @@ def generate(
             return
         yield tok
         if i + 1 < max_tokens:
-            if st.sequences[seq].n_past >= st.n_ctx:
+            if st.kv.sequences[seq].n_past >= st.n_ctx:
                 return
             decode_step(model, st, tok, seq)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from enum import Enum
 from typing import Any
@@ -64,7 +63,7 @@ def describe(f: GGUFFile) -> dict[str, Any]:
         arch_info: dict[str, Any] = {"name": arch_name, "supported": True, "summary": arch.summary}
         try:
             cfg = arch.config(f, arch_name)
-            arch_info["hyperparameters"] = _jsonable(dataclasses.asdict(cfg))
+            arch_info["hyperparameters"] = _jsonable(cfg.as_dict())
         except LlamayError as e:
             arch_info["error"] = str(e)
     except LlamayError as e:

@@ -81,11 +81,11 @@ def prefix_reuse_diff(model: Model, tokens: Sequence[int]) -> float:
     cached prefix: its logits must equal a cold run's."""
     n = len(tokens)
     st = model.new_state(n_ctx=n + 1, n_batch=n, n_seq=2, prefix_cache=True, page_size=4)
-    a = st.acquire()
+    a = st.kv.acquire()
     forward(model, st, tokens[: n // 2 + 1], [a] * (n // 2 + 1))
-    st.release(a)
-    b = st.acquire()
-    reused = st.reuse_prefix(b, list(tokens))
+    st.kv.release(a)
+    b = st.kv.acquire()
+    reused = st.kv.reuse_prefix(b, list(tokens))
     if reused == 0:
         return float("inf")
     forward(model, st, tokens[reused:], [b] * (n - reused))
@@ -100,7 +100,7 @@ def batched_decode_diff(model: Model, prompts: Sequence[Sequence[int]], steps: i
     n_ctx = max(map(len, prompts)) + steps + 1
     st = model.new_state(n_ctx=n_ctx, n_batch=len(flat), n_seq=len(prompts), n_outputs=len(prompts))
     for _ in range(1, len(prompts)):
-        st.acquire()
+        st.kv.acquire()
     seqs = [s for s, p in enumerate(prompts) for _ in p]
     forward(model, st, flat, seqs)
     together = [[] for _ in prompts]
@@ -164,7 +164,7 @@ def layerwise_diff(ref: Model, test: Model, tokens: Sequence[int]) -> tuple[floa
 def pooled(model: Model, tokens: Sequence[int]) -> list[float]:
     st = model.new_state(n_ctx=len(tokens), n_batch=len(tokens))
     forward(model, st, tokens, outputs=())
-    return model.backend.read_f32(st.pooled, 0, model.cfg.n_embd)
+    return model.backend.read_f32(st.scratch.pooled, 0, model.cfg.n_embd)
 
 
 def is_quantized_model(model: Model) -> bool:

@@ -17,7 +17,7 @@ def run(session, ids, n_gen: int) -> dict:
     from llamay.sampling import Sampler, SamplerConfig
 
     engine = session.engine
-    engine.state.reset(0)
+    engine.state.kv.reset(0)
     prompt = [int(i) for i in ids]
     sampler = Sampler(SamplerConfig(temperature=0.0))
     tokens: list[int] = []
@@ -52,14 +52,14 @@ class Stepper:
 
         self.model, self.st = session.model, session.engine.state
         self.tok = int(tok)
-        self.n_past = self.st.sequences[0].n_past
+        self.n_past = self.st.kv.sequences[0].n_past
         self.sampler = Sampler(SamplerConfig(temperature=0.0))
 
     def step(self) -> float:
         from llamay.generate import decode_step
 
         model, st = self.model, self.st
-        st.truncate(0, self.n_past)
+        st.kv.truncate(0, self.n_past)
         t0 = time.perf_counter()
         decode_step(model, st, self.tok)
         self.sampler.sample(model.backend, st.logits, 0, model.cfg.n_vocab)

@@ -1,5 +1,5 @@
-"""The one place the library touches a State's KV-sequence operations (acquire, release, fork, snapshot,
-restore, drop, checkpoint, roll back): when those operations move (to `llamay.kv`), only this module follows."""
+"""The one place the library touches the KV-sequence operations (acquire, release, fork, snapshot, restore,
+drop, checkpoint, roll back) of a State's cache (`State.kv`, `llamay.kv.cache.KVCache`)."""
 
 from __future__ import annotations
 
@@ -9,41 +9,41 @@ from ..model import State
 
 
 def acquire(st: State) -> int:
-    return st.acquire()
+    return st.kv.acquire()
 
 
 def release(st: State, seq: int) -> None:
     """Give the sequence back, emptied (a library context has no prefix cache to feed)."""
-    st.release(seq, cache=False)
+    st.kv.release(seq, cache=False)
 
 
 def fork(st: State, seq: int) -> int:
-    return st.fork(seq)
+    return st.kv.fork(seq)
 
 
 def snapshot(st: State, seq: int) -> Any:
-    return st.snapshot(seq)
+    return st.kv.snapshot(seq)
 
 
 def restore(st: State, snap: Any, seq: int) -> None:
-    st.restore(snap, seq)
+    st.kv.restore(snap, seq)
 
 
 def drop(st: State, snap: Any) -> None:
-    st.drop(snap)
+    st.kv.drop(snap)
 
 
 def checkpoint(st: State, seq: int) -> Any:
-    return st.checkpoint((seq,))
+    return st.kv.checkpoint((seq,))
 
 
 def roll_back(st: State, point: Any) -> list[int]:
-    return st.roll_back(point)
+    return st.kv.roll_back(point)
 
 
 def tokens(st: State, seq: int) -> list[int]:
-    return st.sequences[seq].tokens
+    return st.kv.sequences[seq].tokens
 
 
 def free_sequences(st: State) -> int:
-    return sum(not s.active for s in st.sequences)
+    return sum(not s.active for s in st.kv.sequences)

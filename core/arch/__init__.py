@@ -1,4 +1,5 @@
-"""Architectures, keyed by `general.architecture` (with aliases): each supplies its config and weight binding."""
+"""Architectures, keyed by `general.architecture` (with aliases): each supplies its config, tensor declaration
+and block wiring."""
 
 from __future__ import annotations
 
@@ -11,41 +12,45 @@ from . import bert, gemma3, llama, qwen2, qwen3
 from .binder import Binder
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
-from .weights import ModelWeights
+from .scratch import BUFFERS
+from .tensors import Declaration
+from .weights import ModelWeights, bind_declared
 
 
 @dataclass(frozen=True)
 class Architecture:
-    """An architecture: its config reader, weight binding and block wiring (embed → blocks → output)."""
+    """An architecture: its config reader, tensor declaration and block wiring (embed → blocks → output)."""
 
     name: str
     summary: str
     config: Callable[[GGUFFile, str], ModelConfig]
-    bind: Callable[[Binder, ModelConfig], ModelWeights]
+    tensors: Declaration  # every tensor its files hold (`tensors.py`): what the binder reads
     block: Callable  # (Pass, LayerWeights, layer index) -> None
     embed: Callable = embed_tokens  # (Pass) -> None: fills x
     output: Callable = lm_head  # (Pass) -> None: logits (decoders) or the pooled embedding (encoders)
+    scratch: BUFFERS = ()  # buffers its layers need beyond the shared activations (`scratch.py`)
 
 
 ARCHITECTURES: dict[str, Architecture] = {
     a.name: a
     for a in (
         Architecture(
-            "llama", "Llama, Mistral, TinyLlama, SmolLM, llama2.c stories", llama.config, llama.bind, llama.block
+            "llama", "Llama, Mistral, TinyLlama, SmolLM, llama2.c stories", llama.config, llama.TENSORS, llama.block
         ),
-        Architecture("qwen2", "Qwen2 / Qwen2.5 (QKV biases)", qwen2.config, qwen2.bind, llama.block),
-        Architecture("qwen3", "Qwen3 dense (QK-norm)", qwen3.config, qwen3.bind, llama.block),
+        Architecture("qwen2", "Qwen2 / Qwen2.5 (QKV biases)", qwen2.config, qwen2.TENSORS, llama.block),
+        Architecture("qwen3", "Qwen3 dense (QK-norm)", qwen3.config, qwen3.TENSORS, llama.block),
         Architecture(
-            "gemma3", "Gemma 3 text (QK-norm, sliding window, GeGLU)", gemma3.config, gemma3.bind, gemma3.block
+            "gemma3", "Gemma 3 text (QK-norm, sliding window, GeGLU)", gemma3.config, gemma3.TENSORS, gemma3.block
         ),
         Architecture(
             "bert",
             "BERT encoders for embeddings (all-MiniLM, bge)",
             bert.config,
-            bert.bind,
+            bert.TENSORS,
             bert.block,
             embed=bert.embed,
             output=bert.output,
+            scratch=bert.SCRATCH,
         ),
     )
 }
@@ -92,7 +97,7 @@ def bind_weights(
     arch, cfg = load_config(f)
     binder = Binder(f, runnable_types)
     binder.check_layers(f.architecture, cfg.n_layer)
-    weights = arch.bind(binder, cfg)
+    weights = bind_declared(binder, arch.tensors, cfg)
     if strict:
         binder.check_all_read(f.architecture)
     return cfg, weights, binder

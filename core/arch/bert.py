@@ -3,62 +3,82 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import ModelError
 from ..gguf import GGUFFile, Keys
-from .binder import Binder
 from .config import POOLING_TYPES, Activation, ModelConfig, Norm, Pooling, Rope, RopeConfig
 from .layers import Pass, attention, ffn, norm
 from .meta import MAX_VOCAB, Meta
-from .names import T, weight
-from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm
+from .names import T
+from .params import key, read_params
+from .scratch import Buffer
+from .tensors import TOKEN_EMBD, b, norm_w, w
+from .weights import LayerWeights
 
 TOKEN_TYPE_COUNT = "tokenizer.ggml.token_type_count"
 
 
+@dataclass(frozen=True)
+class Params:
+    pooling: Pooling = key(Keys.POOLING_TYPE, "int", 1, lo=0, hi=max(POOLING_TYPES), convert=POOLING_TYPES.get)
+    causal: bool = key(Keys.CAUSAL, "bool", False)
+    n_token_types: int = key(TOKEN_TYPE_COUNT, "int", 2, hi=MAX_VOCAB)
+    qkv_bias: bool = True
+
+
 def config(f: GGUFFile, arch: str = "bert") -> ModelConfig:
     m = Meta(f, arch)
-    pooling_id = m.int(Keys.POOLING_TYPE, 1, lo=0, hi=max(POOLING_TYPES))
+    common = m.common()
+    norm_eps = m.eps(Keys.LAYERNORM_EPS)
+    params = read_params(m, Params)
     return ModelConfig(
-        **m.common(),
+        **common,
         norm=Norm.LAYER,
-        norm_eps=m.eps(Keys.LAYERNORM_EPS),
+        norm_eps=norm_eps,
         rope=RopeConfig(kind=Rope.NONE),
         act=Activation.GELU,
         gated_ffn=False,
-        qkv_bias=True,
-        causal=m.bool(Keys.CAUSAL, False),
-        pooling=POOLING_TYPES[pooling_id],
+        causal=params.causal,
+        params=params,
     )
 
 
-def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
-    n_types = Meta(b.f, cfg.arch).int(TOKEN_TYPE_COUNT, 2, hi=MAX_VOCAB)
-    layers = tuple(
-        LayerWeights(
-            attn=bind_attention(b, cfg, i, qkv_bias=True, o_bias=True),
-            attn_out_norm=bind_norm(b, T.ATTN_OUT_NORM, cfg.n_embd, i, with_bias=True),
-            ffn=bind_ffn(b, cfg, i, gated=False, biases=True),
-            layer_out_norm=bind_norm(b, T.LAYER_OUT_NORM, cfg.n_embd, i, with_bias=True),
-        )
-        for i in range(cfg.n_layer)
-    )
-    return ModelWeights(
-        token_embd=b.get_vocab_matrix(weight(T.TOKEN_EMBD), cfg.n_embd, cfg.n_vocab),
-        layers=layers,
-        token_types=b.get(weight(T.TOKEN_TYPES), (cfg.n_embd, n_types)),
-        pos_embd=b.get(weight(T.POS_EMBD), (cfg.n_embd, cfg.n_ctx_train)),
-        embd_norm=bind_norm(b, T.TOKEN_EMBD_NORM, cfg.n_embd, with_bias=True),
-    )
+SCRATCH = (
+    Buffer("zero_ids", "i32", ("n_batch",), "token type 0 for every token"),
+    Buffer("tmp_e", "f32", ("n_batch", "n_embd"), "position / token-type embeddings"),
+    Buffer("pooled", "f32", ("n_embd",), "the pooled sentence embedding"),
+)
+TENSORS = (
+    TOKEN_EMBD,
+    w(T.TOKEN_TYPES, "n_embd", "n_token_types", slot="token_types"),
+    w(T.POS_EMBD, "n_embd", "n_ctx_train", slot="pos_embd"),
+    *norm_w(T.TOKEN_EMBD_NORM, "embd_norm", with_bias=True),
+    w(T.ATTN_Q, "n_embd", "n_q", slot="attn.q"),
+    b(T.ATTN_Q, "n_q", slot="attn.q_bias"),
+    w(T.ATTN_K, "n_embd", "n_embd_k_gqa", slot="attn.k"),
+    b(T.ATTN_K, "n_embd_k_gqa", slot="attn.k_bias"),
+    w(T.ATTN_V, "n_embd", "n_embd_v_gqa", slot="attn.v"),
+    b(T.ATTN_V, "n_embd_v_gqa", slot="attn.v_bias"),
+    w(T.ATTN_OUT, "n_o", "n_embd", slot="attn.o"),
+    b(T.ATTN_OUT, "n_embd", slot="attn.o_bias"),
+    *norm_w(T.ATTN_OUT_NORM, "attn_out_norm", with_bias=True),
+    w(T.FFN_UP, "n_embd", "n_ff", slot="ffn.up"),
+    b(T.FFN_UP, "n_ff", slot="ffn.up_bias"),
+    w(T.FFN_DOWN, "n_ff", "n_embd", slot="ffn.down"),
+    b(T.FFN_DOWN, "n_embd", slot="ffn.down_bias"),
+    *norm_w(T.LAYER_OUT_NORM, "layer_out_norm", with_bias=True),
+)
 
 
 def embed(p: Pass) -> None:
     """x (n, n_embd) = LayerNorm(token + position + token-type-0 embeddings)."""
     be, st, count = p.be, p.st, p.n * p.cfg.n_embd
     be.get_rows(st.x, p.w.token_embd, st.ids, p.n)
-    be.get_rows(st.tmp_e, p.w.pos_embd, st.pos, p.n)
-    be.add(st.x, st.x, st.tmp_e, count)
-    be.get_rows(st.tmp_e, p.w.token_types, st.zero_ids, p.n)  # every token has type 0
-    be.add(st.x, st.x, st.tmp_e, count)
+    be.get_rows(st.scratch.tmp_e, p.w.pos_embd, st.pos, p.n)
+    be.add(st.x, st.x, st.scratch.tmp_e, count)
+    be.get_rows(st.scratch.tmp_e, p.w.token_types, st.scratch.zero_ids, p.n)  # every token has type 0
+    be.add(st.x, st.x, st.scratch.tmp_e, count)
     norm(p, st.x, st.x, p.w.embd_norm)
 
 
@@ -76,12 +96,13 @@ def block(p: Pass, layer: LayerWeights, il: int) -> None:
 def output(p: Pass) -> None:
     """pooled (n_embd) = the sequence's token states pooled (mean, first or last token), L2-normalised."""
     be, st, e = p.be, p.st, p.cfg.n_embd
-    if p.cfg.pooling == Pooling.MEAN:
-        be.mean_pool(st.pooled, st.x, p.n, e)
-    elif p.cfg.pooling == Pooling.CLS:
-        be.copy(st.pooled, 0, st.x, 0, e)
-    elif p.cfg.pooling == Pooling.LAST:
-        be.copy(st.pooled, 0, st.x, (p.n - 1) * e, e)
+    pooling = p.cfg.params.pooling
+    if pooling == Pooling.MEAN:
+        be.mean_pool(st.scratch.pooled, st.x, p.n, e)
+    elif pooling == Pooling.CLS:
+        be.copy(st.scratch.pooled, 0, st.x, 0, e)
+    elif pooling == Pooling.LAST:
+        be.copy(st.scratch.pooled, 0, st.x, (p.n - 1) * e, e)
     else:
-        raise ModelError(f"{p.cfg.arch}: pooling {p.cfg.pooling.value!r} gives no sentence embedding")
-    be.l2_normalize(st.pooled, e)
+        raise ModelError(f"{p.cfg.arch}: pooling {pooling.value!r} gives no sentence embedding")
+    be.l2_normalize(st.scratch.pooled, e)

@@ -1,8 +1,9 @@
 """Binding an architecture's weights to a GGUF file's tensors, and the audit of what went unread.
 
-An architecture asks the binder for each tensor by name and expected shape; the binder checks the tensor is
-there with that shape and a type the engine can run, and remembers it was read. After binding, every file
-tensor nobody asked for is reported by `unread()`: a half-wired architecture shows up here, not as odd text.
+The binder reads an architecture's tensor declaration (`tensors.py`): for each tensor it checks the tensor is
+there (if required) with the declared shape and a type the engine can run, and remembers it was read. After
+binding, every file tensor the declaration does not cover is reported by `unread()`: a half-wired architecture
+shows up here, not as odd text.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from ..errors import ModelError, UnsupportedTypeError
 from ..ggml_types import GGMLType
 from ..gguf import GGUFFile, Keys, TensorInfo
+from .config import ModelConfig
+from .tensors import Declaration, instances
 
 LAYER_NAME = re.compile(r"blk\.(0|[1-9][0-9]*)\.")  # "blk.{bid}." as names.py spells it
 
@@ -82,6 +85,22 @@ class Binder:
                 f"({Keys.TOKENS})"
             )
         return self.get(name, (n_embd, n_vocab)) if required else self.optional(name, (n_embd, n_vocab))
+
+    def bind(self, decls: Declaration, cfg: ModelConfig) -> tuple[dict[str, Tensor | None], list[dict]]:
+        """Every declared tensor, by slot: (the file-level ones, one dict per layer), in file order. A tensor
+        the config leaves out (`when`, `layers`) or an absent optional one is None."""
+        top: dict[str, Tensor | None] = {d.slot: None for d in decls if not d.per_layer}
+        layers: list[dict[str, Tensor | None]] = [
+            {d.slot: None for d in decls if d.per_layer} for _ in range(cfg.n_layer)
+        ]
+        for d, bid, name in instances(decls, cfg):
+            shape = d.dims(cfg)
+            if d.vocab:
+                t = self.get_vocab_matrix(name, *shape, required=d.required)
+            else:
+                t = self.get(name, shape) if d.required else self.optional(name, shape)
+            (top if bid is None else layers[bid])[d.slot] = t
+        return top, layers
 
     def unread(self) -> list[TensorInfo]:
         """File tensors no part of the architecture asked for, in file order."""

@@ -1,10 +1,16 @@
-"""Hyper-parameters of a model (read from GGUF metadata by `meta.Meta`, which checks every one)."""
+"""Hyper-parameters of a model (read from GGUF metadata by `meta.Meta`, which checks every one).
+
+`ModelConfig` holds what the shared layers, the KV cache and the kernels read (sizes, norm, rotary, activation,
+attention layout); what only one architecture's module reads is that architecture's `params` (see `params.py`),
+reachable as `cfg.params.x` (or `cfg.x`, which falls back to the params when ModelConfig has no such field)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Norm(StrEnum):
@@ -59,16 +65,44 @@ class ModelConfig:
     rope: RopeConfig
     act: Activation = Activation.SILU
     gated_ffn: bool = True
-    qkv_bias: bool = False
-    qk_norm: bool = False
-    post_norms: bool = False  # gemma: norms on the attention and FFN outputs before the residual add
     embed_scale: float = 1.0
     attn_scale: float = 0.0  # 0 → 1/sqrt(head_dim)
     tied_output: bool = False
     causal: bool = True
-    pooling: Pooling = Pooling.NONE
     sliding_window: int = 0
     swa_layers: tuple[bool, ...] = field(default_factory=tuple)  # per layer: uses the sliding window
+    params: Any = None  # the architecture's own hyper-parameters (its Params dataclass)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when ModelConfig has no such field: the architecture's own (cfg.pooling for BERT)
+        params = self.__dict__.get("params")
+        if params is None or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(params, name)
+        except AttributeError:
+            raise AttributeError(f"{self.arch!r} has no hyper-parameter {name!r}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every hyper-parameter, shared and the architecture's own, in one flat dict (`llamay info`)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "params"}
+        d["rope"] = dataclasses.asdict(self.rope)
+        if self.params is not None:
+            d.update(dataclasses.asdict(self.params))
+        return d
+
+    @property
+    def n_q(self) -> int:
+        return self.n_head * self.head_dim
+
+    @property
+    def n_o(self) -> int:
+        """Width of the attention output before its projection."""
+        return self.n_head * self.head_dim_v
+
+    @property
+    def n_rope_freqs(self) -> int:
+        return self.rope.n_dims // 2
 
     @property
     def kq_scale(self) -> float:

@@ -4,52 +4,48 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..gguf import GGUFFile, Keys
-from .binder import Binder
 from .config import Activation, ModelConfig, Norm, Rope
 from .layers import Pass, attention, ffn, norm
 from .meta import MAX_CONTEXT, Meta
-from .names import T
-from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
+from .params import key, read_params
+from .tensors import decoder, decoder_block
+from .weights import LayerWeights
 
 SWA_PERIOD = 6  # llama.cpp's gemma3 pattern: layers i with i % 6 < 5 use the sliding window
 ROPE_BASE_SWA = 10000.0  # local layers' RoPE base; not stored in the GGUF, fixed by the model family
+
+
+@dataclass(frozen=True)
+class Params:
+    sliding_window: int = key(Keys.SLIDING_WINDOW, "int", 0, lo=0, hi=MAX_CONTEXT)  # 0: every layer global
+    qk_norm: bool = True
+    post_norms: bool = True  # norms on the attention and FFN outputs before the residual add
 
 
 def config(f: GGUFFile, arch: str = "gemma3") -> ModelConfig:
     m = Meta(f, arch)
     common = m.common()
     n_layer = common["n_layer"]
+    norm_eps, rope = m.eps(Keys.LAYERNORM_RMS_EPS), m.rope(Rope.NEOX, common["head_dim"], base_swa=ROPE_BASE_SWA)
+    params = read_params(m, Params)
     return ModelConfig(
         **common,
         norm=Norm.RMS,
-        norm_eps=m.eps(Keys.LAYERNORM_RMS_EPS),
-        rope=m.rope(Rope.NEOX, common["head_dim"], base_swa=ROPE_BASE_SWA),
+        norm_eps=norm_eps,
+        rope=rope,
         act=Activation.GELU,
-        qk_norm=True,
-        post_norms=True,
         embed_scale=math.sqrt(common["n_embd"]),
         tied_output=True,
-        sliding_window=m.int(Keys.SLIDING_WINDOW, 0, lo=0, hi=MAX_CONTEXT),
+        sliding_window=params.sliding_window,
         swa_layers=tuple(i % SWA_PERIOD < SWA_PERIOD - 1 for i in range(n_layer)),
+        params=params,
     )
 
 
-def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
-    token_embd, output_norm, output = bind_output(b, cfg)
-    layers = tuple(
-        LayerWeights(
-            attn_norm=bind_norm(b, T.ATTN_NORM, cfg.n_embd, i),
-            attn=bind_attention(b, cfg, i, qk_norm=True),
-            attn_post_norm=bind_norm(b, T.ATTN_POST_NORM, cfg.n_embd, i),
-            ffn_norm=bind_norm(b, T.FFN_NORM, cfg.n_embd, i),
-            ffn=bind_ffn(b, cfg, i),
-            ffn_post_norm=bind_norm(b, T.FFN_POST_NORM, cfg.n_embd, i),
-        )
-        for i in range(cfg.n_layer)
-    )
-    return ModelWeights(token_embd, layers, output_norm, output)
+TENSORS = decoder(decoder_block(qk_norm=True, post_norms=True))
 
 
 def block(p: Pass, layer: LayerWeights, il: int) -> None:

@@ -57,7 +57,7 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
         ff = p.w.rope_freqs
         be.rope(st.q, st.pos, n, cfg.n_head, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
         be.rope(st.k, st.pos, n, cfg.n_head_kv, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
-    g = st.group_of[il]  # the KV group holding this layer (window layers apart from global ones)
+    g = st.kv.group_of[il]  # the KV group holding this layer (window layers apart from global ones)
     li = g.index[il]
     be.kv_store(g.k, li, g.n_slots, g.slots, st.k, n, cfg.n_embd_k_gqa)
     be.kv_store(g.v, li, g.n_slots, g.slots, st.v, n, cfg.n_embd_v_gqa)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ..gguf import GGUFFile, Keys
-from .binder import Binder
 from .config import ModelConfig, Norm, Rope
 from .layers import Pass, attention, ffn, norm
 from .meta import Meta
 from .names import T, weight
-from .weights import LayerWeights, ModelWeights, bind_attention, bind_ffn, bind_norm, bind_output
+from .params import NoParams
+from .tensors import decoder, decoder_block, w
+from .weights import LayerWeights
 
 
 def config(f: GGUFFile, arch: str = "llama") -> ModelConfig:
@@ -20,22 +21,12 @@ def config(f: GGUFFile, arch: str = "llama") -> ModelConfig:
         norm_eps=m.eps(Keys.LAYERNORM_RMS_EPS),
         rope=m.rope(Rope.NORMAL, common["head_dim"]),
         tied_output=weight(T.OUTPUT) not in f.tensors,
+        params=NoParams(),
     )
 
 
-def bind(b: Binder, cfg: ModelConfig) -> ModelWeights:
-    token_embd, output_norm, output = bind_output(b, cfg)
-    layers = tuple(
-        LayerWeights(
-            attn_norm=bind_norm(b, T.ATTN_NORM, cfg.n_embd, i),
-            attn=bind_attention(b, cfg, i),
-            ffn_norm=bind_norm(b, T.FFN_NORM, cfg.n_embd, i),
-            ffn=bind_ffn(b, cfg, i),
-        )
-        for i in range(cfg.n_layer)
-    )
-    rope_freqs = b.optional(weight(T.ROPE_FREQS), (cfg.rope.n_dims // 2,))
-    return ModelWeights(token_embd, layers, output_norm, output, rope_freqs=rope_freqs)
+ROPE_FREQS = w(T.ROPE_FREQS, "n_rope_freqs", slot="rope_freqs", required=False)  # llama 3.1 style scaling
+TENSORS = (ROPE_FREQS, *decoder(decoder_block()))
 
 
 def block(p: Pass, layer: LayerWeights, il: int) -> None:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import dataclass
 
 from ..gguf import GGUFFile
 from .config import ModelConfig
-from .qwen2 import bind
 from .qwen2 import config as qwen2_config
+from .tensors import decoder, decoder_block
 
-__all__ = ["bind", "config"]
+TENSORS = decoder(decoder_block(qk_norm=True))
+
+
+@dataclass(frozen=True)
+class Params:
+    qkv_bias: bool = False
+    qk_norm: bool = True
 
 
 def config(f: GGUFFile, arch: str = "qwen3") -> ModelConfig:
-    return dataclasses.replace(qwen2_config(f, arch), qkv_bias=False, qk_norm=True)
+    return qwen2_config(f, arch, Params)

@@ -1,16 +1,21 @@
-"""Weight structures shared by every architecture, and parameterised binders for them.
+"""Weight structures shared by every architecture, and their assembly from a tensor declaration.
 
-An architecture module picks the pieces its block uses (norm kind, biases, QK-norm, gated FFN, post-norms)
-by passing flags here; it never copies a binder. Shapes are ggml order: `(n_in, n_out)` for a matrix.
+An architecture declares its tensors (`tensors.py`), each with the slot it fills here; `bind_declared` binds
+them and assembles these structures, so no architecture writes a binder. Shapes are ggml order: `(n_in, n_out)`
+for a matrix.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import typing
 from dataclasses import dataclass
+from typing import Any
 
 from .binder import Binder, Tensor
 from .config import ModelConfig
-from .names import T, bias, weight
+from .tensors import Declaration
 
 
 @dataclass(frozen=True)
@@ -70,51 +75,38 @@ class ModelWeights:
         return self.output if self.output is not None else self.token_embd
 
 
-def bind_norm(b: Binder, name: str, dim: int, bid: int | None = None, *, with_bias: bool = False) -> NormWeights:
-    w = b.get(weight(name, bid), (dim,))
-    return NormWeights(w, b.get(bias(name, bid), (dim,)) if with_bias else None)
+def bind_declared(b: Binder, decls: Declaration, cfg: ModelConfig) -> ModelWeights:
+    """The model's weights as its tensor declaration lays them out (each tensor at its slot)."""
+    top, layers = b.bind(decls, cfg)
+    return assemble(ModelWeights, {**top, "layers": tuple(assemble(LayerWeights, layer) for layer in layers)})
 
 
-def bind_optional_norm(b: Binder, name: str, dim: int, bid: int | None = None) -> NormWeights | None:
-    w = b.optional(weight(name, bid), (dim,))
-    return None if w is None else NormWeights(w, b.optional(bias(name, bid), (dim,)))
+def assemble(cls: type, flat: dict[str, Any]) -> Any:
+    """`cls` filled from dotted slots ("attn.q" → attn=AttentionWeights(q=...)); a sub-structure none of whose
+    tensors is present is None (an absent optional norm)."""
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for path, value in flat.items():
+        head, _, rest = path.partition(".")
+        if rest:
+            groups.setdefault(head, {})[rest] = value
+        else:
+            kwargs[head] = value
+    for head, sub in groups.items():
+        present = any(v is not None for v in sub.values())
+        kwargs[head] = assemble(_structure(cls, head, hints[head]), sub) if present else None
+    return cls(**kwargs)
 
 
-def bind_attention(
-    b: Binder, cfg: ModelConfig, bid: int, *, qkv_bias: bool = False, o_bias: bool = False, qk_norm: bool = False
-) -> AttentionWeights:
-    n_q, n_k, n_v = cfg.n_head * cfg.head_dim, cfg.n_embd_k_gqa, cfg.n_embd_v_gqa
-
-    def opt_bias(name: str, dim: int, wanted: bool) -> Tensor | None:
-        return b.get(bias(name, bid), (dim,)) if wanted else None
-
-    return AttentionWeights(
-        q=b.get(weight(T.ATTN_Q, bid), (cfg.n_embd, n_q)),
-        k=b.get(weight(T.ATTN_K, bid), (cfg.n_embd, n_k)),
-        v=b.get(weight(T.ATTN_V, bid), (cfg.n_embd, n_v)),
-        o=b.get(weight(T.ATTN_OUT, bid), (cfg.n_head * cfg.head_dim_v, cfg.n_embd)),
-        q_bias=opt_bias(T.ATTN_Q, n_q, qkv_bias),
-        k_bias=opt_bias(T.ATTN_K, n_k, qkv_bias),
-        v_bias=opt_bias(T.ATTN_V, n_v, qkv_bias),
-        o_bias=opt_bias(T.ATTN_OUT, cfg.n_embd, o_bias),
-        q_norm=bind_norm(b, T.ATTN_Q_NORM, cfg.head_dim, bid) if qk_norm else None,
-        k_norm=bind_norm(b, T.ATTN_K_NORM, cfg.head_dim, bid) if qk_norm else None,
-    )
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
-def bind_ffn(b: Binder, cfg: ModelConfig, bid: int, *, gated: bool = True, biases: bool = False) -> FFNWeights:
-    return FFNWeights(
-        up=b.get(weight(T.FFN_UP, bid), (cfg.n_embd, cfg.n_ff)),
-        down=b.get(weight(T.FFN_DOWN, bid), (cfg.n_ff, cfg.n_embd)),
-        gate=b.get(weight(T.FFN_GATE, bid), (cfg.n_embd, cfg.n_ff)) if gated else None,
-        up_bias=b.get(bias(T.FFN_UP, bid), (cfg.n_ff,)) if biases else None,
-        down_bias=b.get(bias(T.FFN_DOWN, bid), (cfg.n_embd,)) if biases else None,
-    )
-
-
-def bind_output(b: Binder, cfg: ModelConfig) -> tuple[Tensor, NormWeights, Tensor | None]:
-    """Token embeddings, the final norm and the LM head (None when tied to the embeddings)."""
-    token_embd = b.get_vocab_matrix(weight(T.TOKEN_EMBD), cfg.n_embd, cfg.n_vocab)
-    output_norm = bind_norm(b, T.OUTPUT_NORM, cfg.n_embd)
-    output = None if cfg.tied_output else b.get_vocab_matrix(weight(T.OUTPUT), cfg.n_embd, cfg.n_vocab, required=False)
-    return token_embd, output_norm, output
+def _structure(cls: type, name: str, hint: Any) -> type:
+    """The dataclass a field holds (`NormWeights | None` → NormWeights)."""
+    for t in (hint, *typing.get_args(hint)):
+        if dataclasses.is_dataclass(t) and t is not Tensor:
+            return t
+    raise TypeError(f"{cls.__name__}.{name} holds no weight structure")

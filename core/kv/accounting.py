@@ -2,7 +2,7 @@
 
 A page's owners are the sequences whose tables hold it, the live snapshots, and the prefix cache (see
 `pages.py`). Any path that takes a reference and loses it on an error (a leak) or gives one back twice shows here
-as a count that disagrees with its owners, long before the pool silently runs dry. `State.audit` gathers the
+as a count that disagrees with its owners, long before the pool silently runs dry. `KVCache.audit` gathers the
 owners and calls `audit_pool` for each KV group; the server runs it whenever its model thread goes idle.
 """
 

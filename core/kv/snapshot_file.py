@@ -32,7 +32,8 @@ from ..errors import LlamayError
 from .pages import NO_PAGE
 
 if TYPE_CHECKING:
-    from ..model.state import Snapshot, State
+    from ..model.state import State
+    from .cache import Snapshot
 
 MAGIC = b"LLAMAYKV"
 FORMAT_VERSION = 2
@@ -70,7 +71,7 @@ class Layout:
 
     @classmethod
     def of(cls, st: State, n_vocab: int | None = None) -> Layout:
-        groups = tuple(GroupShape(g.name, len(g.layers), g.kdim, g.vdim, g.window) for g in st.groups)
+        groups = tuple(GroupShape(g.name, len(g.layers), g.kdim, g.vdim, g.window) for g in st.kv.groups)
         return cls(st.n_ctx, n_vocab if n_vocab is not None else st.cfg.n_vocab, groups)
 
     @property
@@ -118,7 +119,7 @@ def size(st: State, snap: Snapshot, n_context: int, label: str = "") -> int:
     """The bytes `encode` will make of `snap` (known before the work: a quota can refuse it first)."""
     n = len(snap.tokens)
     kv = 0
-    for g, table in zip(st.groups, snap.tables, strict=True):
+    for g, table in zip(st.kv.groups, snap.tables, strict=True):
         kv += GROUP.size + F32 * (n - _first_present(table, st.page_size, n)) * (g.kdim + g.vdim) * len(g.layers)
     return PREFIX.size + COUNTS.size + len(label.encode()) + I32 * (n + n_context) + kv + DIGEST_BYTES
 
@@ -133,9 +134,9 @@ def encode(st: State, snap: Snapshot, fingerprint: bytes, *, context: list[int] 
     name = label.encode()
     if len(name) > MAX_LABEL_BYTES:
         raise SnapshotFileError(f"the label has {len(name)} bytes; a snapshot's holds at most {MAX_LABEL_BYTES}")
-    parts = [PREFIX.pack(MAGIC, FORMAT_VERSION, fingerprint), COUNTS.pack(n, len(ctx), len(st.groups), len(name)),
+    parts = [PREFIX.pack(MAGIC, FORMAT_VERSION, fingerprint), COUNTS.pack(n, len(ctx), len(st.kv.groups), len(name)),
              name, array("i", snap.tokens).tobytes(), array("i", ctx).tobytes()]  # fmt: skip
-    for g, table in zip(st.groups, snap.tables, strict=True):
+    for g, table in zip(st.kv.groups, snap.tables, strict=True):
         first = _first_present(table, ps, n)
         parts.append(GROUP.pack(len(g.layers), g.kdim, g.vdim, first))
         for cache, dim in ((g.k, g.kdim), (g.v, g.vdim)):
@@ -301,12 +302,12 @@ def install(st: State, saved: Saved, seq: int) -> None:
     the sequence is left empty, its pages given back."""
     if Layout.of(st, saved.layout.n_vocab) != saved.layout:
         raise SnapshotFileError(f"{saved.path}: was checked against another State's layout")
-    st.truncate(seq, 0)
-    s = st.sequences[seq]
+    st.kv.truncate(seq, 0)
+    s = st.kv.sequences[seq]
     be, ps = st.backend, st.page_size
     n = len(saved.tokens)
     try:
-        for (first, off), g, table in zip(saved.groups, st.groups, s.tables, strict=True):
+        for (first, off), g, table in zip(saved.groups, st.kv.groups, s.tables, strict=True):
             table.extend([NO_PAGE] * (first // ps))
             g.prepare_write(table, first - first % ps, n)
             for cache, dim in ((g.k, g.kdim), (g.v, g.vdim)):
@@ -319,7 +320,7 @@ def install(st: State, saved: Saved, seq: int) -> None:
                         off += F32 * count * dim
                         be.write_f32(cache, values, base + g.slot(table, p) * dim)
     except BaseException:
-        st.truncate(seq, 0)
+        st.kv.truncate(seq, 0)
         raise
     s.tokens.extend(saved.tokens)
 
@@ -331,6 +332,6 @@ def load(st: State, path: str | os.PathLike[str], fingerprint: bytes, seq: int |
     if seq is not None:
         install(st, saved, seq)
         return seq
-    with st.claimed() as new:
+    with st.kv.claimed() as new:
         install(st, saved, new)
     return new

@@ -21,13 +21,13 @@ def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> None:
     for s in seqs:
         counts[s] = counts.get(s, 0) + 1
     for s, c in counts.items():
-        seq = st.sequences[s]
+        seq = st.kv.sequences[s]
         seq.active = True
         if seq.n_past + c > st.n_ctx:
             raise LlamayError(f"sequence {s}: {seq.n_past + c} positions exceed the context of {st.n_ctx}")
-        for g, table in zip(st.groups, seq.tables, strict=True):
+        for g, table in zip(st.kv.groups, seq.tables, strict=True):
             g.prepare_write(table, seq.n_past, seq.n_past + c)
-    nxt = {s: st.sequences[s].n_past for s in counts}
+    nxt = {s: st.kv.sequences[s].n_past for s in counts}
     positions = []
     for s in seqs:
         positions.append(nxt[s])
@@ -36,12 +36,12 @@ def place_batch(st: State, tokens: Seq[int], seqs: Seq[int]) -> None:
     be.write_i32(st.ids, tokens)
     be.write_i32(st.pos, positions)
     be.write_i32(st.seq, seqs)
-    for gi, g in enumerate(st.groups):
-        tables = [st.sequences[s].tables[gi] for s in seqs]
+    for gi, g in enumerate(st.kv.groups):
+        tables = [st.kv.sequences[s].tables[gi] for s in seqs]
         be.write_i32(g.slots, [g.slot(t, p) for t, p in zip(tables, positions, strict=True)])
         off = 0
         for s in counts:
-            table = st.sequences[s].tables[gi]
+            table = st.kv.sequences[s].tables[gi]
             be.write_i32(g.page_list, table, off)
             be.write_i32(g.page_off, (off,), s)
             be.write_i32(g.seq_len, (nxt[s],), s)
@@ -72,10 +72,10 @@ def finish(st: State, tokens: Seq[int], seqs: Seq[int] | None = None) -> None:
     """Record the batch's tokens as computed; window groups free the pages no later query can reach."""
     seqs = [0] * len(tokens) if seqs is None else seqs
     for t, s in zip(tokens, seqs, strict=True):
-        st.sequences[s].tokens.append(t)
+        st.kv.sequences[s].tokens.append(t)
     for s in set(seqs):
-        seq = st.sequences[s]
-        for g, table in zip(st.groups, seq.tables, strict=True):
+        seq = st.kv.sequences[s]
+        for g, table in zip(st.kv.groups, seq.tables, strict=True):
             g.slide(table, seq.n_past)
 
 

@@ -89,6 +89,7 @@ class Model:
         return State(
             self.cfg, self.backend, n_ctx=n_ctx, n_batch=min(n_batch, n_ctx * n_seq),
             n_seq=n_seq, n_outputs=n_outputs, page_size=page_size, n_pages=n_pages, prefix_cache=prefix_cache,
+            scratch=self.arch.scratch,
         )  # fmt: skip
 
     def warm_up(self, n_tokens: int = 8) -> None:

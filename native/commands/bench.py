@@ -64,7 +64,7 @@ def bench_llamay(model, ids: list[int], n_gen: int, n_ctx: int, reps: int) -> Re
     st = model.new_state(n_ctx=n_ctx, n_batch=len(ids))
     best = Result(0.0, 0.0, float("inf"))
     for _ in range(reps):
-        st.reset()
+        st.kv.reset()
         t0 = time.perf_counter()
         forward(model, st, ids)
         tok = be.argmax(st.logits, 0, n_vocab)

@@ -9,7 +9,7 @@ checksum over the KV and the context's tokens, checked against the model's finge
 folder and its quota) and come back into any name; `/llamay/snapshots` lists and deletes them.
 
 Every route gives back what it took on every error: a reserved name (`ContextStore.reserve`), a pin
-(`hold` / `let_go` in try-finally), a sequence (`State.borrowed` on the model thread). File reads and writes run
+(`hold` / `let_go` in try-finally), a sequence (`KVCache.borrowed` on the model thread). File reads and writes run
 in worker threads; only what touches the State runs on the model thread.
 """
 
@@ -71,7 +71,7 @@ def _discard(service: Service, job: Job) -> None:
 
     def drop(st: Any) -> None:
         if job.kept is not None:
-            st.drop(job.kept)
+            st.kv.drop(job.kept)
             job.kept = None
 
     service.scheduler.call(drop)
@@ -193,16 +193,16 @@ async def restore(body: ContextRestore, name: Name, service: ServiceDep) -> dict
 
         def load(st: Any) -> Any:  # on the model thread; the sequence is given back whatever happens
             try:
-                with st.borrowed() as seq:
+                with st.kv.borrowed() as seq:
                     snapshot_file.install(st, saved, seq)
-                    return st.snapshot(seq)  # its whole pages also go to the prefix cache
+                    return st.kv.snapshot(seq)  # its whole pages also go to the prefix cache
             except OutOfPages as e:
-                hint = "; delete some contexts" if st.snapshots else ""
+                hint = "; delete some contexts" if st.kv.snapshots else ""
                 raise JobFailed(f"the snapshot does not fit the KV cache now: {e}; {sched.describe_pages()}{hint}",
                                 503, "kv_cache_full") from None  # fmt: skip
 
         try:
-            snap = await _owned(sched.call(load, needs_sequence=True), lambda x: sched.call(lambda st: st.drop(x)))
+            snap = await _owned(sched.call(load, needs_sequence=True), lambda x: sched.call(lambda st: st.kv.drop(x)))
         except JobFailed as e:
             raise ApiError(e.status, str(e), code=e.code) from None
         ctx = Context(name, saved.context, Pin(snap, sched), int(time.time()))

@@ -19,7 +19,7 @@ run between steps, in the order they were sent. An op that needs a sequence wait
 fails (503) when no running job could free one, or after the request timeout.
 
 One job's failure is that job's alone (the Batcher ends only the request whose sampling or forward failed).
-Whenever the model thread goes idle it audits the KV accounting (`State.audit`, `Batcher.audit`: every page's
+Whenever the model thread goes idle it audits the KV accounting (`KVCache.audit`, `Batcher.audit`: every page's
 count equals its owners, no sequence without a running job); `problems` is what `/health` reports.
 """
 
@@ -40,8 +40,9 @@ from typing import Any
 
 from llamay.batcher import Batcher, Request
 from llamay.errors import LlamayError
+from llamay.kv.cache import Snapshot
 from llamay.model import Model
-from llamay.model.state import Snapshot, State
+from llamay.model.state import State
 
 from .metrics import Metrics
 
@@ -138,7 +139,7 @@ class Pin:
         self.holders -= 1
         if self.holders == 0:
             snap = self.snapshot
-            self.scheduler.call(lambda st: st.drop(snap))
+            self.scheduler.call(lambda st: st.kv.drop(snap))
             self.scheduler.pinned(self, False)  # after the drop is queued: an audit never sees it unowned
 
 
@@ -167,7 +168,7 @@ class _KeepingBatcher(Batcher):
 
     def _finish(self, req: Request, reason: str) -> None:
         if isinstance(req, Job) and req.keep and req.seq is not None and req.kept is None and reason != "error":
-            req.kept = self.st.snapshot(req.seq)
+            req.kept = self.st.kv.snapshot(req.seq)
         super()._finish(req, reason)
 
 
@@ -297,24 +298,24 @@ class Scheduler:
         return self.call(lambda _st: self._audit(strict))
 
     def _audit(self, strict: bool) -> list[str]:
-        problems = self.state.audit() + self.batcher.audit()
+        problems = self.state.kv.audit() + self.batcher.audit()
         if strict:
             with self._pins_lock:
                 pinned = {p.snapshot for p in self._pins}
-            for snap in self.state.snapshots - pinned:
+            for snap in self.state.kv.snapshots - pinned:
                 problems.append(f"a snapshot of {len(snap.tokens)} tokens is live but no context holds it")
         return problems
 
     def describe_pages(self) -> str:
         """Who holds the KV pages now (model thread), for messages that say why something does not fit."""
         st = self.state
-        use = st.page_use()
-        total = sum(g.pages.n_pages for g in st.groups)
+        use = st.kv.page_use()
+        total = sum(g.pages.n_pages for g in st.kv.groups)
         said = [f"{use['free']} are free"]
         if use["sequences"]:
             said.append(f"{use['sequences']} are held by the sequences of {self.running} running requests")
         if use["snapshots"]:
-            said.append(f"{use['snapshots']} are held by {len(st.snapshots)} snapshots (named contexts and forks)")
+            said.append(f"{use['snapshots']} are held by {len(st.kv.snapshots)} snapshots (named contexts and forks)")
         if use["prefix_cache"]:
             said.append(f"{use['prefix_cache']} are held by the prefix cache alone")
         return f"of the KV cache's {total} pages, " + ", ".join(said)
@@ -357,7 +358,7 @@ class Scheduler:
         """With nothing queued or running, the accounting must be exact; what is wrong goes to `problems`."""
         self._dirty = False
         try:
-            problems = tuple(self.state.audit() + self.batcher.audit())
+            problems = tuple(self.state.kv.audit() + self.batcher.audit())
         except Exception as e:  # a broken structure the audit cannot even walk
             problems = (f"the audit failed: {type(e).__name__}: {e}",)
         if problems and problems != self.problems:
@@ -466,7 +467,7 @@ class Scheduler:
         if not self.batcher.can_admit():
             return JobFailed(f"no sequence is free and no request is running: all {self.cfg.n_seq} are held by no "
                              "request (see /health)", 503)  # fmt: skip
-        hint = "; delete some contexts" if self.state.snapshots else ""
+        hint = "; delete some contexts" if self.state.kv.snapshots else ""
         return JobFailed(f"the KV cache cannot hold this prompt of {len(job.prompt)} tokens now: "
                          f"{self.describe_pages()}{hint}", 503)  # fmt: skip
 
@@ -475,7 +476,7 @@ class Scheduler:
         st = self.state
         n_full = len(snap.tokens) // st.page_size
         pages = [tuple(t[j] for t in snap.tables) for j in range(n_full)]
-        st.prefix_cache.insert(snap.tokens, pages)
+        st.kv.prefix_cache.insert(snap.tokens, pages)
 
     def _step(self) -> None:
         try:

@@ -175,9 +175,9 @@ class Service:
         m.gauge("running_sequences", "Sequences being prefilled or decoded.", lambda: self.scheduler.running)
         m.gauge("batch_width", "Sequences in the last batcher step.", lambda: self.scheduler.batcher.last_batch_width)
         m.gauge("sequences", "Sequences the server decodes together (--parallel).", lambda: st.n_seq)
-        m.gauge("kv_pages_total", "KV pages in the pool (first KV group).", lambda: st.groups[0].pages.n_pages)
-        m.gauge("kv_pages_free", "Free KV pages (first KV group).", lambda: st.groups[0].pages.n_free)
-        m.gauge("prefix_cache_pages", "Page sets held by the prefix cache.", lambda: st.prefix_cache.n_pages)
+        m.gauge("kv_pages_total", "KV pages in the pool (first KV group).", lambda: st.kv.groups[0].pages.n_pages)
+        m.gauge("kv_pages_free", "Free KV pages (first KV group).", lambda: st.kv.groups[0].pages.n_free)
+        m.gauge("prefix_cache_pages", "Page sets held by the prefix cache.", lambda: st.kv.prefix_cache.n_pages)
         m.gauge("contexts", "Named contexts held.", lambda: len(self.contexts))
         m.gauge("kv_accounting_problems", "Problems the last idle KV audit found (0: exact).",
                 lambda: len(self.scheduler.problems))  # fmt: skip

@@ -93,7 +93,7 @@ def test_a_fork_continues_as_its_parent(backend_name):
                 want = cold.decode([*prompt, 401, 396, 267, 300]).tolist()
             assert fork.logits.tolist() == pytest.approx(want, abs=1e-4)
             fork.close()
-            assert ctx.state.audit() == []
+            assert ctx.state.kv.audit() == []
 
 
 def test_snapshot_and_restore_reproduce_the_logits_bit_for_bit(backend_name):
@@ -107,7 +107,7 @@ def test_snapshot_and_restore_reproduce_the_logits_bit_for_bit(backend_name):
         ctx.restore(snap)  # as often as wanted, until closed
         assert ctx.decode(432).tolist() == first[0]
         snap.close()
-        assert ctx.state.audit() == [] and ctx.state.page_use()["snapshots"] == 0
+        assert ctx.state.kv.audit() == [] and ctx.state.kv.page_use()["snapshots"] == 0
     assert first == again
 
 
@@ -115,22 +115,22 @@ def test_closing_gives_every_page_back():
     with llamay.load(paths.stories("f32"), backend="portable") as model:
         ctx = model.context(n_ctx=64, n_seq=3)
         st = ctx.state
-        all_free = st.page_use()["free"]
+        all_free = st.kv.page_use()["free"]
         with ctx:
             ctx.decode(model.tokenize("Once upon a time there was a little girl"))
             fork = ctx.fork()
             snap = ctx.snapshot()
             fork.decode(300)
-            assert st.page_use()["free"] < all_free
-        assert ctx.closed and st.audit() == []
+            assert st.kv.page_use()["free"] < all_free
+        assert ctx.closed and st.kv.audit() == []
         fork.close()
-        assert st.page_use()["snapshots"] > 0  # the snapshot still holds the prompt's pages
+        assert st.kv.page_use()["snapshots"] > 0  # the snapshot still holds the prompt's pages
         with model.context(n_ctx=64) as other, pytest.raises(llamay.LlamayError, match="another context"):
             other.restore(snap)
         snap.close()
         snap.close()  # a second close does nothing
-        assert st.page_use() == {"free": all_free, "sequences": 0, "snapshots": 0, "prefix_cache": 0}
-        assert st.audit() == [] and not any(s.active for s in st.sequences)
+        assert st.kv.page_use() == {"free": all_free, "sequences": 0, "snapshots": 0, "prefix_cache": 0}
+        assert st.kv.audit() == [] and not any(s.active for s in st.kv.sequences)
 
 
 def test_a_failed_decode_leaves_the_context_as_it_was(monkeypatch):
@@ -147,7 +147,7 @@ def test_a_failed_decode_leaves_the_context_as_it_was(monkeypatch):
         with pytest.raises(RuntimeError, match="a kernel failed"):
             ctx.decode([401, 396])
         monkeypatch.undo()
-        assert calls and ctx.tokens == before and ctx.state.audit() == []
+        assert calls and ctx.tokens == before and ctx.state.kv.audit() == []
         assert logits.tolist() == row  # still the last good step's
         with model.context(n_ctx=64) as cold:
             assert ctx.decode(401).tolist() == cold.decode([*before, 401]).tolist()

@@ -1,4 +1,4 @@
-"""`State.audit`: exact accounting on every path (the batcher, forks, snapshots, the prefix cache), and each kind of
+"""`KVCache.audit`: exact accounting on every path (the batcher, forks, snapshots, the prefix cache), and each kind of
 broken accounting planted by hand is named."""
 
 from __future__ import annotations
@@ -35,100 +35,100 @@ def busy_state():
     tokens = [1, 2, 3, 4, 5, 6, 7, 1, 2]
 
     def book(seq, ids):
-        s = st.sequences[seq]
-        st.groups[0].prepare_write(s.tables[0], s.n_past, s.n_past + len(ids))
+        s = st.kv.sequences[seq]
+        st.kv.groups[0].prepare_write(s.tables[0], s.n_past, s.n_past + len(ids))
         s.tokens.extend(ids)
 
-    first = st.acquire()
+    first = st.kv.acquire()
     book(first, tokens)
-    st.release(first)  # its whole pages go to the prefix cache
-    seq = st.acquire()
+    st.kv.release(first)  # its whole pages go to the prefix cache
+    seq = st.kv.acquire()
     more = [*tokens, 3, 3]
-    n = st.reuse_prefix(seq, more)
+    n = st.kv.reuse_prefix(seq, more)
     book(seq, more[n:])
-    child = st.fork(seq)
+    child = st.kv.fork(seq)
     book(child, [4])  # copy-on-write of the shared last page
-    snap = st.snapshot(child)
+    snap = st.kv.snapshot(child)
     return st, seq, child, snap
 
 
 def test_exact_after_a_batch_forks_and_snapshots(model):
     st = model.new_state(n_ctx=64, n_seq=3, n_batch=32, page_size=4, prefix_cache=True)
     Batcher(model, st, prefill_chunk=8).run([Request(PROMPT[:k], 3, Sampler(GREEDY)) for k in (9, 14)])
-    seq = st.acquire()
-    st.reuse_prefix(seq, PROMPT)
-    prefill(model, st, PROMPT[st.sequences[seq].n_past :], seq=seq)
-    child = st.fork(seq)
+    seq = st.kv.acquire()
+    st.kv.reuse_prefix(seq, PROMPT)
+    prefill(model, st, PROMPT[st.kv.sequences[seq].n_past :], seq=seq)
+    child = st.kv.fork(seq)
     prefill(model, st, [5, 6], seq=child)
-    snap = st.snapshot(child)
-    assert st.audit() == []
-    st.release(child)
-    st.release(seq)
-    st.drop(snap)
-    assert st.audit() == []
-    st.prefix_cache.clear()
-    assert st.audit() == []
-    assert all(g.pages.n_free == g.pages.n_pages for g in st.groups)
+    snap = st.kv.snapshot(child)
+    assert st.kv.audit() == []
+    st.kv.release(child)
+    st.kv.release(seq)
+    st.kv.drop(snap)
+    assert st.kv.audit() == []
+    st.kv.prefix_cache.clear()
+    assert st.kv.audit() == []
+    assert all(g.pages.n_free == g.pages.n_pages for g in st.kv.groups)
 
 
 def test_exact_on_the_booked_state_and_after_giving_everything_back():
     st, seq, child, snap = busy_state()
-    assert st.audit() == [] and st.prefix_cache.n_pages > 0
-    assert st.groups[0].pages.refs[st.sequences[seq].tables[0][0]] == 4  # the cache, seq, its fork, the snapshot
-    st.release(child)
-    st.release(seq)
-    st.drop(snap)
-    st.prefix_cache.clear()
-    assert st.audit() == []
-    assert st.groups[0].pages.n_free == st.groups[0].pages.n_pages
+    assert st.kv.audit() == [] and st.kv.prefix_cache.n_pages > 0
+    assert st.kv.groups[0].pages.refs[st.kv.sequences[seq].tables[0][0]] == 4  # the cache, seq, its fork, the snapshot
+    st.kv.release(child)
+    st.kv.release(seq)
+    st.kv.drop(snap)
+    st.kv.prefix_cache.clear()
+    assert st.kv.audit() == []
+    assert st.kv.groups[0].pages.n_free == st.kv.groups[0].pages.n_pages
 
 
 def test_a_leaked_reference_is_named():
     st, seq, _child, _snap = busy_state()
-    page = st.sequences[seq].tables[0][0]
-    st.groups[0].pages.retain(page)  # a reference nobody holds
-    problems = st.audit()
+    page = st.kv.sequences[seq].tables[0][0]
+    st.kv.groups[0].pages.retain(page)  # a reference nobody holds
+    problems = st.kv.audit()
     assert any(f"page {page} counts" in p for p in problems), problems
 
 
 def test_a_reference_given_back_twice_is_named():
     st, seq, _child, _snap = busy_state()
-    page = st.sequences[seq].tables[0][-1]
-    st.groups[0].pages.release(page)  # the owner still holds it
-    assert any(f"page {page} counts" in p for p in st.audit())
+    page = st.kv.sequences[seq].tables[0][-1]
+    st.kv.groups[0].pages.release(page)  # the owner still holds it
+    assert any(f"page {page} counts" in p for p in st.kv.audit())
 
 
 def test_a_free_sequence_holding_pages_is_named():
     st, seq, _child, _snap = busy_state()
-    st.sequences[seq].active = False  # dropped without being released
-    assert any(f"sequence {seq} is free but holds" in p for p in st.audit())
+    st.kv.sequences[seq].active = False  # dropped without being released
+    assert any(f"sequence {seq} is free but holds" in p for p in st.kv.audit())
 
 
 def test_a_forgotten_snapshot_is_named():
     st, _seq, _child, snap = busy_state()
-    st.snapshots.discard(snap)  # lost track of: its references are now nobody's
-    assert any("its owners hold" in p for p in st.audit())
+    st.kv.snapshots.discard(snap)  # lost track of: its references are now nobody's
+    assert any("its owners hold" in p for p in st.kv.audit())
 
 
 def test_a_broken_free_list_is_named():
     st, *_ = busy_state()
-    pool = st.groups[0].pages
+    pool = st.kv.groups[0].pages
     pool.free.append(pool.free[-1])
-    assert any("in the free list more than once" in p for p in st.audit())
+    assert any("in the free list more than once" in p for p in st.kv.audit())
 
 
 def test_a_wrong_prefix_cache_count_is_named():
     st, *_ = busy_state()
-    st.prefix_cache.n_pages += 1
-    assert any("prefix cache: counts" in p for p in st.audit())
+    st.kv.prefix_cache.n_pages += 1
+    assert any("prefix cache: counts" in p for p in st.kv.audit())
 
 
 def test_dropping_a_snapshot_twice_is_refused():
     st, _seq, _child, snap = busy_state()
-    st.drop(snap)
+    st.kv.drop(snap)
     with pytest.raises(AssertionError, match="dropped twice"):
-        st.drop(snap)
-    assert st.audit() == []
+        st.kv.drop(snap)
+    assert st.kv.audit() == []
 
 
 def test_claimed_and_borrowed_give_the_sequence_back_on_errors():
@@ -137,14 +137,14 @@ def test_claimed_and_borrowed_give_the_sequence_back_on_errors():
     from tests.kv.test_state import _CFG
 
     st = State(_CFG, get_backend("portable"), n_ctx=32, n_seq=2, n_pages=3, page_size=4)
-    with pytest.raises(OutOfPages), st.claimed() as seq:
-        st.groups[0].prepare_write(st.sequences[seq].tables[0], 0, 8)  # 2 pages: fine
-        st.groups[0].prepare_write(st.sequences[seq].tables[0], 8, 20)  # 3 more: the pool is dry
-    assert not any(s.active for s in st.sequences) and st.audit() == []
-    with pytest.raises(LlamayError, match="planted"), st.borrowed() as seq:
-        st.groups[0].prepare_write(st.sequences[seq].tables[0], 0, 8)
+    with pytest.raises(OutOfPages), st.kv.claimed() as seq:
+        st.kv.groups[0].prepare_write(st.kv.sequences[seq].tables[0], 0, 8)  # 2 pages: fine
+        st.kv.groups[0].prepare_write(st.kv.sequences[seq].tables[0], 8, 20)  # 3 more: the pool is dry
+    assert not any(s.active for s in st.kv.sequences) and st.kv.audit() == []
+    with pytest.raises(LlamayError, match="planted"), st.kv.borrowed() as seq:
+        st.kv.groups[0].prepare_write(st.kv.sequences[seq].tables[0], 0, 8)
         raise LlamayError("planted")
-    assert not any(s.active for s in st.sequences) and st.audit() == []
-    with st.claimed() as kept:
+    assert not any(s.active for s in st.kv.sequences) and st.kv.audit() == []
+    with st.kv.claimed() as kept:
         pass
-    assert st.sequences[kept].active  # no error: the caller keeps it
+    assert st.kv.sequences[kept].active  # no error: the caller keeps it

@@ -73,7 +73,7 @@ def test_a_failing_sampler_ends_its_request_alone(model, alone):
     assert [e.request for e in errors] == [bad] and "planted" in str(errors[0].error)
     assert bad.finish_reason == "error" and len(bad.generated) == 2
     assert [r.generated for r in reqs] == alone
-    assert st.audit() == [] and not any(s.active for s in st.sequences)
+    assert st.kv.audit() == [] and not any(s.active for s in st.kv.sequences)
 
 
 def test_a_failing_forward_ends_only_the_request_that_fails_alone(model, alone, monkeypatch):
@@ -99,7 +99,7 @@ def test_a_failing_forward_ends_only_the_request_that_fails_alone(model, alone, 
     errors = [e for e in events if e.error is not None]
     assert [e.request for e in errors] == [culprit] and culprit.finish_reason == "error"
     assert [r.generated for r in reqs] == alone
-    assert st.audit() == [] and not any(s.active for s in st.sequences)
+    assert st.kv.audit() == [] and not any(s.active for s in st.kv.sequences)
 
 
 def test_a_rolled_back_forward_leaves_no_trace(model):
@@ -107,14 +107,14 @@ def test_a_rolled_back_forward_leaves_no_trace(model):
     as before (accounting exact, same tables) and goes on exactly as if the pass never happened."""
     st = model.new_state(n_ctx=64, n_seq=2, page_size=4)
     prefill(model, st, PROMPTS[1])  # 7 positions: page 1 is partly filled
-    child = st.fork(0)  # shares it: the next write into it copies it first
-    before = [list(t) for t in st.sequences[child].tables]
-    point = st.checkpoint([child])
+    child = st.kv.fork(0)  # shares it: the next write into it copies it first
+    before = [list(t) for t in st.kv.sequences[child].tables]
+    point = st.kv.checkpoint([child])
     begin(model, st, [300, 301, 302, 303, 304, 305], [child] * 6)
-    assert st.sequences[child].tables[0] != before[0]  # the pass copied and allocated pages
-    assert st.roll_back(point) == []
-    assert st.audit() == []
-    assert len(st.sequences[child].tables[0]) == len(before[0]) and st.sequences[child].n_past == 7
+    assert st.kv.sequences[child].tables[0] != before[0]  # the pass copied and allocated pages
+    assert st.kv.roll_back(point) == []
+    assert st.kv.audit() == []
+    assert len(st.kv.sequences[child].tables[0]) == len(before[0]) and st.kv.sequences[child].n_past == 7
     forward(model, st, [300], [child])
     cold = model.new_state(n_ctx=64)
     prefill(model, cold, [*PROMPTS[1], 300])
@@ -134,4 +134,4 @@ def test_max_tokens_0_evaluates_the_prompt_into_the_cache_and_generates_nothing(
     again = Request(PROMPTS[1], N, Sampler(GREEDY))
     run(batcher, [again])
     assert again.cached_tokens >= 4 and again.generated == alone[1]
-    assert st.audit() == [] and not any(s.active for s in st.sequences)
+    assert st.kv.audit() == [] and not any(s.active for s in st.kv.sequences)

@@ -41,7 +41,7 @@ def saved(model, tmp_path_factory):
     st = model.new_state(n_ctx=N_CTX, page_size=4)
     prefill(model, st, PROMPT[:13])
     path = tmp_path_factory.mktemp("snap") / "kv.llkv"
-    sf.save(st, st.snapshot(0), path, model.fingerprint, context=PROMPT[:14], label=LABEL)
+    sf.save(st, st.kv.snapshot(0), path, model.fingerprint, context=PROMPT[:14], label=LABEL)
     return path.read_bytes(), greedy(model, st, 0, 8)
 
 
@@ -67,8 +67,8 @@ def refused(model, tmp_path, data: bytes, match: str) -> None:
     st = fresh(model)
     with pytest.raises(sf.SnapshotFileError, match=match):
         sf.load(st, path, model.fingerprint)
-    assert st.audit() == [] and not any(s.active for s in st.sequences)
-    assert all(g.pages.n_free == g.pages.n_pages for g in st.groups)
+    assert st.kv.audit() == [] and not any(s.active for s in st.kv.sequences)
+    assert all(g.pages.n_free == g.pages.n_pages for g in st.kv.groups)
 
 
 # offsets in the file of the fixture: counts after the prefix, then the label, tokens, context, the group
@@ -87,8 +87,8 @@ def test_round_trip_continues_exactly(model, saved, tmp_path):
     assert (got.label, got.tokens, got.context) == (LABEL, PROMPT[:13], PROMPT[:14])
     other = fresh(model)  # as in another process
     seq = sf.load(other, path, model.fingerprint, seq=0)
-    assert other.sequences[seq].tokens == PROMPT[:13]
-    other.truncate(seq, 12)
+    assert other.kv.sequences[seq].tokens == PROMPT[:13]
+    other.kv.truncate(seq, 12)
     forward(model, other, PROMPT[12:13], [seq])
     assert greedy(model, other, seq, 8) == want
     head = sf.peek(path)
@@ -99,11 +99,11 @@ def test_round_trip_continues_exactly(model, saved, tmp_path):
 def test_size_is_known_before_encoding(model, n):
     st = fresh(model)
     prefill(model, st, PROMPT[:n])
-    snap = st.snapshot(0)
+    snap = st.kv.snapshot(0)
     for context, label in ((PROMPT[:n], ""), (PROMPT[: n + 1], LABEL)):
         data = sf.encode(st, snap, model.fingerprint, context=context, label=label)
         assert sf.size(st, snap, len(context), label) == len(data)
-    st.drop(snap)
+    st.kv.drop(snap)
 
 
 def test_another_model_another_version_and_not_a_snapshot_are_refused(model, saved, tmp_path):
@@ -185,8 +185,8 @@ def test_a_load_into_a_full_pool_gives_every_page_back(model, saved, tmp_path):
     prefill(model, st, PROMPT[:9])  # 3 of the 5 pages; the snapshot needs 4
     with pytest.raises(OutOfPages):
         sf.load(st, path, model.fingerprint)
-    assert st.audit() == [] and not st.sequences[1].active
-    assert st.groups[0].pages.n_free == 2
+    assert st.kv.audit() == [] and not st.kv.sequences[1].active
+    assert st.kv.groups[0].pages.n_free == 2
 
 
 def test_writes_are_atomic(tmp_path, monkeypatch):
@@ -213,8 +213,8 @@ def test_a_sliding_window_round_trip(tmp_path):
         st = m.new_state(n_ctx=64, page_size=4, n_batch=8)
         prefill(m, st, prompt)
         path = tmp_path / "g.llkv"
-        sf.save(st, st.snapshot(0), path, m.fingerprint)
-        assert sf.size(st, st.snapshot(0), len(prompt)) == path.stat().st_size  # freed pages are not counted
+        sf.save(st, st.kv.snapshot(0), path, m.fingerprint)
+        assert sf.size(st, st.kv.snapshot(0), len(prompt)) == path.stat().st_size  # freed pages are not counted
         forward(m, st, [310], [0])  # the next position reads only the window: the freed pages are not needed
         want = greedy(m, st, 0, 6)
         got = sf.read(path, sf.Layout.of(st), m.fingerprint)
@@ -229,7 +229,7 @@ def test_a_sliding_window_round_trip(tmp_path):
             sf.HEADER_BYTES
             + 8 * n
             + sf.GROUP.size
-            + 4 * n * (m.cfg.n_embd_k_gqa + m.cfg.n_embd_v_gqa) * (len(st.groups[0].layers))
+            + 4 * n * (m.cfg.n_embd_k_gqa + m.cfg.n_embd_v_gqa) * (len(st.kv.groups[0].layers))
         )
         forged = forge(data, window_group + 12, "<I", n - 2)
         path.write_bytes(forged)

@@ -45,13 +45,13 @@ PROMPT = [1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 31
 
 def test_prefix_reuse_equals_cold(model):
     st = model.new_state(n_ctx=64, n_seq=2, prefix_cache=True, page_size=4)
-    a = st.acquire()
-    st.reuse_prefix(a, PROMPT)
+    a = st.kv.acquire()
+    st.kv.reuse_prefix(a, PROMPT)
     forward(model, st, PROMPT, [a] * len(PROMPT))
-    st.release(a)  # its whole pages go to the prefix cache
-    b = st.acquire()
+    st.kv.release(a)  # its whole pages go to the prefix cache
+    b = st.kv.acquire()
     longer = [*PROMPT, 410, 408]
-    reused = st.reuse_prefix(b, longer)
+    reused = st.kv.reuse_prefix(b, longer)
     assert reused == 20  # the 5 whole pages of 4 the first sequence left in the cache
     forward(model, st, longer[reused:], [b] * (len(longer) - reused))
     warm = logits(model, st)
@@ -63,10 +63,10 @@ def test_prefix_reuse_equals_cold(model):
 def test_fork_writes_never_show_in_the_parent(model):
     st = model.new_state(n_ctx=64, n_seq=3, page_size=4)
     prefill(model, st, PROMPT[:10])  # positions 0..9: page 2 (positions 8..11) is partly filled
-    child = st.fork(0)
-    assert st.groups[0].pages.refs[st.sequences[0].tables[0][2]] == 2
+    child = st.kv.fork(0)
+    assert st.kv.groups[0].pages.refs[st.kv.sequences[0].tables[0][2]] == 2
     forward(model, st, [400, 401, 402], [child] * 3)  # the child writes positions 10..12: it copies page 2 first
-    assert st.sequences[child].tables[0][2] != st.sequences[0].tables[0][2]
+    assert st.kv.sequences[child].tables[0][2] != st.kv.sequences[0].tables[0][2]
     forward(model, st, PROMPT[10:11], [0])  # the parent continues as if no fork had happened
     cold = model.new_state(n_ctx=64)
     prefill(model, cold, PROMPT[:11])
@@ -76,15 +76,15 @@ def test_fork_writes_never_show_in_the_parent(model):
 def test_snapshot_restore_continues_exactly(model):
     st = model.new_state(n_ctx=64, n_seq=2, page_size=4)
     prefill(model, st, PROMPT[:9])
-    snap = st.snapshot(0)
+    snap = st.kv.snapshot(0)
     first = greedy(model, st, 0, 8)
-    st.reset(0)
+    st.kv.reset(0)
     forward(model, st, [7, 8, 9], [0] * 3)  # reuse the slot for something else entirely
-    seq = st.restore(snap)
-    st.truncate(seq, 8)
+    seq = st.kv.restore(snap)
+    st.kv.truncate(seq, 8)
     forward(model, st, PROMPT[8:9], [seq])  # recompute the last position for fresh logits
     assert greedy(model, st, seq, 8) == first
-    st.drop(snap)
+    st.kv.drop(snap)
 
 
 def test_batched_decode_equals_single_decodes(model):
@@ -112,13 +112,13 @@ def test_sliding_window_frees_pages_and_matches_a_full_cache(tmp_path):
     with load_model(path, "portable") as m:
         window = m.cfg.sliding_window
         st = m.new_state(n_ctx=64, page_size=4, n_batch=8)
-        swa = next(g for g in st.groups if g.window)
+        swa = next(g for g in st.kv.groups if g.window)
         prompt = [1, *range(300, 330)]
         prefill(m, st, prompt)
-        table = st.sequences[0].tables[st.groups.index(swa)]
+        table = st.kv.sequences[0].tables[st.kv.groups.index(swa)]
         freed = [j for j, p in enumerate(table) if p == NO_PAGE]
         assert freed and max(freed) * 4 + 3 < len(prompt) - window + 1  # pages no later query can reach
-        assert swa.pages.n_pages < st.groups[0].pages.n_pages  # the window group's pool is smaller
+        assert swa.pages.n_pages < st.kv.groups[0].pages.n_pages  # the window group's pool is smaller
         ids = [m.backend.argmax(st.logits, 0, m.cfg.n_vocab)]
         for _ in range(10):
             decode_step(m, st, ids[-1])
@@ -144,11 +144,11 @@ class PagesMachine(RuleBasedStateMachine):
 
     def _owners(self) -> Counter:
         c: Counter = Counter()
-        for s in self.st.sequences:
+        for s in self.st.kv.sequences:
             c.update(p for p in s.tables[0] if p != NO_PAGE)
         for snap in self.snaps:
             c.update(p for p in snap.tables[0] if p != NO_PAGE)
-        stack = [self.st.prefix_cache.root]
+        stack = [self.st.kv.prefix_cache.root]
         while stack:
             n = stack.pop()
             c.update(p[0] for p in n.pages if p[0] != NO_PAGE)
@@ -157,15 +157,15 @@ class PagesMachine(RuleBasedStateMachine):
 
     @rule(seq=st.integers(0, 3), tokens=st.lists(st.integers(1, 5), min_size=1, max_size=7))
     def extend(self, seq, tokens):
-        s = self.st.sequences[seq]
+        s = self.st.kv.sequences[seq]
         if not s.active:
             return
         if s.n_past + len(tokens) > self.st.n_ctx:
             return
         try:
-            reused = self.st.reuse_prefix(seq, s.tokens + tokens) if s.n_past == 0 else s.n_past
+            reused = self.st.kv.reuse_prefix(seq, s.tokens + tokens) if s.n_past == 0 else s.n_past
             todo = (s.tokens + tokens)[reused:] if s.n_past == 0 else tokens
-            g = self.st.groups[0]
+            g = self.st.kv.groups[0]
             g.prepare_write(s.tables[0], s.n_past, s.n_past + len(todo))
             s.tokens.extend(todo)  # positions "computed" (the kernels are not what this machine tests)
         except OutOfPages:
@@ -174,36 +174,36 @@ class PagesMachine(RuleBasedStateMachine):
     @rule()
     def acquire(self):
         with contextlib.suppress(LlamayError):  # all sequences in use
-            self.st.acquire()
+            self.st.kv.acquire()
 
     @rule(seq=st.integers(1, 3), cache=st.booleans())
     def release(self, seq, cache):
-        if self.st.sequences[seq].active:
-            self.st.release(seq, cache=cache)
+        if self.st.kv.sequences[seq].active:
+            self.st.kv.release(seq, cache=cache)
 
     @rule(seq=st.integers(0, 3))
     def fork(self, seq):
-        if self.st.sequences[seq].active:
+        if self.st.kv.sequences[seq].active:
             with contextlib.suppress(LlamayError):  # no free sequence
-                self.st.fork(seq)
+                self.st.kv.fork(seq)
 
     @rule(seq=st.integers(0, 3))
     def snapshot(self, seq):
-        if self.st.sequences[seq].active and len(self.snaps) < 3:
-            self.snaps.append(self.st.snapshot(seq))
+        if self.st.kv.sequences[seq].active and len(self.snaps) < 3:
+            self.snaps.append(self.st.kv.snapshot(seq))
 
     @precondition(lambda self: self.snaps)
     @rule()
     def drop(self):
-        self.st.drop(self.snaps.pop(0))
+        self.st.kv.drop(self.snaps.pop(0))
 
     @rule(seq=st.integers(0, 3), n=st.integers(0, 10))
     def truncate(self, seq, n):
-        self.st.truncate(seq, n)
+        self.st.kv.truncate(seq, n)
 
     @invariant()
     def refcounts_equal_owners(self):
-        pool = self.st.groups[0].pages
+        pool = self.st.kv.groups[0].pages
         owners = self._owners()
         for page in range(pool.n_pages):
             assert pool.refs[page] == owners.get(page, 0), f"page {page}"
@@ -211,12 +211,12 @@ class PagesMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_audit_agrees(self):
-        assert self.st.audit() == []
-        assert self.st.snapshots == set(self.snaps)
+        assert self.st.kv.audit() == []
+        assert self.st.kv.snapshots == set(self.snaps)
 
     @invariant()
     def no_sequence_shares_a_page_it_may_write(self):
-        for s in self.st.sequences:
+        for s in self.st.kv.sequences:
             t = s.tables[0]
             writable = s.n_past // self.st.page_size  # the page the next token goes to
             if writable < len(t) and s.n_past % self.st.page_size:

@@ -15,6 +15,7 @@ early. `ggml_type` other than F32 stores the matrices whose rows fit its blocks 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
@@ -23,12 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamay import platform
+from llamay.arch import load_config
+from llamay.arch.tensors import instances
 from llamay.ggml_types import GGMLType, block_size
 from llamay.gguf import GGUFFile, GGUFValueType, GGUFWriter
 from tests import paths
 
 V = GGUFValueType
 ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "bert")
+UNQUANTIZED = frozenset({"token_types", "pos_embd"})  # BERT's position and token-type embeddings stay F32
 
 EMBD_GAIN = 2.0  # token embeddings (and the LM head when tied)
 HEAD_GAIN = 2.5  # an untied LM head: logits get a standard deviation of about this
@@ -39,7 +43,8 @@ BIAS_SPREAD = 0.1
 
 @dataclass(frozen=True)
 class TinySpec:
-    """The shape of one tiny model: sizes, and which optional pieces of a block it has."""
+    """The shape of one tiny model: sizes, and which optional tensors it has (its architecture's declaration
+    says which tensors, and which of them are optional)."""
 
     arch: str
     n_layer: int
@@ -50,13 +55,15 @@ class TinySpec:
     n_ff: int = 96
     n_ctx: int = 128
     vocab_from: str = "spm"  # "spm": stories260K's tokenizer, "wordpiece": all-MiniLM's
-    qkv_bias: bool = False
-    qk_norm: bool = False  # per-head RMSNorm of Q and K (qwen3, gemma3)
-    post_norms: bool = False  # gemma: RMSNorm of the attention and FFN outputs before the residual add
     untied_output: bool = False  # an `output.weight` of its own
-    encoder: bool = False  # BERT: LayerNorm after each residual add, biases everywhere, no LM head
+    encoder: bool = False  # BERT: no head_count_kv key, no LM head
     embd_gain: float = EMBD_GAIN
     hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
+
+    @property
+    def optional(self) -> tuple[str, ...]:
+        """Slots of the optional declared tensors this model writes."""
+        return ("output",) if self.untied_output else ()
 
 
 SPECS: dict[str, TinySpec] = {
@@ -74,7 +81,6 @@ SPECS: dict[str, TinySpec] = {
         TinySpec(
             "qwen2",
             n_layer=2,
-            qkv_bias=True,
             untied_output=True,
             hparams=(
                 ("rope.freq_base", 1000000.0, V.FLOAT32),
@@ -85,7 +91,6 @@ SPECS: dict[str, TinySpec] = {
             "qwen3",
             n_layer=2,
             head_dim=32,  # n_head * head_dim = 128 > n_embd, as in Qwen3
-            qk_norm=True,
             untied_output=True,
             hparams=(
                 ("rope.freq_base", 1000000.0, V.FLOAT32),
@@ -96,8 +101,6 @@ SPECS: dict[str, TinySpec] = {
             "gemma3",
             n_layer=6,  # layers 0-4 slide, layer 5 is global
             head_dim=32,  # twice n_embd / n_head, as Gemma's 256-wide heads
-            qk_norm=True,
-            post_norms=True,
             embd_gain=1.0,  # gemma scales embeddings by sqrt(n_embd): larger ones would drown the blocks' output
             hparams=(
                 ("rope.freq_base", 1000000.0, V.FLOAT32),
@@ -115,7 +118,6 @@ SPECS: dict[str, TinySpec] = {
             n_ff=64,
             n_ctx=64,
             vocab_from="wordpiece",
-            qkv_bias=True,
             encoder=True,
             hparams=(
                 ("attention.layer_norm_epsilon", 1e-12, V.FLOAT32),
@@ -195,71 +197,34 @@ def _metadata(w: GGUFWriter, spec: TinySpec, vocab: GGUFFile, ggml_type: GGMLTyp
             w.add(fld.key, fld.value, fld.type)
 
 
-def _decoder_block(x: _Weights, spec: TinySpec, i: int) -> None:
-    p, d, hd = f"blk.{i}", spec.n_embd, spec.head_dim
-    n_q, n_kv = spec.n_head * hd, spec.n_head_kv * hd
-    x.norm(f"{p}.attn_norm", d)
-    x.matrix(f"{p}.attn_q.weight", d, n_q)
-    x.matrix(f"{p}.attn_k.weight", d, n_kv)
-    x.matrix(f"{p}.attn_v.weight", d, n_kv)
-    if spec.qkv_bias:
-        x.bias(f"{p}.attn_q", n_q)
-        x.bias(f"{p}.attn_k", n_kv)
-        x.bias(f"{p}.attn_v", n_kv)
-    if spec.qk_norm:
-        x.norm(f"{p}.attn_q_norm", hd)
-        x.norm(f"{p}.attn_k_norm", hd)
-    x.matrix(f"{p}.attn_output.weight", n_q, d)
-    if spec.post_norms:
-        x.norm(f"{p}.post_attention_norm", d)
-    x.norm(f"{p}.ffn_norm", d)
-    x.matrix(f"{p}.ffn_gate.weight", d, spec.n_ff)
-    x.matrix(f"{p}.ffn_up.weight", d, spec.n_ff)
-    x.matrix(f"{p}.ffn_down.weight", spec.n_ff, d)
-    if spec.post_norms:
-        x.norm(f"{p}.post_ffw_norm", d)
-
-
-def _encoder_block(x: _Weights, spec: TinySpec, i: int) -> None:
-    p, d = f"blk.{i}", spec.n_embd
-    for name in ("attn_q", "attn_k", "attn_v"):
-        x.matrix(f"{p}.{name}.weight", d, d)
-        x.bias(f"{p}.{name}", d)
-    x.matrix(f"{p}.attn_output.weight", d, d)
-    x.bias(f"{p}.attn_output", d)
-    x.norm(f"{p}.attn_output_norm", d, bias=True)
-    x.matrix(f"{p}.ffn_up.weight", d, spec.n_ff)
-    x.bias(f"{p}.ffn_up", spec.n_ff)
-    x.matrix(f"{p}.ffn_down.weight", spec.n_ff, d)
-    x.bias(f"{p}.ffn_down", d)
-    x.norm(f"{p}.layer_output_norm", d, bias=True)
-
-
 def build_tiny(arch: str, seed: int = 0, ggml_type: GGMLType = GGMLType.F32) -> GGUFWriter:
-    """A writer holding the tiny model of `arch` (see `SPECS`), weights drawn from `seed`."""
+    """A writer holding the tiny model of `arch` (see `SPECS`), weights drawn from `seed`: the tensors its
+    architecture declares (`llamay.arch.tensors`), the optional ones only when the spec asks."""
     spec = SPECS.get(arch)
     if spec is None:
         raise ValueError(f"no tiny model for architecture {arch!r}; known: {', '.join(ARCHES)}")
     w = GGUFWriter()
     with GGUFFile.open(vocab_source(spec)) as vocab:
         _metadata(w, spec, vocab, ggml_type)
-        n_vocab = len(vocab.get("tokenizer.ggml.tokens"))
         # a zero LM-head row gives EOS a logit of 0, never the greedy pick: generation runs its full length
         eos = () if spec.encoder else (int(vocab.get("tokenizer.ggml.eos_token_id")),)
-        n_types = int(vocab.get("tokenizer.ggml.token_type_count", 2))
+    with GGUFFile.from_buffer(w.to_bytes(), f"tiny-{arch}.gguf") as f:
+        architecture, cfg = load_config(f)  # the shapes, as the binder will read them
+    # llama's family reads "tied" from the LM head's absence, which this file is about to decide
+    cfg = dataclasses.replace(cfg, tied_output=cfg.tied_output and not spec.untied_output)
     x = _Weights(w, seed, ggml_type)
-    d = spec.n_embd
-    x.matrix("token_embd.weight", d, n_vocab, spec.embd_gain, zero_rows=() if spec.untied_output else eos)
-    if spec.encoder:
-        x.matrix("token_types.weight", d, n_types, quantize=False)
-        x.matrix("position_embd.weight", d, spec.n_ctx, quantize=False)
-        x.norm("token_embd_norm", d, bias=True)
-    for i in range(spec.n_layer):
-        (_encoder_block if spec.encoder else _decoder_block)(x, spec, i)
-    if not spec.encoder:
-        x.norm("output_norm", d)
-    if spec.untied_output:
-        x.matrix("output.weight", d, n_vocab, HEAD_GAIN, zero_rows=eos)
+    for d, _bid, name in instances(architecture.tensors, cfg):
+        if not d.required and d.slot not in spec.optional:
+            continue
+        shape = d.dims(cfg)
+        if name.endswith(".bias"):
+            x.bias(name.removesuffix(".bias"), *shape)
+        elif len(shape) == 1:
+            x.norm(name.removesuffix(".weight"), *shape)
+        else:
+            gain = {"token_embd": spec.embd_gain, "output": HEAD_GAIN}.get(d.slot, PROJ_GAIN)
+            zero_rows = eos if d.slot == ("output" if spec.untied_output else "token_embd") else ()
+            x.matrix(name, *shape, gain, quantize=d.slot not in UNQUANTIZED, zero_rows=zero_rows)
     return w
 
 

@@ -80,7 +80,7 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
 def idle(service) -> bool:
     """No job queued or running, and every sequence given back."""
     sched = service.scheduler
-    return sched.queue_depth == 0 and sched.running == 0 and not any(s.active for s in sched.state.sequences)
+    return sched.queue_depth == 0 and sched.running == 0 and not any(s.active for s in sched.state.kv.sequences)
 
 
 def settled_problems(service, timeout: float = 20.0) -> list[str]:

@@ -103,14 +103,14 @@ def test_context_errors(client, clean):
 
 def test_deleting_contexts_gives_their_pages_back(server, client):
     st = server.service.scheduler.state
-    pool = st.groups[0].pages
+    pool = st.kv.groups[0].pages
     for i in range(3):
         client.post(BASE, json={"name": f"p{i}", "prompt": STORY})
     client.post(f"{BASE}/p0/fork", json={"name": "p0b"})
     for name in ("p0", "p0b", "p1", "p2"):
         assert client.delete(f"{BASE}/{name}").status_code == 200
     wait_for(lambda: idle(server.service), what="idle")
-    server.service.scheduler.call(lambda s: s.prefix_cache.clear()).result(10)  # on the model thread
+    server.service.scheduler.call(lambda s: s.kv.prefix_cache.clear()).result(10)  # on the model thread
     # what is left is free, not held by snapshots
     wait_for(lambda: pool.n_free == pool.n_pages, what="every page to be free", timeout=5)
 

@@ -157,6 +157,6 @@ def test_64_streams_with_disconnects_failing_restores_and_bad_requests(live, mon
             assert c.delete(f"/llamay/snapshots/{sid}").status_code == 200
         assert c.get("/health").json()["status"] == "ok"
     assert settled_problems(service) == []
-    use = sched.call(lambda st: (st.prefix_cache.clear(), st.page_use())[1]).result(10)
-    assert use == {"free": sum(g.pages.n_pages for g in sched.state.groups), "sequences": 0, "snapshots": 0,
+    use = sched.call(lambda st: (st.kv.prefix_cache.clear(), st.kv.page_use())[1]).result(10)
+    assert use == {"free": sum(g.pages.n_pages for g in sched.state.kv.groups), "sequences": 0, "snapshots": 0,
                    "prefix_cache": 0}  # fmt: skip

@@ -100,7 +100,7 @@ def test_sequences_held_by_no_request_degrade_health_and_nothing_waits_for_them(
     client.post(BASE, json={"name": "w", "prompt": "Once upon a time"})
     sid = client.post(f"{BASE}/w/snapshot").json()["snapshot"]
     client.delete(f"{BASE}/w")
-    held = sched.call(lambda st: [st.acquire() for _ in range(st.n_seq)]).result(10)
+    held = sched.call(lambda st: [st.kv.acquire() for _ in range(st.n_seq)]).result(10)
     try:
         wait_for(lambda: client.get("/health").status_code == 503, 10, "/health to degrade")
         health = client.get("/health").json()
@@ -113,7 +113,7 @@ def test_sequences_held_by_no_request_degrade_health_and_nothing_waits_for_them(
         r = client.post("/v1/completions", json=greedy(2, prompt="Once"), timeout=10)
         assert r.status_code == 503 and "held by no request" in r.json()["error"]["message"]
     finally:
-        sched.call(lambda st: [st.release(i) for i in held]).result(10)
+        sched.call(lambda st: [st.kv.release(i) for i in held]).result(10)
     wait_for(lambda: client.get("/health").json()["status"] == "ok", 10, "/health to recover")
     client.delete(f"/llamay/snapshots/{sid}")
 

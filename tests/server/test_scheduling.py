@@ -51,8 +51,8 @@ def test_full_queue_answers_429_with_retry_after(slow_server):
 def test_disconnect_mid_stream_releases_the_sequence(slow_server):
     service = slow_server.service
     sched = service.scheduler
-    pool = sched.state.groups[0].pages
-    free_before = pool.n_free + sched.state.prefix_cache.n_pages
+    pool = sched.state.kv.groups[0].pages
+    free_before = pool.n_free + sched.state.kv.prefix_cache.n_pages
     body = {"model": STORIES_ID, "prompt": "Once upon a time", "max_tokens": 400, "stream": True, "temperature": 0}
     with slow_server.client() as c, c.stream("POST", "/v1/completions", json=body) as r:
         assert r.status_code == 200
@@ -63,12 +63,12 @@ def test_disconnect_mid_stream_releases_the_sequence(slow_server):
         assert sched.running == 1
     try:  # leaving the block closed the connection
         wait_for(lambda: sched.running == 0, what="the cancelled job to leave the batcher")
-        assert not any(s.active for s in sched.state.sequences)
+        assert not any(s.active for s in sched.state.kv.sequences)
     finally:
         sched.resume()
     assert service.metrics.finished["cancelled"] >= 1
     # pages are back: free, or held by the prefix cache (which gives them up on demand)
-    assert pool.n_free + sched.state.prefix_cache.n_pages >= free_before
+    assert pool.n_free + sched.state.kv.prefix_cache.n_pages >= free_before
 
 
 def test_disconnect_while_waiting_non_streaming(slow_server):

@@ -1,0 +1,44 @@
+"""Scratch buffers an architecture needs beyond the shared activations, declared as data: State allocates what
+its architecture declares (`State.scratch.<name>`), once, sized by the batch and the config, so a buffer only
+one architecture uses (BERT's position embeddings) costs the others nothing.
+
+A size is a product of dimensions: ints, "n_batch" (the State's tokens per forward), or config attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import ModelConfig
+
+DTYPES = ("f32", "i32")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    dtype: str  # "f32" | "i32"; allocated zeroed
+    size: tuple[int | str, ...]  # a product of dimensions
+    doc: str = ""
+
+    def length(self, cfg: ModelConfig, n_batch: int) -> int:
+        n = 1
+        for d in self.size:
+            n *= d if isinstance(d, int) else n_batch if d == "n_batch" else getattr(cfg, d)
+        return n
+
+
+BUFFERS = tuple[Buffer, ...]
+
+
+class Scratch:
+    """The allocated buffers, one attribute each."""
+
+    def __init__(self, be: Any, buffers: BUFFERS, cfg: ModelConfig, n_batch: int) -> None:
+        self.names = tuple(b.name for b in buffers)
+        for b in buffers:
+            if b.dtype not in DTYPES:
+                raise ValueError(f"scratch buffer {b.name!r}: dtype {b.dtype!r} is not one of {', '.join(DTYPES)}")
+            alloc = be.alloc_f32 if b.dtype == "f32" else be.alloc_i32
+            setattr(self, b.name, alloc(b.length(cfg, n_batch)))

@@ -1,0 +1,120 @@
+"""Which tensors an architecture's files hold, declared once (as gguf-py's MODEL_TENSORS, with shapes): the
+binder reads them by this declaration, the audit reports what it leaves out, the tests' tiny-model writer writes
+exactly it. Each entry names the tensor as the file spells it (`names.T`), its shape in ModelConfig terms (a
+dimension is an int or the name of a config attribute, the architecture's params included), the field of the
+weight structures it fills (`slot`, a dotted path: "attn.q", "attn_norm.weight"), and when it is there.
+
+A declaration is a flat tuple in file order: entries before the first block tensor, then every block's tensors
+(`{bid}` names, layer by layer), then the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from .config import ModelConfig
+from .names import T, bias, weight
+
+
+@dataclass(frozen=True)
+class TensorDecl:
+    name: str  # "blk.{bid}.attn_q.weight"
+    shape: tuple[int | str, ...]  # ggml order, innermost first; str: a ModelConfig attribute
+    slot: str  # where it goes in ModelWeights (or LayerWeights for a block tensor)
+    required: bool = True
+    vocab: bool = False  # one row per token: its row count is checked against the vocabulary
+    when: Callable[[ModelConfig], bool] | None = None  # present only for some configs (an untied LM head)
+    layers: Callable[[ModelConfig, int], bool] | None = None  # a block tensor held by some layers only
+
+    @property
+    def per_layer(self) -> bool:
+        return "{bid}" in self.name
+
+    def dims(self, cfg: ModelConfig) -> tuple[int, ...]:
+        return tuple(d if isinstance(d, int) else getattr(cfg, d) for d in self.shape)
+
+    def applies(self, cfg: ModelConfig, bid: int | None = None) -> bool:
+        """Whether a file of this config has (or may have, if optional) this tensor at layer `bid`."""
+        if self.when is not None and not self.when(cfg):
+            return False
+        return bid is None or self.layers is None or self.layers(cfg, bid)
+
+
+Declaration = tuple[TensorDecl, ...]
+
+
+def instances(decls: Declaration, cfg: ModelConfig) -> Iterator[tuple[TensorDecl, int | None, str]]:
+    """(declaration, layer or None, tensor name) of every tensor a file of this config may hold, in file
+    order (those whose `when` or `layers` excludes them left out)."""
+    blocks = [d for d in decls if d.per_layer]
+    first = next((i for i, d in enumerate(decls) if d.per_layer), len(decls))
+    for i, d in enumerate(decls):
+        if i == first:
+            for bid in range(cfg.n_layer):
+                for b in blocks:
+                    if b.applies(cfg, bid):
+                        yield b, bid, b.name.format(bid=bid)
+        if not d.per_layer and d.applies(cfg):
+            yield d, None, d.name
+
+
+# -- the shared vocabulary ----------------------------------------------------------------------------------
+
+
+def w(name: str, *shape: int | str, slot: str, **kw) -> TensorDecl:
+    """`NAME.weight`."""
+    return TensorDecl(weight(name), shape, slot, **kw)
+
+
+def b(name: str, *shape: int | str, slot: str, **kw) -> TensorDecl:
+    """`NAME.bias`."""
+    return TensorDecl(bias(name), shape, slot, **kw)
+
+
+def norm_w(name: str, slot: str, dim: int | str = "n_embd", *, with_bias: bool = False, **kw) -> Declaration:
+    """A norm's weight (and its bias, LayerNorm), filling NormWeights at `slot`."""
+    ws = (w(name, dim, slot=f"{slot}.weight", **kw),)
+    return ws + ((b(name, dim, slot=f"{slot}.bias", **kw),) if with_bias else ())
+
+
+def untied(cfg: ModelConfig) -> bool:
+    return not cfg.tied_output
+
+
+TOKEN_EMBD = w(T.TOKEN_EMBD, "n_embd", "n_vocab", slot="token_embd", vocab=True)
+OUTPUT_NORM = norm_w(T.OUTPUT_NORM, "output_norm")
+OUTPUT = w(T.OUTPUT, "n_embd", "n_vocab", slot="output", vocab=True, required=False, when=untied)  # else tied
+
+
+def decoder_block(*, qkv_bias: bool = False, qk_norm: bool = False, post_norms: bool = False) -> Declaration:
+    """A pre-norm decoder block (llama and its descendants), with the optional pieces some families add."""
+    attn = [
+        w(T.ATTN_Q, "n_embd", "n_q", slot="attn.q"),
+        w(T.ATTN_K, "n_embd", "n_embd_k_gqa", slot="attn.k"),
+        w(T.ATTN_V, "n_embd", "n_embd_v_gqa", slot="attn.v"),
+    ]
+    if qkv_bias:
+        attn += [
+            b(T.ATTN_Q, "n_q", slot="attn.q_bias"),
+            b(T.ATTN_K, "n_embd_k_gqa", slot="attn.k_bias"),
+            b(T.ATTN_V, "n_embd_v_gqa", slot="attn.v_bias"),
+        ]
+    if qk_norm:
+        attn += [*norm_w(T.ATTN_Q_NORM, "attn.q_norm", "head_dim"), *norm_w(T.ATTN_K_NORM, "attn.k_norm", "head_dim")]
+    attn.append(w(T.ATTN_OUT, "n_o", "n_embd", slot="attn.o"))
+    return (
+        *norm_w(T.ATTN_NORM, "attn_norm"),
+        *attn,
+        *(norm_w(T.ATTN_POST_NORM, "attn_post_norm") if post_norms else ()),
+        *norm_w(T.FFN_NORM, "ffn_norm"),
+        w(T.FFN_GATE, "n_embd", "n_ff", slot="ffn.gate"),
+        w(T.FFN_UP, "n_embd", "n_ff", slot="ffn.up"),
+        w(T.FFN_DOWN, "n_ff", "n_embd", slot="ffn.down"),
+        *(norm_w(T.FFN_POST_NORM, "ffn_post_norm") if post_norms else ()),
+    )
+
+
+def decoder(block: Declaration, *, tail: Declaration = ()) -> Declaration:
+    """A decoder's whole file: embeddings, the blocks, the final norm, the LM head (optional: tied), `tail`."""
+    return (TOKEN_EMBD, *block, *OUTPUT_NORM, OUTPUT, *tail)
