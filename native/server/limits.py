@@ -23,8 +23,11 @@ MAX_N = 16  # choices per prompt
 MAX_BATCH = 64  # prompts (completions) or inputs (embeddings: MAX_EMBED_INPUTS) of one request
 MAX_EMBED_INPUTS = 256
 MAX_TOKENIZE_CHARS = 1 << 20  # /tokenize content (random words: ~5 s of a preparation thread)
-MAX_DETOKENIZE_TOKENS = 1 << 20  # /detokenize tokens
-MAX_CONTEXT_TOKENS = 1 << 20  # Ollama's `context` (then the model's context bounds it)
+# any list of token ids in a request (a prompt, /detokenize, Ollama's `context`): 128 Ki, the longest context a
+# served model has, so the event loop's parse and check of one stays within milliseconds
+MAX_TOKEN_IDS = 1 << 17
+MAX_DETOKENIZE_TOKENS = MAX_TOKEN_IDS  # /detokenize tokens
+MAX_CONTEXT_TOKENS = MAX_TOKEN_IDS  # Ollama's `context` (then the model's context bounds it)
 PREPARE_THREADS = 4  # threads that render templates, tokenize and compile constraints (off the event loop)
 
 

@@ -10,9 +10,10 @@ takes NaN or an infinity.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StringConstraints, Tag, create_model
 
 from llamay.sampling import BOUNDS
 from llamay.sampling.config import FLT_MAX, MAX_BREAKER_CHARS, MAX_BREAKERS
@@ -29,6 +30,7 @@ from .limits import (
     MAX_N,
     MAX_STOP_CHARS,
     MAX_STOPS,
+    MAX_TOKEN_IDS,
     MAX_TOKENIZE_CHARS,
     MAX_TOOLS,
 )
@@ -47,8 +49,66 @@ def _json_integer(value: Any) -> Any:
 
 
 Int = Annotated[int, BeforeValidator(_json_integer)]  # request models are strict: this is their integer
-TokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "token-id"})]  # < n_vocab: set per server
-EmbedTokenId = Annotated[Int, Field(ge=0, json_schema_extra={"x-llamay": "embed-token-id"})]  # the embedder's
+
+
+def _token_ids(max_length: int, value: Any) -> Any:
+    """A list of token ids checked in one pass, refused at its first bad item (on the event loop, a per-item
+    validator cost 2 µs an id and one error object per bad id: seconds for a large list)."""
+    if not isinstance(value, list) or len(value) > max_length:
+        return value  # the list type's own error, before any scan
+    for i, v in enumerate(value):
+        if type(v) is not int:
+            if isinstance(v, float) and v.is_integer():  # JSON's 3.0 is an integer
+                return [_token_id(x, j) for j, x in enumerate(value)]
+            raise ValueError(f"item {i}: {v!r} is not a token id (an integer)")
+        if v < 0:
+            raise ValueError(f"item {i}: {v} is not a token id (at least 0)")
+    return value
+
+
+def _token_id(v: Any, i: int) -> int:
+    if type(v) is int or (isinstance(v, float) and v.is_integer()):
+        return int(v)
+    raise ValueError(f"item {i}: {v!r} is not a token id (an integer)")
+
+
+def token_ids(kind: str, *, min_length: int = 1, max_length: int = MAX_TOKEN_IDS) -> Any:
+    """A list of token ids of `kind` ("token-id": the generative model's, < n_vocab set per server by openapi.py;
+    "embed-token-id": the embedder's)."""
+    item = Annotated[int, Field(ge=0, json_schema_extra={"x-llamay": kind})]
+    return Annotated[list[item], Field(min_length=min_length, max_length=max_length),
+                     BeforeValidator(partial(_token_ids, max_length))]  # fmt: skip
+
+
+TokenIds = token_ids("token-id")
+EmbedTokenIds = token_ids("embed-token-id")
+
+
+def _shape(value: Any) -> str:
+    """Which member of a text-or-tokens union a value is, from its first item: only that member is validated
+    (smart unions try every member, each failing once per item of a large list)."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list) and value:
+        first = value[0]
+        if isinstance(first, list):
+            return "id_lists"
+        if isinstance(first, int | float) and not isinstance(first, bool):
+            return "ids"
+    return "texts"
+
+
+def text_or_tokens(max_batch: int, ids: Any) -> Any:
+    """A text, a batch of texts, token ids, or a batch of token-id lists (the OpenAI API's prompt and input)."""
+    return Annotated[
+        Annotated[str, Tag("text")]
+        | Annotated[list[str], Field(min_length=1, max_length=max_batch), Tag("texts")]
+        | Annotated[ids, Tag("ids")]
+        | Annotated[list[ids], Field(min_length=1, max_length=max_batch), Tag("id_lists")],
+        Discriminator(_shape),
+    ]
+
+
 Stop = str | list[str] | None  # limits: checked by llamay.sampling.request.stops (naming them), published by openapi.py
 
 
@@ -256,12 +316,9 @@ class ChatCompletionRequest(Sampling):
 
 class CompletionRequest(Sampling):
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
-    prompt: (
-        str
-        | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
-        | Annotated[list[TokenId], Field(min_length=1)]
-        | Annotated[list[Annotated[list[TokenId], Field(min_length=1)]], Field(min_length=1, max_length=MAX_BATCH)]
-    ) = Field(description="text, a batch of texts, token ids, or a batch of token-id lists")
+    prompt: text_or_tokens(MAX_BATCH, TokenIds) = Field(
+        description="text, a batch of texts, token ids, or a batch of token-id lists"
+    )
     stream: bool = False
     stream_options: StreamOptions | None = None
     logprobs: Int | None = Field(None, ge=0, le=5)
@@ -276,14 +333,9 @@ class CompletionRequest(Sampling):
 
 class EmbeddingRequest(_Lenient):
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
-    input: (
-        str
-        | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
-        | Annotated[list[EmbedTokenId], Field(min_length=1)]
-        | Annotated[
-            list[Annotated[list[EmbedTokenId], Field(min_length=1)]], Field(min_length=1, max_length=MAX_EMBED_INPUTS)
-        ]
-    ) = Field(description="a text, a list of texts, token ids (of the embedding model), or a list of token-id lists")
+    input: text_or_tokens(MAX_EMBED_INPUTS, EmbedTokenIds) = Field(
+        description="a text, a list of texts, token ids (of the embedding model), or a list of token-id lists"
+    )
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: Int | None = Field(None, ge=1, le=1 << 16)
     user: str | None = None
@@ -390,7 +442,7 @@ class TokenizeResponse(BaseModel):
 
 
 class DetokenizeRequest(_Lenient):
-    tokens: list[TokenId] = Field(max_length=MAX_DETOKENIZE_TOKENS)
+    tokens: token_ids("token-id", min_length=0, max_length=MAX_DETOKENIZE_TOKENS)
     model: str | None = None
 
 
@@ -453,7 +505,9 @@ class OllamaGenerateRequest(_Lenient):
     suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
     system: str | None = None
     template: str | None = None
-    context: list[TokenId] | None = Field(None, max_length=MAX_CONTEXT_TOKENS, description="tokens of an earlier reply")
+    context: token_ids("token-id", min_length=0, max_length=MAX_CONTEXT_TOKENS) | None = Field(
+        None, description="tokens of an earlier reply"
+    )
     stream: bool = True
     raw: bool = False
     format: OllamaFormat = None

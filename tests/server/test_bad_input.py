@@ -331,3 +331,30 @@ def test_api_key():
         assert oa.models.list().data[0].id == "stories260K-q8_0"
     finally:
         live.stop()
+
+
+@pytest.mark.parametrize(("model", "field"), [("CompletionRequest", "prompt"), ("EmbeddingRequest", "input"),
+                                              ("DetokenizeRequest", "tokens")])  # fmt: skip
+@pytest.mark.parametrize("bad", [-1, 2.5, "7", True, None])
+def test_a_large_token_list_is_refused_once_at_its_first_bad_id(model, field, bad):
+    """The event loop validates bodies: a list of ids is checked in one pass and refused at its first bad item,
+    with one error (a per-item validator over every union member made one error per id: seconds a request)."""
+    from pydantic import ValidationError
+
+    from llamay.native.server import schemas
+
+    ids = [5] * 1000 + [bad] + [bad] * 5000
+    with pytest.raises(ValidationError) as e:
+        getattr(schemas, model).model_validate({field: ids})
+    errors = e.value.errors()
+    assert len(errors) == 1 and errors[0]["loc"][0] == field and "item 1000" in errors[0]["msg"], errors
+    assert getattr(schemas, model).model_validate({field: [5, 6.0]}).model_dump()[field] == [5, 6]
+
+
+def test_token_lists_past_the_bound_are_refused_by_length(client):
+    from llamay.native.server.limits import MAX_TOKEN_IDS
+
+    too_many = [1] * (MAX_TOKEN_IDS + 1)
+    for path, field in ((COMPLETIONS, "prompt"), ("/detokenize", "tokens")):
+        err = error_of(client.post(path, json={"model": STORIES_ID, field: too_many}), 400)
+        assert err["param"].startswith(field) and str(MAX_TOKEN_IDS) in err["message"], err
