@@ -156,7 +156,7 @@ async def embeddings(body: OllamaEmbeddingsRequest, service: ServiceDep) -> dict
 
 def _entry(service: Service, m: ServedModel) -> dict[str, Any]:
     d = m.details
-    modified = datetime.fromtimestamp(m.path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+    modified = datetime.fromtimestamp(d["modified_at"], UTC).isoformat().replace("+00:00", "Z")
     name = m.id if ":" in m.id else f"{m.id}:latest"  # a stored model's id has its tag
     return {
         "name": name,

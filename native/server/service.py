@@ -68,6 +68,8 @@ def describe(model: Model, path: Path) -> tuple[str, dict[str, Any]]:
         "quantization_level": quant,
         "parameter_count": n_params,
         "size": f.size,  # every shard of a split model
+        # read at load: `rm` and `prune` may take the file's name away while it is served (its mapping stays)
+        "modified_at": path.stat().st_mtime,
     }
     return digest, details
 

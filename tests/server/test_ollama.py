@@ -187,3 +187,27 @@ def test_older_embeddings_route_gives_the_vector_of_embed(server, client):
         assert info.value.status_code == 400 and f"{STORIES_ID} is a generative model" in info.value.error
     r = client.post("/api/embeddings", json={"model": minilm})
     assert r.status_code == 400 and r.json()["error"].startswith("prompt")
+
+
+def test_a_served_file_whose_name_is_gone_is_still_listed_and_served(tmp_path):
+    """`llamay rm` and `prune` may take the served model's file away (its memory mapping stays): the routes that
+    describe it answer from what was read at load, not from the file system."""
+    import shutil
+
+    from tests.paths import stories
+    from tests.server.conftest import start_server
+
+    path = tmp_path / "gone.gguf"
+    shutil.copyfile(stories("f32"), path)
+    live = start_server(path, n_ctx=128, parallel=1, queue=4)
+    try:
+        path.unlink()
+        with live.client() as c:
+            for r in (c.get("/api/tags"), c.get("/api/ps"), c.post("/api/show", json={"model": "gone"})):
+                assert r.status_code == 200, r.text
+            assert c.get("/api/tags").json()["models"][0]["modified_at"].endswith("Z")
+            r = c.post("/api/generate", json={"model": "gone", "prompt": "Once", "stream": False,
+                                              "options": {"num_predict": 3}})  # fmt: skip
+            assert r.status_code == 200 and r.json()["eval_count"] == 3, r.text
+    finally:
+        live.stop()
