@@ -76,6 +76,8 @@ def test_snapshot_restore_round_trip(client, clean):
     got = client.post(f"{BASE}/back/completions", json={"prompt": "", "update": False, **greedy(8)}).json()
     assert got["choices"][0]["text"] == expected["choices"][0]["text"]
     assert got["usage"]["prompt_tokens_details"]["cached_tokens"] >= (snap["n_tokens"] - 1) // 16 * 16
+    r = client.post(f"{BASE}/saved/restore", json={"snapshot": snap["snapshot"]})  # made again under its old name
+    assert r.status_code == 200 and client.get(f"{BASE}/saved").status_code == 200
 
 
 def test_streaming_continuation(client, clean):

@@ -111,3 +111,25 @@ def test_a_step_wakes_each_event_loop_once_and_keeps_every_sinks_order():
     finally:
         loop.close()
     deliver({Sink(loop): [Update(job=None, token=1)]})  # a closed loop (a gone client's) is skipped, not raised
+
+
+@pytest.mark.parametrize("n", [0, 1, 4096, 9000])
+@pytest.mark.parametrize("with_pieces", [False, True])
+def test_tokenize_answers_written_in_slices_are_the_whole_json(n, with_pieces):
+    """/tokenize writes its JSON a slice at a time (one json.dumps of a huge list holds the GIL): the text is
+    the JSON of the whole answer."""
+    import json
+    from types import SimpleNamespace
+
+    from llamay.native.server.app import _tokenize
+
+    class Tok:
+        def encode(self, content, add_special, parse_special):
+            return list(range(len(content)))
+
+        def token_bytes(self, i):
+            return f"é{i}".encode()
+
+    body = SimpleNamespace(content="x" * n, add_special=False, parse_special=True, with_pieces=with_pieces)
+    want = [{"id": i, "piece": f"é{i}"} for i in range(n)] if with_pieces else list(range(n))
+    assert json.loads(_tokenize(Tok(), body)) == {"tokens": want}

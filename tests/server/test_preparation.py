@@ -4,6 +4,7 @@ at once. And the preparation threads take a bounded number of requests."""
 
 from __future__ import annotations
 
+import gc
 import random
 import subprocess
 import sys
@@ -39,7 +40,20 @@ while not select.select([sys.stdin], [], [], 0)[0]:
 
 def _health_while(server, post) -> tuple[float, float, int]:
     """(seconds the request took, the slowest /health asked meanwhile, /health answers asked meanwhile). No
-    absolute time is asserted on (the machine is shared): only against the request's own duration."""
+    absolute time is asserted on (the machine is shared): only against the request's own duration.
+
+    The server runs in the test process: its heap is the whole suite's, which the garbage collector's full
+    passes walk, holding the GIL for a second or more. Frozen meanwhile, as `llamay serve` freezes what its load
+    made, so that what is measured is the server's own pauses."""
+    gc.collect()
+    gc.freeze()
+    try:
+        return _measure(server, post)
+    finally:
+        gc.unfreeze()
+
+
+def _measure(server, post) -> tuple[float, float, int]:
     url = urlsplit(server.url)
     poller = subprocess.Popen(
         [sys.executable, "-c", _POLLER, url.hostname, str(url.port)],

@@ -176,7 +176,12 @@ def test_stateful_runs_through_the_context_routes(roomy):
     assert {"GetContext", "ForkContext", "SnapshotContext", "ContinueContext", "DeleteContext"} <= set(links)
     snapshot_links = paths["/llamay/contexts/{name}/snapshot"]["post"]["responses"]["200"]["links"]
     assert {"RestoreSnapshot", "GetSnapshot", "DeleteSnapshot"} <= set(snapshot_links)
-    excluded = _excluded()
+    from schemathesis.specs.openapi.checks import use_after_free
+
+    # a context deleted and then made again under its name by a restore or a fork (the name in their path or
+    # body, which use_after_free does not read as a re-creation) is found by a later GET, as it should be;
+    # that a deleted context is gone is tested in test_contexts
+    excluded = [*_excluded(), use_after_free]
     from schemathesis.config._phases import InferenceConfig
 
     schema.config.phases.stateful.inference = InferenceConfig(algorithms=[])  # the description's links only
