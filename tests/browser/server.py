@@ -95,9 +95,12 @@ BUNDLED_FIXTURES = ("models/stories260K", "models/all-minilm-l6-v2", "vocab")
 
 
 def write_bundle(out: Path, fixture_dirs: tuple[str, ...] = BUNDLED_FIXTURES) -> Path:
-    """A zip of the repository's tests (as repo/) and the given fixture folders (as shared/fixtures/)."""
+    """A zip of the repository's tests and docs (the tests run the docs' examples) as repo/, and the given
+    fixture folders as shared/fixtures/."""
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         z.write(paths.REPO / "pyproject.toml", "repo/pyproject.toml")
+        for p in sorted((paths.REPO / "docs").glob("*.md")):
+            z.write(p, f"repo/docs/{p.name}")
         for p in sorted((paths.REPO / "tests").rglob("*")):
             rel = p.relative_to(paths.REPO)
             if p.is_file() and "__pycache__" not in rel.parts and rel.parts[1] != "browser":

@@ -3,11 +3,12 @@
 //
 //   llamay-web run --model FILE --prompt TEXT [-n N] [--temp T] [--backend portable|wasm] [--no-echo] [--stats]
 //   llamay-web test [PYTEST ARGS...]     the repository's tests/ under Pyodide (pytest), with pass counts
-//   llamay-web python SCRIPT [ARGS...]   a Python file under Pyodide, with the same mounts as `test`
+//   llamay-web python SCRIPT [ARGS...]   a Python file under Pyodide, with the same mounts as `test` (and the
+//                                        folders of SCRIPT and of each ARG that names a file)
 //
 // Needs `npm ci` in web/ and `python web/build.py` (the wheels and kernel modules in web/dist).
 
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -108,8 +109,12 @@ async function bootMounted(extraMounts = []) {
   rt.pyodide.setStdout(rawStdout);
   rt.pyodide.setStderr(rawStderr);
   // the store's blobs (pulled models) and the old layout's folder, unless it lies inside the store
-  const inStore = models.startsWith(store + "/");
-  for (const p of [REPO, fixtures, store, ...(inStore ? [] : [models]), ...extraMounts]) mountSame(rt.pyodide, p);
+  const mounted = [];
+  for (const p of [REPO, fixtures, store, models, ...extraMounts]) {
+    // each folder once: one inside a folder mounted already is there already (a second mount would hide it)
+    if (mounted.some((m) => p === m || p.startsWith(m + "/"))) continue;
+    if (mountSame(rt.pyodide, p)) mounted.push(p);
+  }
   return rt;
 }
 
@@ -132,7 +137,10 @@ async function python(argv) {
   const [file, ...args] = argv;
   if (!file) throw new UsageError("python: a script is required");
   const script = resolve(file);
-  const rt = await bootMounted([dirname(script)]);
+  // the script's folder, and the folder of each argument that names a file (a model linked into a temporary
+  // folder by the tests, say), at their paths
+  const files = args.filter((a) => a.startsWith("/") && existsSync(a) && statSync(a).isFile());
+  const rt = await bootMounted([dirname(script), ...files.map((a) => dirname(a))]);
   rt.pyodide.globals.set("_argv", rt.pyodide.toPy([script, ...args]));
   rt.pyodide.runPython(
     `import os, runpy, sys\nsys.argv = list(_argv)\nsys.dont_write_bytecode = True\nsys.path[:0] = [${JSON.stringify(REPO)}]\n` +
