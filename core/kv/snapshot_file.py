@@ -121,7 +121,7 @@ def size(st: State, snap: Snapshot, n_context: int, label: str = "") -> int:
     kv = 0
     for g, table in zip(st.kv.groups, snap.tables, strict=True):
         kv += GROUP.size + F32 * (n - _first_present(table, st.page_size, n)) * (g.kdim + g.vdim) * len(g.layers)
-    return PREFIX.size + COUNTS.size + len(label.encode()) + I32 * (n + n_context) + kv + DIGEST_BYTES
+    return HEADER_BYTES + len(label.encode()) + I32 * (n + n_context) + kv + DIGEST_BYTES
 
 
 def encode(st: State, snap: Snapshot, fingerprint: bytes, *, context: list[int] | None = None,

@@ -182,7 +182,6 @@ def link_in(blobs: Path, src: Path, digest: str) -> bool:
             return False
         if os.stat(temp).st_ino != os.fstat(src_fd).st_ino:
             raise BlobError(f"{src} changed while it was being linked into the store")
-        checkpoint("blob-linked")
         os.replace(temp, final)
         sync_dir(blobs)
         return True
