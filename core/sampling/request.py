@@ -176,9 +176,8 @@ def _ollama_other(name: str, value: Any) -> None:
         return
     if name in OLLAMA_NEUTRAL:
         want = OLLAMA_NEUTRAL[name]
-        if type(value) is not type(want) and not (isinstance(want, float) and type(value) is int):
-            raise RequestFieldError(name, f"takes only {want!r} here, got {value!r}")
-        if value != want:
+        same_type = type(value) is type(want) or (isinstance(want, float) and type(value) is int)
+        if not same_type or value != want:
             raise RequestFieldError(name, f"takes only {want!r} here, got {value!r}")
         return
     if name not in OLLAMA_RUNNER:
