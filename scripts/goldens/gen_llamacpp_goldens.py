@@ -78,6 +78,7 @@ GEMMA3_PROMPT = "The capital of France is"
 TINY_PROMPT = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
 TINY_BERT_SENTENCES = ["A man is eating food.", "The girl is carrying a baby."]
 TINY_STEPS = 8
+TINY_SELF_CHECK = 0.05  # f32 tiny models: llama.cpp's decode and prefill agree to this unless its graph differs
 
 
 def sha256(path: Path) -> str:
@@ -239,7 +240,9 @@ def align(ids: list[int], decoded: list[dict]) -> list[dict | None]:
     return out
 
 
-def generation(llm: LlamaCpp, prompt_ids: list[int], n_predict: int, n_probs_first: int = TOP_N) -> dict:
+def generation(
+    llm: LlamaCpp, prompt_ids: list[int], n_predict: int, n_probs_first: int = TOP_N, self_check: float = math.inf
+) -> dict:
     """llama.cpp's greedy run after `prompt_ids`: ids, text and per step the top-N logprobs its decode loop saw.
 
     Steps the server reported no probabilities for are filled from a prefill of the prompt and the tokens before
@@ -249,15 +252,22 @@ def generation(llm: LlamaCpp, prompt_ids: list[int], n_predict: int, n_probs_fir
     if len(ids) < n_predict:
         raise AssertionError(f"llama.cpp stopped after {len(ids)} of {n_predict} tokens: {text!r}")
     steps, prefilled, diffs, first = [], [], [0.0], []
-    for i, (tok, entry) in enumerate(zip(ids, align(ids, decoded), strict=True)):
-        prefill = llm.distribution(prompt_ids + ids[:i], n_probs_first if i == 0 else TOP_N)
+    entries = align(ids, decoded)
+    prefills = [llm.distribution(prompt_ids + ids[:i], n_probs_first if i == 0 else TOP_N) for i in range(len(ids))]
+    for entry, prefill in zip(entries, prefills, strict=True):
+        if entry is not None:
+            seen = dict((t["id"], t["logprob"]) for t in entry["top_logprobs"])
+            diffs += [abs(seen[k] - lp) for k, lp in prefill if k in seen]
+    if max(diffs) > self_check:
+        # llama.cpp's one-token decode disagrees with its own prefill of the same tokens (gemma 1 on f32 weights,
+        # by whole units): the prefill is the computation both engines share, so every step is taken from it
+        entries = [None] * len(ids)
+    for i, (tok, entry, prefill) in enumerate(zip(ids, entries, prefills, strict=True)):
         if entry is None:
             top = prefill
             prefilled.append(i)
         else:
             top = [(t["id"], t["logprob"]) for t in entry["top_logprobs"]]
-            seen = dict(top)
-            diffs += [abs(seen[k] - lp) for k, lp in prefill if k in seen]
         first = first or top
         steps.append(step_record(tok, top))
     return {
@@ -340,7 +350,7 @@ def tiny_decoder_golden(arch: str, path: Path) -> dict:
     with LlamaCpp(path, n_ctx=SPECS[arch].n_ctx) as llm:
         ids = llm.tokenize(TINY_PROMPT)
         n_vocab = 512
-        g = generation(llm, ids, TINY_STEPS, n_probs_first=n_vocab)
+        g = generation(llm, ids, TINY_STEPS, n_probs_first=n_vocab, self_check=TINY_SELF_CHECK)
         first = dict(g.pop("_first"))
         if len(first) != n_vocab:
             raise AssertionError(f"tiny {arch}: llama.cpp gave {len(first)} of {n_vocab} probabilities")

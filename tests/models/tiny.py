@@ -31,7 +31,11 @@ from llamay.gguf import GGUFFile, GGUFValueType, GGUFWriter
 from tests import paths
 
 V = GGUFValueType
-ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "bert")
+ARCHES = (
+    "llama", "qwen2", "qwen3", "gemma3", "bert",
+    "gemma", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+)  # fmt: skip
 UNQUANTIZED = frozenset({"token_types", "pos_embd"})  # BERT's position and token-type embeddings stay F32
 
 EMBD_GAIN = 2.0  # token embeddings (and the LM head when tied)
@@ -39,6 +43,15 @@ HEAD_GAIN = 2.5  # an untied LM head: logits get a standard deviation of about t
 PROJ_GAIN = 1.5  # every other matrix
 NORM_SPREAD = 0.1  # norm weights 1 ± this (standard deviation)
 BIAS_SPREAD = 0.1
+
+
+RMS_EPS = ("attention.layer_norm_rms_epsilon", 1e-5, V.FLOAT32)
+LN_EPS = ("attention.layer_norm_epsilon", 1e-5, V.FLOAT32)
+
+
+def rope_dims(n: int) -> tuple[str, int, GGUFValueType]:
+    """Partial rotary: the leading n dimensions of each head rotate."""
+    return ("rope.dimension_count", n, V.UINT32)
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,39 @@ SPECS: dict[str, TinySpec] = {
                 ("attention.sliding_window", 8, V.UINT32),
             ),
         ),
+        TinySpec("gemma", n_layer=2, head_dim=32, embd_gain=1.0, hparams=(RMS_EPS,)),
+        TinySpec("phi3", n_layer=2, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec("phi2", n_layer=2, n_head_kv=4, untied_output=True, hparams=(LN_EPS, rope_dims(8))),
+        TinySpec(
+            "gptneox",
+            n_layer=2,
+            n_head_kv=4,
+            untied_output=True,
+            hparams=(LN_EPS, rope_dims(4), ("use_parallel_residual", True, V.BOOL)),
+        ),
+        TinySpec("stablelm", n_layer=2, n_head_kv=4, untied_output=True, hparams=(LN_EPS, rope_dims(4))),
+        TinySpec("falcon", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec("starcoder2", n_layer=2, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec("olmo2", n_layer=2, n_head_kv=4, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec(
+            "granite",
+            n_layer=2,
+            embd_gain=0.5,
+            hparams=(
+                RMS_EPS,
+                ("embedding_scale", 4.0, V.FLOAT32),
+                ("residual_scale", 0.5, V.FLOAT32),
+                ("attention.scale", 0.125, V.FLOAT32),
+                ("logit_scale", 2.0, V.FLOAT32),
+            ),
+        ),
+        TinySpec("command-r", n_layer=2, hparams=(LN_EPS, ("logit_scale", 0.5, V.FLOAT32))),
+        TinySpec("internlm2", n_layer=2, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec("exaone", n_layer=2, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec("smollm3", n_layer=4, hparams=(RMS_EPS,)),  # layer 3 has no rotary
+        TinySpec("mistral3", n_layer=2, untied_output=True, hparams=(RMS_EPS, ("rope.freq_base", 1e6, V.FLOAT32))),
+        TinySpec("gpt2", n_layer=2, n_head_kv=4, hparams=(LN_EPS,)),
+        TinySpec("starcoder", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
         TinySpec(
             "bert",
             n_layer=2,
