@@ -30,6 +30,7 @@ from .binder import Binder
 from .blocks import embed_positions, parallel, sequential
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
+from .refused import refusal
 from .scratch import BUFFERS
 from .tensors import Declaration
 from .weights import ModelWeights, bind_declared
@@ -141,6 +142,11 @@ def get_architecture(name: str | None, where: str = "") -> Architecture:
     if name is None:
         raise UnsupportedArchitectureError(f"{place}metadata key {Keys.ARCHITECTURE!r} is missing")
     arch = ARCHITECTURES.get(ALIASES.get(name, name))
+    if arch is None and refusal(name) is not None:
+        raise UnsupportedArchitectureError(
+            f"{place}architecture {name!r} is {refusal(name)}; it is refused, not half-loaded. "
+            f"Supported: {', '.join(supported())}"
+        )
     if arch is None:
         raise UnsupportedArchitectureError(
             f"{place}architecture {name!r} is not supported; supported: {', '.join(supported())}"

@@ -57,8 +57,9 @@ sys.path.insert(0, str(REPO))
 
 import xllamacpp as xlc  # noqa: E402
 
+from llamay.ggml_types import GGMLType  # noqa: E402
 from tests import paths  # noqa: E402
-from tests.models.tiny import ARCHES, SPECS, write_tiny  # noqa: E402
+from tests.models.tiny import ARCHES, SPECS, TINY_QUANTISED, write_tiny  # noqa: E402
 
 OUT = REPO / "tests" / "goldens"
 N_THREADS = 1
@@ -78,6 +79,7 @@ GEMMA3_PROMPT = "The capital of France is"
 TINY_PROMPT = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
 TINY_BERT_SENTENCES = ["A man is eating food.", "The girl is carrying a baby."]
 TINY_STEPS = 8
+TINY_QUANT_TYPE = GGMLType.Q8_0  # the quantised variant of each tiny decoder
 TINY_SELF_CHECK = 0.05  # f32 tiny models: llama.cpp's decode and prefill agree to this unless its graph differs
 
 
@@ -334,19 +336,19 @@ def gemma3_golden() -> dict:
         return golden(info, llm.settings, cases)
 
 
-def tiny_info(arch: str, path: Path) -> dict:
+def tiny_info(arch: str, path: Path, ggml_type: str = "F32") -> dict:
     return {
         "file": path.name,
-        "where": "written by tests.models.tiny.write_tiny(arch, path, seed=0, ggml_type=F32)",
+        "where": f"written by tests.models.tiny.write_tiny(arch, path, seed=0, ggml_type={ggml_type})",
         "arch": arch,
         "seed": 0,
-        "ggml_type": "F32",
+        "ggml_type": ggml_type,
         "size": path.stat().st_size,
         "sha256": sha256(path),
     }
 
 
-def tiny_decoder_golden(arch: str, path: Path) -> dict:
+def tiny_decoder_golden(arch: str, path: Path, ggml_type: str = "F32") -> dict:
     with LlamaCpp(path, n_ctx=SPECS[arch].n_ctx) as llm:
         ids = llm.tokenize(TINY_PROMPT)
         n_vocab = 512
@@ -361,7 +363,7 @@ def tiny_decoder_golden(arch: str, path: Path) -> dict:
             "last_logprobs": [rounded(first[i]) for i in range(n_vocab)],  # log-softmax after the prompt, by id
             **g,
         }
-        return golden(tiny_info(arch, path), llm.settings, [case])
+        return golden(tiny_info(arch, path, ggml_type), llm.settings, [case])
 
 
 def tiny_bert_golden(path: Path) -> dict:
@@ -415,6 +417,14 @@ def jobs(tmp: Path) -> list[tuple[str, Any]]:
             return tiny_bert_golden(path) if arch == "bert" else tiny_decoder_golden(arch, path)
 
         out.append((f"tiny-{arch}", run))
+        if arch in TINY_QUANTISED:
+            qpath = tmp / f"tiny-{arch}-{TINY_QUANT_TYPE.name.lower()}.gguf"
+
+            def run_quant(arch: str = arch, path: Path = qpath) -> dict:
+                write_tiny(arch, path, ggml_type=TINY_QUANT_TYPE)
+                return tiny_decoder_golden(arch, path, TINY_QUANT_TYPE.name)
+
+            out.append((f"tiny-{arch}-{TINY_QUANT_TYPE.name.lower()}", run_quant))
     return out
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from llamay.generate import decode_step, prefill
+from llamay.ggml_types import GGMLType
 from llamay.model import load_model
 from llamay.sampling import log_softmax
 from tests import paths
-from tests.models.tiny import ARCHES, SPECS, write_tiny
+from tests.models.tiny import ARCHES, SPECS, TINY_QUANTISED, write_tiny
 
 GOLDENS = Path(__file__).resolve().parent.parent / "goldens"
 NEAR_TIE_FLOAT = 0.02  # a top-two logprob gap below this may flip on any rounding difference
@@ -114,6 +115,23 @@ def test_tiny_decoders_match_llamacpp(backend_name, arch, tmp_path):
             worst = max(abs(a - b) for a, b in zip(lp, case["last_logprobs"], strict=True))
             assert worst <= TINY_TOL, f"{arch}: full log-softmax differs by {worst:.4f}"
             compare_case(m, case, TINY_TOL, NEAR_TIE_FLOAT)
+
+
+@pytest.mark.parametrize("arch", TINY_QUANTISED)
+def test_tiny_quantised_decoders_match_llamacpp(backend_name, arch, tmp_path):
+    pytest.importorskip("llamay.quants")
+    g = golden(f"tiny-{arch}-q8_0")
+    path = tmp_path / f"tiny-{arch}-q8_0.gguf"
+    write_tiny(arch, path, seed=g["model"]["seed"], ggml_type=GGMLType.Q8_0)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == g["model"]["sha256"]
+    with load_model(path, backend_name) as m:
+        for case in g["cases"]:
+            st = m.new_state(n_ctx=len(case["prompt_ids"]) + 1)
+            prefill(m, st, case["prompt_ids"])
+            lp = _logprobs(m, st)
+            worst = max(abs(a - b) for a, b in zip(lp, case["last_logprobs"], strict=True))
+            assert worst <= TOL_QUANT, f"{arch} Q8_0: full log-softmax differs by {worst:.4f}"
+            compare_case(m, case, TOL_QUANT, NEAR_TIE_QUANT)
 
 
 def test_tiny_bert_matches_llamacpp(backend_name, tmp_path):

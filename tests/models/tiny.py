@@ -36,6 +36,11 @@ ARCHES = (
     "gemma", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
     "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
 )  # fmt: skip
+# decoders with a quantised (Q8_0) golden beside the F32 one: the architectures added with the shared pieces
+TINY_QUANTISED = (
+    "gemma", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+)  # fmt: skip
 UNQUANTIZED = frozenset({"token_types", "pos_embd"})  # BERT's position and token-type embeddings stay F32
 
 EMBD_GAIN = 2.0  # token embeddings (and the LM head when tied)
