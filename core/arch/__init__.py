@@ -21,6 +21,7 @@ from . import (
     llama_like,
     olmo2,
     phi2,
+    phi3,
     qwen2,
     qwen3,
     stablelm,
@@ -62,6 +63,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "gemma3", "Gemma 3 text (QK-norm, sliding window, GeGLU)", gemma3.config, gemma3.TENSORS, gemma3.block
         ),
         Architecture("gemma", "Gemma 1 (GeGLU, scaled embeddings)", gemma.config, gemma.TENSORS, sequential),
+        Architecture("phi3", "Phi-3, Phi-4 (fused QKV and gate/up)", phi3.config, phi3.TENSORS, sequential),
         Architecture("phi2", "Phi-2 (parallel block, partial rotary, biases)", phi2.config, phi2.TENSORS, parallel),
         Architecture(
             "gptneox",

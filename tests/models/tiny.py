@@ -33,12 +33,12 @@ from tests import paths
 V = GGUFValueType
 ARCHES = (
     "llama", "qwen2", "qwen3", "gemma3", "bert",
-    "gemma", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
+    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
     "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
 )  # fmt: skip
 # decoders with a quantised (Q8_0) golden beside the F32 one: the architectures added with the shared pieces
 TINY_QUANTISED = (
-    "gemma", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
+    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
     "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
 )  # fmt: skip
 UNQUANTIZED = frozenset({"token_types", "pos_embd"})  # BERT's position and token-type embeddings stay F32
@@ -52,6 +52,7 @@ BIAS_SPREAD = 0.1
 
 RMS_EPS = ("attention.layer_norm_rms_epsilon", 1e-5, V.FLOAT32)
 LN_EPS = ("attention.layer_norm_epsilon", 1e-5, V.FLOAT32)
+PHI3_TOKENS = ("<|end|>", "<|endoftext|>", "<|user|>", "<|assistant|>")  # llama.cpp's phi3 vocab needs them
 
 
 def rope_dims(n: int) -> tuple[str, int, GGUFValueType]:
@@ -77,6 +78,7 @@ class TinySpec:
     encoder: bool = False  # BERT: no head_count_kv key, no LM head
     embd_gain: float = EMBD_GAIN
     hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
+    last_tokens: tuple[str, ...] = ()  # texts for the vocabulary's last ids (tokens llama.cpp looks up by name)
 
     @property
     def optional(self) -> tuple[str, ...]:
@@ -128,6 +130,13 @@ SPECS: dict[str, TinySpec] = {
         ),
         TinySpec("gemma", n_layer=2, head_dim=32, embd_gain=1.0, hparams=(RMS_EPS,)),
         TinySpec("phi3", n_layer=2, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec(
+            "phi3",
+            n_layer=2,
+            untied_output=True,
+            hparams=(RMS_EPS, ("attention.sliding_window", 8, V.UINT32)),
+            last_tokens=PHI3_TOKENS,
+        ),
         TinySpec("phi2", n_layer=2, n_head_kv=4, untied_output=True, hparams=(LN_EPS, rope_dims(8))),
         TinySpec(
             "gptneox",
@@ -244,7 +253,11 @@ def _metadata(w: GGUFWriter, spec: TinySpec, vocab: GGUFFile, ggml_type: GGMLTyp
     for key, value, vtype in spec.hparams:
         w.add(f"{a}.{key}", value, vtype)
     for fld in vocab.fields.values():
-        if fld.key.startswith("tokenizer."):
+        if fld.key == "tokenizer.ggml.tokens" and spec.last_tokens:
+            texts = list(fld.value)
+            texts[len(texts) - len(spec.last_tokens) :] = spec.last_tokens
+            w.add(fld.key, texts, fld.type)
+        elif fld.key.startswith("tokenizer."):
             w.add(fld.key, fld.value, fld.type)
 
 
