@@ -19,6 +19,7 @@ from . import (
     granite,
     llama,
     llama_like,
+    olmo,
     olmo2,
     phi2,
     phi3,
@@ -79,6 +80,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "falcon", "Falcon-7B style (parallel block, multi-query)", falcon.config, falcon.TENSORS, parallel
         ),
         Architecture("starcoder2", "StarCoder2 (LayerNorm, biases)", starcoder2.config, starcoder2.TENSORS, sequential),
+        Architecture("olmo", "OLMo 1 (LayerNorms without weights)", olmo.config, olmo.TENSORS, sequential),
         Architecture("olmo2", "OLMo 2 (output norms, full-width QK-norm)", olmo2.config, olmo2.TENSORS, sequential),
         Architecture("granite", "IBM Granite 3 dense (scale multipliers)", granite.config, granite.TENSORS, sequential),
         Architecture(

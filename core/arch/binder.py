@@ -9,11 +9,13 @@ shows up here, not as odd text.
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass
 
 from ..errors import ModelError, UnsupportedTypeError
 from ..ggml_types import GGMLType
 from ..gguf import GGUFFile, Keys, TensorInfo
+from ..platform import LITTLE_ENDIAN
 from .config import ModelConfig
 from .tensors import Declaration, instances
 
@@ -54,6 +56,36 @@ class Tensor:
     def piece(self, offset: int, count: int) -> Tensor:
         """`count` rows from `offset` (a vector: elements) of this tensor: Q of a fused QKV matrix."""
         return Tensor(self.info, self.file, (offset, count))
+
+
+@dataclass(frozen=True)
+class Constant(Tensor):
+    """A float32 vector the file does not hold (a declaration's `fill`): bound like a file tensor."""
+
+    label: str = ""
+    dims: tuple[int, ...] = ()
+    value: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} (constant {self.value:g})"
+
+    @property
+    def type(self) -> GGMLType:
+        return GGMLType.F32
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.dims
+
+    def data(self) -> memoryview:
+        n = 1
+        for d in self.dims:
+            n *= d
+        values = array("f", [self.value]) * n
+        if not LITTLE_ENDIAN:
+            values.byteswap()
+        return memoryview(values.tobytes())
 
 
 class Binder:
@@ -108,7 +140,9 @@ class Binder:
         ]
         for d, bid, name in instances(decls, cfg):
             shape = d.dims(cfg)
-            if d.vocab:
+            if d.fill is not None:
+                t = Constant(None, None, None, name, shape, d.fill)
+            elif d.vocab:
                 t = self.get_vocab_matrix(name, *shape, required=d.required)
             else:
                 t = self.get(name, shape) if d.required else self.optional(name, shape)

@@ -27,6 +27,7 @@ class TensorDecl:
     when: Callable[[ModelConfig], bool] | None = None  # present only for some configs (an untied LM head)
     layers: Callable[[ModelConfig, int], bool] | None = None  # a block tensor held by some layers only
     split: tuple[tuple[str, int | str], ...] = ()  # a fused tensor: (slot, size) of each piece, outermost dim
+    fill: float | None = None  # not in the file: a constant vector of this value (olmo's weightless norms)
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -85,6 +86,12 @@ def norm_w(name: str, slot: str, dim: int | str = "n_embd", *, with_bias: bool =
     """A norm's weight (and its bias, LayerNorm), filling NormWeights at `slot`."""
     ws = (w(name, dim, slot=f"{slot}.weight", **kw),)
     return ws + ((b(name, dim, slot=f"{slot}.bias", **kw),) if with_bias else ())
+
+
+def constant(name: str, slot: str, value: float, dim: int | str = "n_embd") -> TensorDecl:
+    """A vector the file does not hold, given as a constant: a LayerNorm without weights is one whose weights
+    are all 1 (olmo)."""
+    return TensorDecl(weight(name), (dim,), slot, required=False, fill=value)
 
 
 def untied(cfg: ModelConfig) -> bool:

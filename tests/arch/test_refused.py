@@ -45,3 +45,20 @@ def test_a_refused_architecture_is_refused_at_load_by_name(arch, tmp_path):
     assert f"tiny-{arch}.gguf: architecture {arch!r} is {REFUSED[arch]}" in msg
     assert "refused, not half-loaded" in msg
     assert "Supported: " + ", ".join(supported()) in msg  # what does work
+
+
+def test_a_clamped_qkv_olmo_is_refused_by_its_key(tmp_path):
+    from llamay.errors import ModelError
+    from llamay.gguf import GGUFFile
+    from tests.models.tiny import build_tiny
+
+    src = GGUFFile.from_buffer(build_tiny("olmo").to_bytes(), "src.gguf")
+    w = GGUFWriter()
+    for fld in src.fields.values():
+        w.add(fld.key, fld.value, fld.type)
+    w.add("olmo.attention.clamp_kqv", 8.0, V.FLOAT32)
+    for t in sorted(src.tensors.values(), key=lambda t: t.index):
+        w.add_tensor(t.name, t.type, t.shape, bytes(src.tensor_data(t)))
+    w.write(tmp_path / "clamped.gguf")
+    with pytest.raises(ModelError, match=r"'olmo\.attention\.clamp_kqv' = 8: clamping Q, K and V is not supported"):
+        load_model(tmp_path / "clamped.gguf", "portable")

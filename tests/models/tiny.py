@@ -33,12 +33,12 @@ from tests import paths
 V = GGUFValueType
 ARCHES = (
     "llama", "qwen2", "qwen3", "gemma3", "bert",
-    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
+    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
     "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
 )  # fmt: skip
 # decoders with a quantised (Q8_0) golden beside the F32 one: the architectures added with the shared pieces
 TINY_QUANTISED = (
-    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo2", "granite", "command-r",
+    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
     "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
 )  # fmt: skip
 UNQUANTIZED = frozenset({"token_types", "pos_embd"})  # BERT's position and token-type embeddings stay F32
@@ -148,6 +148,7 @@ SPECS: dict[str, TinySpec] = {
         TinySpec("stablelm", n_layer=2, n_head_kv=4, untied_output=True, hparams=(LN_EPS, rope_dims(4))),
         TinySpec("falcon", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
         TinySpec("starcoder2", n_layer=2, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec("olmo", n_layer=2, untied_output=True, hparams=(LN_EPS,)),
         TinySpec("olmo2", n_layer=2, n_head_kv=4, untied_output=True, hparams=(RMS_EPS,)),
         TinySpec(
             "granite",
@@ -278,7 +279,7 @@ def build_tiny(arch: str, seed: int = 0, ggml_type: GGMLType = GGMLType.F32) -> 
     cfg = dataclasses.replace(cfg, tied_output=cfg.tied_output and not spec.untied_output)
     x = _Weights(w, seed, ggml_type)
     for d, _bid, name in instances(architecture.tensors, cfg):
-        if not d.required and d.slot not in spec.optional:
+        if d.fill is not None or (not d.required and d.slot not in spec.optional):  # constants are not stored
             continue
         shape = d.dims(cfg)
         if name.endswith(".bias"):
