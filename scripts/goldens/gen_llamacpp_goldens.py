@@ -104,7 +104,7 @@ def reference_info() -> dict[str, Any]:
 class LlamaCpp:
     """One model loaded in llama.cpp's server, driven in process (completions) and over localhost (the rest)."""
 
-    def __init__(self, path: Path, n_ctx: int, *, embedding: bool = False) -> None:
+    def __init__(self, path: Path, n_ctx: int, *, embedding: bool = False, pooling_type: int = -1) -> None:
         p = xlc.CommonParams()
         if not LLAMACPP_DEFAULTS:
             p.cache_type_k = p.cache_type_v = GGML_TYPE_F32
@@ -120,6 +120,8 @@ class LlamaCpp:
         p.warmup = False
         p.verbosity = -1
         p.embedding = embedding
+        if pooling_type != -1:  # -1: the model's own
+            p.pooling_type = pooling_type
         self.settings = {
             "n_threads": N_THREADS,
             "n_ctx": n_ctx,
@@ -366,19 +368,27 @@ def tiny_decoder_golden(arch: str, path: Path, ggml_type: str = "F32") -> dict:
         return golden(tiny_info(arch, path, ggml_type), llm.settings, [case])
 
 
-def tiny_bert_golden(path: Path) -> dict:
-    with LlamaCpp(path, n_ctx=SPECS["bert"].n_ctx, embedding=True) as llm:
-        ids = [llm.tokenize(s) for s in TINY_BERT_SENTENCES]
-        embs = llm.embed(TINY_BERT_SENTENCES)
-        case = {
-            "name": "sentences",
-            "pooling": "mean",
+POOLINGS = {"mean": 1, "cls": 2, "last": 3}  # llama.cpp's pooling_type ids, as `{arch}.pooling_type` stores them
+
+
+def tiny_encoder_golden(arch: str, path: Path) -> dict:
+    """The pooled embeddings of two sentences with each pooling (llama.cpp's `pooling_type` overriding the
+    file's; a test rewrites the file's key to match), the file's own first."""
+    cases, settings = [], None
+    for pooling, pooling_id in POOLINGS.items():
+        with LlamaCpp(path, n_ctx=SPECS[arch].n_ctx, embedding=True, pooling_type=pooling_id) as llm:
+            ids = [llm.tokenize(s) for s in TINY_BERT_SENTENCES]
+            embs = llm.embed(TINY_BERT_SENTENCES)
+            settings = settings or llm.settings
+        cases.append({
+            "name": f"sentences-{pooling}" if cases else "sentences",
+            "pooling": pooling,
             "normalize": "L2",
             "sentences": TINY_BERT_SENTENCES,
             "token_ids": ids,
             "embeddings": [[rounded(v) for v in e] for e in embs],
-        }
-        return golden(tiny_info("bert", path), llm.settings, [case])
+        })  # fmt: skip
+    return golden(tiny_info(arch, path), settings, cases)
 
 
 def minilm_cosines() -> list[float]:
@@ -414,7 +424,7 @@ def jobs(tmp: Path) -> list[tuple[str, Any]]:
 
         def run(arch: str = arch, path: Path = path) -> dict:
             write_tiny(arch, path)
-            return tiny_bert_golden(path) if arch == "bert" else tiny_decoder_golden(arch, path)
+            return tiny_encoder_golden(arch, path) if SPECS[arch].encoder else tiny_decoder_golden(arch, path)
 
         out.append((f"tiny-{arch}", run))
         if arch in TINY_QUANTISED:

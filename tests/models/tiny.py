@@ -32,7 +32,7 @@ from tests import paths
 
 V = GGUFValueType
 ARCHES = (
-    "llama", "qwen2", "qwen3", "gemma3", "bert",
+    "llama", "qwen2", "qwen3", "gemma3", "bert", "nomic-bert",
     "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
     "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
 )  # fmt: skip
@@ -169,6 +169,24 @@ SPECS: dict[str, TinySpec] = {
         TinySpec("mistral3", n_layer=2, untied_output=True, hparams=(RMS_EPS, ("rope.freq_base", 1e6, V.FLOAT32))),
         TinySpec("gpt2", n_layer=2, n_head_kv=4, hparams=(LN_EPS,)),
         TinySpec("starcoder", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec(
+            "nomic-bert",
+            n_layer=2,
+            n_embd=32,
+            n_head=4,
+            n_head_kv=4,
+            head_dim=8,
+            n_ff=64,
+            n_ctx=64,
+            vocab_from="wordpiece",
+            encoder=True,
+            hparams=(
+                ("attention.layer_norm_epsilon", 1e-12, V.FLOAT32),
+                ("attention.causal", False, V.BOOL),
+                ("pooling_type", 1, V.UINT32),  # mean
+                ("rope.freq_base", 1000.0, V.FLOAT32),
+            ),
+        ),
         TinySpec(
             "bert",
             n_layer=2,
