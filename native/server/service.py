@@ -169,6 +169,7 @@ class Service:
         self.model_fingerprint = model.fingerprint  # what saved KV snapshots must match
         self.snapshots = SnapshotStore(self.snapshot_dir, self.model_fingerprint, max_snapshots, max_snapshot_bytes)
         self.contexts = ContextStore()
+        self.slot_params: dict[int, dict[str, Any]] = {}  # llama-server's slots: the last request's settings
         m = self.metrics
         st = self.scheduler.state
         # what a snapshot file must fit (token ids the tokenizer and the embedding both know)
