@@ -16,6 +16,7 @@ from .limits import MAX_BATCH
 
 # SamplerConfig's names as llama-server writes them in generation_settings
 SETTING_NAMES = {"temp": "temperature", "typ_p": "typical_p"}
+RANDOM_SEED = 0xFFFFFFFF  # llama.cpp's LLAMA_DEFAULT_SEED: how it reports "a random seed"
 HIDDEN_SETTINGS = ("seed", "logit_bias")  # written on their own
 SNIPPET = "\n\n--- snippet ---\n\n"  # between /infill's extra chunks when the model has no FIM_SEP token
 REPO_NAME = "myproject\n"  # llama-server's repository line of the repo-level FIM pattern
@@ -75,10 +76,11 @@ def prompt_ids(service: Any, value: Any, param: str = "prompt") -> list[list[int
 
 
 def fim_ids(service: Any, prefix: str, suffix: str, extra: list[Any], prompt: Any) -> list[int]:
-    """/infill's prompt from the GGUF's FIM tokens, in llama-server's order:
-    [BOS] [extra] FIM_PRE prefix FIM_SUF suffix FIM_MID prompt, the extra chunks in the repo-level pattern
-    (FIM_REP myproject, FIM_SEP filename, text..., FIM_SEP filename) when the model has FIM_REP and FIM_SEP,
-    else each after a snippet line. Nothing is cut to fit: a prompt past the context is refused later."""
+    """/infill's prompt from the GGUF's FIM tokens, in llama-server's order (its code's, which its README
+    simplifies): [extra] [BOS] FIM_PRE prefix prompt FIM_SUF suffix FIM_MID; the extra chunks in the repo-level
+    pattern (FIM_REP myproject, FIM_SEP filename, text..., FIM_SEP filename) when the model has FIM_REP and
+    FIM_SEP, else each after a snippet line. Nothing is cut to fit (llama-server drops the oldest extra tokens
+    and the prefix's start): a prompt past the context is refused."""
     tok = service.tokenizer
     ids = tok.vocab.ids
     pre, suf, mid = ids.get("fim_pre"), ids.get("fim_suf"), ids.get("fim_mid")
@@ -93,7 +95,7 @@ def fim_ids(service: Any, prefix: str, suffix: str, extra: list[Any], prompt: An
     def text(s: str) -> list[int]:
         return tok.encode(s, add_special=False, parse_special=False)
 
-    out: list[int] = [tok.bos_id] if tok.vocab.add_bos and tok.bos_id is not None else []
+    out: list[int] = []
     if rep is not None and sep is not None:
         out += [rep, *text(REPO_NAME)]
     for chunk in extra:
@@ -104,10 +106,13 @@ def fim_ids(service: Any, prefix: str, suffix: str, extra: list[Any], prompt: An
         out += text(chunk.text)
     if sep is not None:
         out += [sep, *text(FILE_NAME)]
-    out += [pre, *text(prefix), suf, *text(suffix), mid]
+    if tok.vocab.add_bos and tok.bos_id is not None:
+        out.append(tok.bos_id)
+    out += [pre, *text(prefix)]
     if prompt:
         for pieces in split_prompts(prompt):
             out += tokenize_mixed(service, pieces, add_special=False)
+    out += [suf, *text(suffix), mid]
     return service.check_ids(out, "input_prefix")
 
 
@@ -119,8 +124,8 @@ def generation_settings(sampling: dict[str, Any], seed: int | None, *, n_predict
     """llama-server's `generation_settings`: the sampler's settings by llama.cpp's names (the request's over the
     defaults), with n_predict, the seed and the stop strings."""
     cfg = request.config_for(sampling, seed)
-    out: dict[str, Any] = {"n_ctx": n_ctx, "n_predict": n_predict}
-    out["seed"] = cfg.seed if cfg.seed is not None else -1
+    out: dict[str, Any] = {"n_ctx": n_ctx, "n_predict": n_predict, "max_tokens": n_predict, "n_discard": 0}
+    out["seed"] = cfg.seed if cfg.seed is not None else RANDOM_SEED
     for f in dataclasses.fields(SamplerConfig):
         if f.name in HIDDEN_SETTINGS:
             continue

@@ -160,11 +160,12 @@ class Native:
             "truncated": truncated,
             "stop_type": stop_type,
             "stopping_word": stop_word(tok.decode(ch.tokens), self.params.stop) if stop_type == "word" else "",
-            "tokens_cached": ch.job.cached_tokens,
+            # what the sequence's cache holds at the end (the last token is never fed back), as llama-server counts
+            "tokens_cached": len(prompt) + max(len(ch.tokens) - 1, 0),
             "timings": timings(ch.job, len(ch.tokens)),
         }
-        if self.body.n_probs or self.params.logprobs:
-            out["completion_probabilities"] = [] if stream else probabilities(tok, ch.logprobs)
+        if self.params.logprobs and not stream:  # a stream sent them with each chunk
+            out["completion_probabilities"] = probabilities(tok, ch.logprobs)
         return pick_fields(out, self.body.response_fields)
 
     async def keep_slot(self) -> None:

@@ -56,7 +56,8 @@ def test_completion_greedy_is_llamacpps(client):
     assert body["tokens_evaluated"] == len(GOLDEN["prompt_ids"]) and body["tokens_predicted"] == n
     assert body["stop"] is True and body["stop_type"] == "limit" and body["stopping_word"] == ""
     assert body["truncated"] is False and body["model"] == STORIES_ID and body["id_slot"] == -1
-    assert body["tokens_cached"] == 0  # cache_prompt false: every prompt token computed
+    assert body["timings"]["cache_n"] == 0  # cache_prompt false: every prompt token computed
+    assert body["tokens_cached"] == len(GOLDEN["prompt_ids"]) + n - 1  # the cache at the end, as llama-server
     check_timings(body["timings"], len(GOLDEN["prompt_ids"]), n)
     gs = body["generation_settings"]
     assert gs["temperature"] == 0 and gs["n_predict"] == n and gs["n_ctx"] == 512 and gs["model"] == STORIES_ID
@@ -109,10 +110,11 @@ def test_n_predict_0_evaluates_the_prompt_into_the_cache(client):
     assert first["content"] == "" and first["tokens_predicted"] == 0 and first["stop_type"] == "limit"
     assert first["truncated"] is False
     again = client.post("/completion", json={"prompt": prompt, "n_predict": 0}).json()
-    assert again["tokens_cached"] > 0 and again["timings"]["cache_n"] == again["tokens_cached"]
-    assert again["timings"]["prompt_n"] == again["tokens_evaluated"] - again["tokens_cached"]
+    t = again["timings"]
+    assert t["cache_n"] > 0 and t["prompt_n"] == again["tokens_evaluated"] - t["cache_n"]
+    assert again["tokens_cached"] == again["tokens_evaluated"]
     cold = client.post("/completion", json={"prompt": prompt, "n_predict": 0, "cache_prompt": False}).json()
-    assert cold["tokens_cached"] == 0 and cold["timings"]["prompt_n"] == cold["tokens_evaluated"]
+    assert cold["timings"]["cache_n"] == 0 and cold["timings"]["prompt_n"] == cold["tokens_evaluated"]
 
 
 def test_stop_word_and_end_of_context(client):

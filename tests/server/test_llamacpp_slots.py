@@ -19,7 +19,7 @@ def test_props(server, client):
     d = p["default_generation_settings"]
     assert d["n_ctx"] == 512 and d["is_processing"] is False
     assert d["params"]["temperature"] == pytest.approx(0.8) and d["params"]["top_k"] == 40
-    assert d["params"]["n_predict"] == -1 and d["params"]["seed"] == -1
+    assert d["params"]["n_predict"] == -1 and d["params"]["seed"] == 4294967295  # llama.cpp's "random"
     assert p["bos_token"] == server.service.tokenizer.token_text(server.service.tokenizer.bos_id)
     assert client.post("/props", json={}).status_code == 501
 
@@ -59,7 +59,7 @@ def test_slot_cache_save_restore_erase(server, client):
                                                                      "update": False}).json()  # fmt: skip
     assert cont["choices"][0]["text"] == fresh["content"] and fresh["content"]
     again = client.post("/completion", json={"prompt": PROMPT, "n_predict": 4, "id_slot": 1, "temperature": 0})
-    assert again.json()["content"] == first["content"] and again.json()["tokens_cached"] > 0
+    assert again.json()["content"] == first["content"] and again.json()["timings"]["cache_n"] > 0
     for i in (1, 2):
         client.post(f"/slots/{i}?action=erase")
 
