@@ -203,6 +203,31 @@ class Engine:
         """One L2-normalised, pooled embedding per text (encoder models)."""
         return self.embed_ids([self.tokenizer.encode(text) for text in texts])
 
+    @property
+    def pooling(self) -> str | None:
+        """How an encoder pools its token states ("mean", "cls", "last", "none"); None for a generative model."""
+        params = getattr(self.model.cfg, "params", None)
+        value = getattr(params, "pooling", None)
+        return None if value is None else str(value)
+
+    def embed_tokens(self, inputs: Sequence[Sequence[int]]) -> list[list[list[float]]]:
+        """Each input's token states (one n_embd vector per token, not normalised), as the last layer leaves
+        them: an encoder without pooling's output, and what any encoder pools."""
+        model, st = self.model, self.state
+        if model.cfg.causal:
+            raise LlamayError(f"{model.name}: {model.cfg.arch!r} is a generative model: no token embeddings here")
+        from .model import forward
+
+        e, out = model.cfg.n_embd, []
+        for ids in inputs:
+            if len(ids) > st.n_ctx:
+                raise LlamayError(f"text of {len(ids)} tokens exceeds the model's context of {st.n_ctx}")
+            st.kv.reset(0)
+            forward(model, st, list(ids), outputs=())
+            out.append([model.backend.read_f32(st.x, j * e, e) for j in range(len(ids))])
+        st.kv.reset(0)
+        return out
+
     def embed_ids(self, inputs: Sequence[Sequence[int]]) -> list[list[float]]:
         """One L2-normalised, pooled embedding per list of token ids, read as given (encoder models)."""
         model, st = self.model, self.state
@@ -213,6 +238,9 @@ class Engine:
             )
         from .model import forward
 
+        if self.pooling == "none":
+            raise LlamayError(f"{model.name} has no pooling (pooling_type none): it gives one embedding per token "
+                              "(embed_tokens), not one per text")  # fmt: skip
         out = []
         for ids in inputs:
             if len(ids) > st.n_ctx:

@@ -94,9 +94,12 @@ def block(p: Pass, layer: LayerWeights, il: int) -> None:
 
 
 def output(p: Pass) -> None:
-    """pooled (n_embd) = the sequence's token states pooled (mean, first or last token), L2-normalised."""
+    """pooled (n_embd) = the sequence's token states pooled (mean, first or last token), L2-normalised; with no
+    pooling the token states themselves (x: n × n_embd) are the output."""
     be, st, e = p.be, p.st, p.cfg.n_embd
     pooling = p.cfg.params.pooling
+    if pooling == Pooling.NONE:
+        return
     if pooling == Pooling.MEAN:
         be.mean_pool(st.scratch.pooled, st.x, p.n, e)
     elif pooling == Pooling.CLS:

@@ -328,6 +328,10 @@ async def embedding(body: NativeEmbeddingBody, service: ServiceDep) -> list[dict
             inputs.append(pieces)
         else:
             raise bad_request(f"content[{i}] mixes text and token ids, which embeddings do not take", "content")
+    engine = service.embed_engine
+    if engine is not None and engine.pooling == "none":  # llama-server: every token's state, not normalised
+        _model, states, _n = await service.embed(body.model, inputs, per_token=True)
+        return [{"index": i, "embedding": s} for i, s in enumerate(states)]
     if body.embd_normalize < 0:
         raise bad_request("embd_normalize -1 (no normalization): the served encoder's pooled output is "
                           "L2-normalised before it leaves the model", "embd_normalize")  # fmt: skip

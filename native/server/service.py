@@ -367,13 +367,17 @@ class Service:
     # -- embeddings -----------------------------------------------------------------------------------------
 
     async def embed(
-        self, name: str | None, inputs: list[str] | list[list[int]]
-    ) -> tuple[ServedModel, list[list[float]], int]:
+        self, name: str | None, inputs: list[str] | list[list[int]], per_token: bool = False
+    ) -> tuple[ServedModel, list[Any], int]:
         """The embedding of each input: a text, or token ids of the embedding model's vocabulary (as OpenAI's
-        `input` allows), read as given."""
+        `input` allows), read as given; with `per_token`, each input's token states instead (llama-server's
+        /embedding of a model without pooling)."""
         m = self.resolve(name, "embed")
         engine = self.embed_engine
         assert engine is not None
+        if not per_token and engine.pooling == "none":
+            raise bad_request(f"{m.id} has no pooling (pooling_type none): its embeddings are one per token; ask "
+                              "POST /embedding for them", "model", "model_not_pooled")  # fmt: skip
         n_ctx = engine.state.n_ctx
         ids = await self.offload(_embedding_ids, engine, inputs, m.id)
         for i, x in enumerate(ids):
@@ -381,9 +385,9 @@ class Service:
                 raise bad_request(f"input {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}", "input",
                                   "context_length_exceeded")  # fmt: skip
 
-        def run(_state: Any = None) -> list[list[float]]:
+        def run(_state: Any = None) -> list[Any]:
             with self._embed_lock:
-                return engine.embed_ids(ids)
+                return engine.embed_tokens(ids) if per_token else engine.embed_ids(ids)
 
         if self.scheduler.alive:  # on the model thread, between steps: kernels run on one thread only (above)
             vectors = await asyncio.wrap_future(self.scheduler.call(run))

@@ -156,3 +156,57 @@ def test_infill_is_llama_servers(fim_servers, body):
     assert ("myproject" in got["prompt"]) == repo_level and ("snippet" in got["prompt"]) == (
         not repo_level and "input_extra" in body
     )
+
+
+# -- /embedding without pooling -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def unpooled(tmp_path_factory):
+    """A tiny BERT with pooling_type none (0): llama-server's /embedding answers every token's state."""
+    import dataclasses
+    from unittest import mock
+
+    from tests.models.tiny import SPECS, V, build_tiny
+
+    spec = SPECS["bert"]
+    hparams = (*(h for h in spec.hparams if h[0] != "pooling_type"), ("pooling_type", 0, V.UINT32))
+    with mock.patch.dict(SPECS, {"bert": dataclasses.replace(spec, hparams=hparams)}):
+        w = build_tiny("bert")
+    path = tmp_path_factory.mktemp("unpooled") / "tiny-bert-unpooled.gguf"
+    w.write(path)
+    live = start_server(stories("f32"), n_ctx=128, parallel=1, queue=4, embedding_model=path)
+    p = xlc.CommonParams()
+    p.model.path = str(path)
+    p.n_ctx = spec.n_ctx
+    p.n_parallel = 1
+    p.cpuparams.n_threads = 1
+    p.cpuparams_batch.n_threads = 1
+    p.warmup = False
+    p.verbosity = -1
+    p.embedding = True
+    ref = Reference.__new__(Reference)
+    ref.server = xlc.Server(p)
+    ref.url = ref.server.listening_address
+    yield live, ref
+    del ref.server
+    live.stop()
+
+
+def test_embedding_per_token_is_llama_servers(unpooled):
+    live, ref = unpooled
+    body = {"content": ["a man is eating food.", "the girl carries a baby"]}
+    status, want = ref.post("/embedding", body)
+    assert status == 200, want
+    with live.client() as c:
+        status, got = ours(c, "/embedding", body)
+        assert status == 200, got
+        assert [g["index"] for g in got] == [w["index"] for w in want] == [0, 1]
+        for g, w in zip(got, want, strict=True):
+            assert len(g["embedding"]) == len(w["embedding"]) > 1  # a vector per token
+            for gt, wt in zip(g["embedding"], w["embedding"], strict=True):  # as tests/model/test_goldens.py
+                norm_g, norm_w = math.hypot(*gt), math.hypot(*wt)  # not normalised: the raw states
+                cos = sum(a * b for a, b in zip(gt, wt, strict=True)) / (norm_g * norm_w)
+                assert len(gt) == len(wt) and cos >= 0.9999 and math.isclose(norm_g, norm_w, rel_tol=1e-3)
+        r = c.post("/v1/embeddings", json={"input": "a man is eating food."})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_pooled"
