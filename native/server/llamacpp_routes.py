@@ -344,10 +344,13 @@ async def embedding(body: NativeEmbeddingBody, service: ServiceDep) -> list[dict
 
 
 async def rerank(body: RerankBody, service: ServiceDep) -> dict[str, Any]:
-    name = service.embedder.id if service.embedder else service.generator.id
-    raise bad_request(f"{name} is not a reranker: reranking needs a BERT-family model with a classification "
-                      "head and rank pooling, which this build does not load yet", "model",
-                      "model_not_reranker")  # fmt: skip
+    """llama-server's rerank: each document's relevance score (the reranker's raw output), best first, the
+    first top_n."""
+    model, scores, n_tokens = await service.rerank(body.model, body.query, body.documents)
+    results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
+                     key=lambda r: -r["relevance_score"])  # fmt: skip
+    return {"model": model.id, "object": "list", "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens},
+            "results": results[: body.top_n] if body.top_n else results}  # fmt: skip
 
 
 for _path in ("/rerank", "/reranking", "/v1/rerank", "/v1/reranking"):

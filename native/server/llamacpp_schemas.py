@@ -102,8 +102,7 @@ class RerankBody(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
     query: str
     documents: list[str] = Field(min_length=1, max_length=MAX_BATCH)
-    top_n: Int | None = Field(None, ge=1)
-    return_text: bool = False
+    top_n: Int | None = Field(None, ge=1, description="only the best top_n results")
     model: str | None = None
 
 

@@ -210,3 +210,62 @@ def test_embedding_per_token_is_llama_servers(unpooled):
                 assert len(gt) == len(wt) and cos >= 0.9999 and math.isclose(norm_g, norm_w, rel_tol=1e-3)
         r = c.post("/v1/embeddings", json={"input": "a man is eating food."})
         assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_pooled"
+
+
+# -- /rerank --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reranker(tmp_path_factory):
+    """A tiny BERT reranker: rank pooling (4) and a classifier head (cls, cls.output), served beside stories260K
+    here and by llama-server with --reranking."""
+    import dataclasses
+    from unittest import mock
+
+    from tests.models.tiny import SPECS, V, build_tiny
+
+    spec = SPECS["bert"]
+    hparams = (*(h for h in spec.hparams if h[0] != "pooling_type"), ("pooling_type", 4, V.UINT32))
+    ranking = dataclasses.replace(spec, hparams=hparams, optional_slots=("cls", "cls_bias", "cls_out_bias"))
+    with mock.patch.dict(SPECS, {"bert": ranking}):
+        w = build_tiny("bert")
+    path = tmp_path_factory.mktemp("rerank") / "tiny-bert-reranker.gguf"
+    w.write(path)
+    live = start_server(stories("f32"), n_ctx=128, parallel=1, queue=4, embedding_model=path)
+    p = xlc.CommonParams()
+    p.model.path = str(path)
+    p.n_ctx = spec.n_ctx
+    p.n_parallel = 1
+    p.cpuparams.n_threads = 1
+    p.cpuparams_batch.n_threads = 1
+    p.warmup = False
+    p.verbosity = -1
+    p.embedding = True
+    p.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_RANK  # llama-server's --reranking
+    ref = Reference.__new__(Reference)
+    ref.server = xlc.Server(p)
+    ref.url = ref.server.listening_address
+    yield live, ref
+    del ref.server
+    live.stop()
+
+
+@pytest.mark.parametrize("path", ["/rerank", "/v1/rerank", "/reranking"])
+@pytest.mark.parametrize("top_n", [None, 2])
+def test_rerank_is_llama_servers(reranker, path, top_n):
+    live, ref = reranker
+    body = {"query": "what is a panda?", "documents": ["hi", "it is a bear", "the giant panda is a bear species",
+                                                        "pandas eat bamboo"]}  # fmt: skip
+    if top_n:
+        body["top_n"] = top_n
+    status, want = ref.post(path, body)
+    assert status == 200, want
+    with live.client() as c:
+        status, got = ours(c, path, body)
+        assert status == 200, got
+        assert set(got) == set(want) and got["object"] == "list" and got["usage"] == want["usage"]
+        assert [r["index"] for r in got["results"]] == [r["index"] for r in want["results"]]
+        for g, w in zip(got["results"], want["results"], strict=True):
+            assert set(g) == set(w) and math.isclose(g["relevance_score"], w["relevance_score"], abs_tol=5e-3)
+        r = c.post("/v1/embeddings", json={"input": "a panda"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "model_is_reranker"
