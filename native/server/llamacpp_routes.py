@@ -32,7 +32,6 @@ from .llamacpp_prompts import (
     pick_fields,
     probabilities,
     prompt_ids,
-    split_prompts,
     stop_word,
     timings,
 )
@@ -65,13 +64,9 @@ def slot_name(i: int) -> str:
 
 def native_params(body: CompletionBody, service: Service) -> GenParams:
     """The generation parameters of a /completion body; a 400 naming the first field that cannot be honoured."""
-    extra = dict(body.model_extra or {})
-    unknown = sorted(set(extra) - SAMPLING)
-    if unknown:
-        raise bad_request(f"{unknown[0]} is not a field of llama-server's /completion that this server knows "
-                          "(nothing is silently ignored)", unknown[0], "unknown_field")  # fmt: skip
+    fields = {name: getattr(body, name) for name in SAMPLING if name in type(body).model_fields}
     try:
-        got = sampling_from_request(extra, "llamacpp", service.tokenizer.n_vocab)
+        got = sampling_from_request(fields, "llamacpp", service.tokenizer.n_vocab)
     except RequestFieldError as e:
         raise refused(e) from None
     sampling = dict(got.sampling)
@@ -101,7 +96,8 @@ def check_slot(body: CompletionBody, service: Service, n_sequences: int) -> int 
         raise bad_request(f"id_slot {body.id_slot} does not exist: the server has {n_slots} slots (--parallel)",
                           "id_slot", "invalid_slot")  # fmt: skip
     if n_sequences != 1:
-        raise bad_request("id_slot takes one prompt and n_cmpl 1 (a slot holds one prompt cache)", "id_slot")
+        raise bad_request("id_slot takes one prompt and n_cmpl 1 (a slot holds one prompt cache)", "id_slot",
+                          "conflicting_fields")  # fmt: skip
     return body.id_slot
 
 
@@ -320,14 +316,8 @@ async def embedding(body: NativeEmbeddingBody, service: ServiceDep) -> list[dict
     value = body.content if body.content is not None else body.input
     if value is None:
         raise bad_request("content (or input) is required", "content")
-    inputs: list[Any] = []
-    for i, pieces in enumerate(split_prompts(value, "content")):
-        if len(pieces) == 1 and isinstance(pieces[0], str):
-            inputs.append(pieces[0])
-        elif all(type(x) is int for x in pieces):
-            inputs.append(pieces)
-        else:
-            raise bad_request(f"content[{i}] mixes text and token ids, which embeddings do not take", "content")
+    # a text, texts, token ids, or lists of them (the schema made sure of which)
+    inputs: list[Any] = [value] if isinstance(value, str) or (value and isinstance(value[0], int)) else list(value)
     engine = service.embed_engine
     if engine is not None and engine.pooling == "none":  # llama-server: every token's state, not normalised
         _model, states, _n = await service.embed(body.model, inputs, per_token=True)

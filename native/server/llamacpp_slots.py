@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
@@ -29,11 +29,14 @@ from .llamacpp_prompts import generation_settings
 from .llamacpp_routes import slot_name
 from .llamacpp_schemas import SlotFile
 from .scheduler import JobFailed, Pin
+from .schemas import ErrorResponse
 from .service import Service
+from .snapshot_store import FULL
 
 router = APIRouter(tags=["llama.cpp"], route_class=StrictJsonRoute)
-ACTIONS = ("save", "restore", "erase")
-SlotId = Annotated[int, Path(ge=0, description="the slot (a sequence: 0 to --parallel - 1)")]
+SlotId = Annotated[int, Path(ge=0, description="the slot (a sequence: 0 to --parallel - 1)",
+                             json_schema_extra={"x-llamay": "slot-id"})]  # fmt: skip
+STORAGE_FULL = {FULL: {"model": ErrorResponse, "description": "the snapshot quota (or the disk) is full"}}
 
 
 def default_settings(service: Service) -> dict[str, Any]:
@@ -88,12 +91,6 @@ async def props(service: ServiceDep) -> dict[str, Any]:
     }
 
 
-@router.post("/props", summary="Change the server's properties: not supported (as llama-server without --props)")
-async def set_props(service: ServiceDep) -> dict[str, Any]:
-    raise ApiError(501, "the server's properties cannot be changed while it runs (llama-server's --props): "
-                   "restart it with other options", code="not_supported")  # fmt: skip
-
-
 @router.get("/slots", summary="Each slot (sequence): busy or idle, its last settings, its cached tokens")
 async def slots(service: ServiceDep, fail_on_no_slot: Annotated[int, Query(ge=0, le=1)] = 0) -> list[dict[str, Any]]:
     defaults = default_settings(service)
@@ -108,12 +105,11 @@ def slot_file_id(filename: str) -> str:
     return hashlib.sha256(b"llama-server slot\0" + filename.encode()).hexdigest()[:32]
 
 
-@router.post("/slots/{id_slot}", summary="A slot's prompt cache: ?action=save, restore (a file) or erase")
+@router.post("/slots/{id_slot}", summary="A slot's prompt cache: ?action=save, restore (a file) or erase",
+             responses=STORAGE_FULL)  # fmt: skip
 async def slot_action(id_slot: SlotId, service: ServiceDep,
-                      action: Annotated[str | None, Query(description="save, restore or erase")] = None,
+                      action: Annotated[Literal["save", "restore", "erase"], Query()],
                       body: SlotFile | None = None) -> dict[str, Any]:  # fmt: skip
-    if action not in ACTIONS:
-        raise bad_request(f"action is one of {', '.join(ACTIONS)} (?action=...), got {action!r}", "action")
     n = service.scheduler.cfg.n_seq
     if id_slot >= n:
         raise bad_request(f"slot {id_slot} does not exist: the server has {n} slots (--parallel)", "id_slot",
@@ -125,7 +121,7 @@ async def slot_action(id_slot: SlotId, service: ServiceDep,
         service.slot_params.pop(id_slot, None)
         return {"id_slot": id_slot, "n_erased": len(ctx.tokens) if ctx is not None else 0}
     if body is None:
-        raise bad_request(f"action={action} needs a body with `filename`", "filename")
+        raise bad_request(f"action={action} needs a body with `filename`", "filename", "conflicting_fields")
     if action == "save":
         return await _save(service, id_slot, body.filename)
     return await _restore(service, id_slot, body.filename)
