@@ -14,10 +14,13 @@ from .names import T
 from .params import key
 from .tensors import QKV_PIECES, TOKEN_EMBD, norm_w, w
 
+NO_RANK = max(k for k, v in POOLING_TYPES.items() if v != Pooling.RANK)
+
 
 @dataclass(frozen=True)
 class Params:
-    pooling: Pooling = key(Keys.POOLING_TYPE, "int", 1, lo=0, hi=max(POOLING_TYPES), convert=POOLING_TYPES.get)
+    # up to last: rank pooling needs a classifier head, which nomic-bert files do not declare
+    pooling: Pooling = key(Keys.POOLING_TYPE, "int", 1, lo=0, hi=NO_RANK, convert=POOLING_TYPES.get)
     causal: bool = key(Keys.CAUSAL, "bool", False)
     n_token_types: int = key(TOKEN_TYPE_COUNT, "int", 2, hi=MAX_VOCAB)
 
