@@ -1,5 +1,6 @@
 """`llamay verify`'s invariants on every tiny decoder, F32 and Q8_0: batched prefill == token-by-token decode,
-prefix-cache reuse == cold, several sequences decoded together == alone, and each backend == portable."""
+prefix-cache reuse == cold, several sequences decoded together == alone, and each backend == portable (an
+encoder: its embedding against portable's)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ N_TOKENS = 12
 
 
 @pytest.mark.parametrize("ggml_type", [GGMLType.F32, GGMLType.Q8_0], ids=["f32", "q8_0"])
-@pytest.mark.parametrize("arch", TINY_QUANTISED)
+@pytest.mark.parametrize("arch", [*TINY_QUANTISED, "nomic-bert"])
 def test_verify_passes(backend_name, arch, ggml_type):
     if ggml_type != GGMLType.F32:
         pytest.importorskip("llamay.quants")
