@@ -20,6 +20,7 @@ from typing import Any
 from llamay.errors import LlamayError
 from llamay.sampling import Sampler, SamplerConfig, SamplerConfigError, request
 from llamay.sampling.request import RequestFieldError, RequestSampling, sampling_from_request
+from llamay.tools import ToolRequestError
 
 from .errors import ApiError, bad_request
 from .schemas import OllamaOptions, Sampling
@@ -37,6 +38,7 @@ class GenParams:
     n: int = 1
     logprobs: int | None = None  # None: no logprobs; k: the sampled token's and the k most likely
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} / {"type": "json_schema", ...}
+    tools: Any = None  # a llamay.tools.ToolPlan: the reply's grammar is its tool calls'
 
 
 def response_format(fmt: Any) -> dict[str, Any] | None:
@@ -116,7 +118,17 @@ def _config_fields() -> set[str]:
 
 def constraint_for(p: GenParams, tokenizer: Any) -> Any:
     """The constraint a `response_format` asks for (None for plain text); 400 where it cannot be built (a
-    compile limit names itself: `limit`). Runs on a preparation thread: compiling costs time."""
+    compile limit names itself: `limit`). Runs on a preparation thread: compiling costs time. A tool plan's
+    grammar constrains the reply instead (the two together are refused)."""
+    if p.tools is not None:
+        if p.response_format is not None:
+            raise bad_request("response_format cannot constrain a reply that may call tools: the tool calls' "
+                              "grammar does (give one of them, or tool_choice: none)", "response_format",
+                              "conflicting_fields")  # fmt: skip
+        try:
+            return p.tools.constraint(tokenizer)
+        except ToolRequestError as e:
+            raise bad_request(str(e), e.field, "invalid_tools") from None
     if p.response_format is None:
         return None
     try:
