@@ -35,7 +35,14 @@ def tok():
 
 
 def _validate(name, arguments):
-    jsonschema = pytest.importorskip("jsonschema")
+    """Against the schema with `jsonschema` (natively); where it is missing (Pyodide), the call's shape only."""
+    try:
+        import jsonschema
+    except ImportError:
+        schema = SCHEMAS[name]
+        assert isinstance(arguments, dict) and set(schema.get("required", ())) <= set(arguments)
+        assert set(arguments) <= set(schema.get("properties", {}))
+        return
     jsonschema.validate(arguments, SCHEMAS[name])
 
 
