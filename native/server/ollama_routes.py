@@ -104,6 +104,9 @@ async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
     if any(m.images for m in body.messages):
         raise bad_request("images are not supported: the served model reads text only", "messages")
     plan = plan_for(service.chat_template, body.tools)  # Ollama has no tool_choice: the model may call
+    if plan is not None and body.format:
+        raise bad_request("format cannot constrain a reply that may call tools: the tool calls' grammar does",
+                          "format", "conflicting_fields")  # fmt: skip
     params = dataclasses.replace(from_ollama(body.options, body.format), tools=plan)
     prompt = await service.offload(service.chat_ids, message_dicts(body.messages), plan)
     budget = service.budget(prompt, params.max_tokens, "num_predict")

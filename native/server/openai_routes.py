@@ -66,6 +66,9 @@ def _card(m: Any) -> dict[str, Any]:
 )
 async def chat_completions(body: ChatCompletionRequest, request: Request, service: ServiceDep):
     model = service.generative(body.model)
+    if body.function_call is not None:  # `functions` itself is refused by the schema (at most 0 of them)
+        raise bad_request("function_call is not supported (OpenAI deprecated it): send tools and tool_choice",
+                          "function_call")  # fmt: skip
     plan = plan_for(service.chat_template, body.tools, body.tool_choice, body.parallel_tool_calls)
     max_tokens = body.max_completion_tokens or body.max_tokens
     param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"

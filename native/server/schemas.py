@@ -307,8 +307,14 @@ class ChatCompletionRequest(Sampling):
     top_logprobs: Int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     response_format: ResponseFormat | None = None
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    tool_choice: str | dict[str, Any] | None = Field(
+        None, description='"none", "auto", "required" or {"type": "function", "function": {"name": ...}}: enforced'
+    )
+    parallel_tool_calls: bool | None = Field(None, description="false: at most one call (enforced)")
+    functions: list[Any] | None = Field(None, max_length=0, description="not supported (deprecated): send `tools`")
+    function_call: str | dict[str, Any] | None = Field(
+        None, description="not supported (deprecated): send `tool_choice`"
+    )
 
 
 # -- OpenAI: completions --------------------------------------------------------------------------------------
@@ -497,6 +503,7 @@ class OllamaMessage(_Lenient):
     content: str = ""
     images: list[str] | None = NO_IMAGES
     tool_calls: list[ToolCall] | None = None
+    tool_name: str | None = Field(None, description="the tool whose result a `tool` message is")
 
 
 class OllamaGenerateRequest(_Lenient):

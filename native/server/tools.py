@@ -24,8 +24,9 @@ def message_dicts(messages: list[Any]) -> list[dict[str, Any]]:
     out = []
     for m in messages:
         d: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
-        if getattr(m, "name", None):
-            d["name"] = m.name
+        name = getattr(m, "name", None) or getattr(m, "tool_name", None)  # Ollama names a result's tool so
+        if name:
+            d["name"] = name
         if getattr(m, "tool_call_id", None):
             d["tool_call_id"] = m.tool_call_id
         if m.tool_calls:

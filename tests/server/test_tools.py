@@ -13,6 +13,7 @@ import json
 import pytest
 
 from tests.models import tiny
+from tests.openai_shapes import check_openai_shape
 from tests.paths import SMOLLM2, registry_model
 from tests.server.conftest import start_server
 
@@ -177,6 +178,8 @@ def test_none_leaves_the_tools_out(live, family):
     ({"tools": None, "tool_choice": "required"}, "tool_choice"),
     ({"tools": [TOOLS[0], TOOLS[0]]}, "tools"),
     ({"response_format": {"type": "json_object"}}, "response_format"),
+    ({"functions": [{"name": "f"}]}, "functions"),
+    ({"function_call": "auto"}, "function_call"),
     ({"tools": [{"type": "function", "function": {"name": "x", "parameters": {
         "type": "object", "properties": {"s": {"type": "string", "not": {"const": "a"}}}}}}]}, "tools"),
 ])  # fmt: skip
@@ -187,6 +190,20 @@ def test_what_cannot_be_honoured_is_a_400_naming_it(live, extra, param):
         r = c.post("/v1/chat/completions", json=body)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == param, r.text
+
+
+def test_replies_and_chunks_have_openai_shapes(live, family):
+    """Checked by the openai package's own types, strictly (the client's parsing above is lenient)."""
+    body = {"messages": MSGS, "tools": TOOLS, "tool_choice": "required", "temperature": 0}
+    with live.client() as c:
+        whole = c.post("/v1/chat/completions", json=body).json()
+        check_openai_shape(whole)
+        assert whole["choices"][0]["message"]["tool_calls"]
+        with c.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as r:
+            chunks = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+    for chunk in chunks:
+        check_openai_shape(chunk)
+    assert any(ch["choices"][0]["delta"].get("tool_calls") for ch in chunks)
 
 
 def test_the_tools_count_in_the_prompt_precheck(live):
@@ -211,6 +228,26 @@ def test_ollama_tools_on_a_synthetic_template(live, family):
         assert isinstance(call.function.arguments, dict)
         jsonschema.validate(call.function.arguments, SCHEMAS[call.function.name])
     assert r.done
+
+
+def test_ollama_refusals_and_tool_results_by_name(live):
+    with live.client() as c:
+        r = c.post("/api/chat", json={"model": "m", "messages": MSGS, "tools": TOOLS, "format": "json",
+                                      "stream": False})  # fmt: skip
+        assert r.status_code == 400 and "format" in str(r.json()["error"]), r.text  # Ollama's error shape
+        history = [*MSGS, {"role": "assistant", "content": "", "tool_calls": [
+                       {"function": {"name": "weather", "arguments": {"city": "Paris", "unit": "c"}}}]},
+                   {"role": "tool", "tool_name": "weather", "content": "sunny"}]  # fmt: skip
+        r = c.post("/api/chat", json={"model": "m", "messages": history, "tools": TOOLS, "stream": False,
+                                      "options": {"num_predict": 2}})  # fmt: skip
+        assert r.status_code == 200, r.text
+    # the generic prompt names the result's tool (Ollama's `tool_name`)
+    from llamay.native.server.schemas import OllamaChatRequest
+    from llamay.native.server.tools import message_dicts, plan_for
+
+    msgs = message_dicts(OllamaChatRequest(model="m", messages=history).messages)
+    rendered = plan_for(None, OllamaChatRequest(model="m", messages=history, tools=TOOLS).tools).messages(msgs)
+    assert json.loads(rendered[-1]["content"]) == {"tool_response": {"tool": "weather", "content": "sunny"}}
 
 
 # -- the default model ---------------------------------------------------------------------------------------
