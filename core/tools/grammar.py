@@ -105,7 +105,7 @@ def tool_gbnf(syntax: ToolSyntax, tools: list[dict[str, Any]], *, required: bool
     json_rules = schema_to_gbnf(payload_schema(syntax, tools, required, parallel), True, budget)
     json_rules = re.sub(r"^root ::=", "tc-call ::=", json_rules, count=1, flags=re.MULTILINE)
     if syntax.opener is None or syntax.array:
-        prefix = _gbnf_text(syntax.opener) + " " if syntax.opener else ""
+        prefix = _gbnf_text(syntax.opener) + ' " "? ' if syntax.opener else ""  # `[TOOL_CALLS] [` is seen too
         head = f"{ROOT} ::= {prefix}tc-call"
     else:  # tagged calls: opener, the call (its trailing space takes the newline), closer; repeated if parallel
         one = f'tc-one ::= {_gbnf_text(syntax.opener)} "\\n"? tc-call {_gbnf_text(syntax.closer)}'

@@ -107,6 +107,8 @@ class ToolPlan:
         except LlamayError as e:
             names = ", ".join(sorted(self.names))
             raise ToolRequestError(f"the tools' parameters ({names}) cannot be enforced: {e}", "tools") from e
+        except RecursionError:  # a compiler without a nesting limit
+            raise ToolRequestError("the tools' parameters are nested too deeply to compile", "tools") from None
         if self.required or not self.syntax.native:
             return inner
         if self.syntax.opener is None:  # Llama 3.x: a call is a reply that begins with "{"

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
 from llamay.tools import ToolPlan
 
@@ -66,10 +67,8 @@ def _card(m: Any) -> dict[str, Any]:
 )
 async def chat_completions(body: ChatCompletionRequest, request: Request, service: ServiceDep):
     model = service.generative(body.model)
-    if body.function_call is not None:  # `functions` itself is refused by the schema (at most 0 of them)
-        raise bad_request("function_call is not supported (OpenAI deprecated it): send tools and tool_choice",
-                          "function_call")  # fmt: skip
-    plan = plan_for(service.chat_template, body.tools, body.tool_choice, body.parallel_tool_calls)
+    choice = body.tool_choice.model_dump() if isinstance(body.tool_choice, BaseModel) else body.tool_choice
+    plan = plan_for(service.chat_template, body.tools, choice, body.parallel_tool_calls)
     max_tokens = body.max_completion_tokens or body.max_tokens
     param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
     if body.top_logprobs is not None and not body.logprobs:  # as OpenAI: never silently ignored
