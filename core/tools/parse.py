@@ -83,21 +83,7 @@ class ToolStream:
                 return False
             self.mode = ("head" if self.syntax.native else "generic") if body[0] == "{" else "plain"
             return True
-        if mode == "text":
-            return self._text(out)
-        if mode == "generic":
-            return self._generic(out)
-        if mode == "array":
-            return self._array(out)
-        if mode == "head":
-            return self._head(out)
-        if mode == "args":
-            return self._args(out)
-        if mode == "tail":
-            return self._tail(out)
-        if mode == "response":
-            return self._response(out)
-        raise AssertionError(mode)
+        return _STEPS[mode](self, out)
 
     def _text(self, out: list[Event]) -> bool:
         opener = self.syntax.opener
@@ -255,6 +241,17 @@ class ToolStream:
             self._closed = True
             return True
         return False
+
+
+_STEPS = {
+    "text": ToolStream._text,  # before a call: content, until the opener
+    "array": ToolStream._array,  # after Mistral's opener: the array's bracket
+    "generic": ToolStream._generic,  # the generic format's key: tool_call, tool_calls or response
+    "head": ToolStream._head,  # a call's name
+    "args": ToolStream._args,  # its arguments, to the end of their JSON value
+    "tail": ToolStream._tail,  # what closes the call, and whether another follows
+    "response": ToolStream._response,  # the generic format's text
+}
 
 
 def parse_reply(syntax: ToolSyntax, text: str) -> tuple[str | None, list[dict[str, Any]]]:

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamay.engine import StopMatcher, StopStrings
-from llamay.tokenizer import StreamDecoder
 
 from .errors import ApiError
 from .params import GenParams, check_supported, constraint_for, sampler_for, with_defaults
 from .request_log import note_generation
 from .scheduler import Job, JobFailed, Pin, QueueFull, Sink, Update
+from .tools import reply_decoder
 
 log = logging.getLogger("llamay.server")
 DISCONNECT_POLL = 0.25  # seconds between checks that a non-streaming client is still there
@@ -85,19 +85,10 @@ class Generation:
                 index = p * params.n + i
                 job = Job(prompt, budget, samplers[index], logprobs=params.logprobs, index=index,
                           sink=self.sink, keep=keep, pin=pin.hold() if pin else None)  # fmt: skip
-                self.choices.append(Choice(job, self._detokenizer(), StopMatcher(stop_strings)))
+                self.choices.append(Choice(job, reply_decoder(self.tokenizer, params.tools), StopMatcher(stop_strings)))
         self._open = len(self.choices)
         self._closed = False
         note_generation(self)  # its tokens in the request's log line
-
-    def _detokenizer(self) -> Any:
-        """The tokenizer's streaming decoder; with tools, the syntax's control-token markers show as text (the
-        parser reads `[TOOL_CALLS]`)."""
-        shown = self.params.tools.shown_tokens(self.tokenizer) if self.params.tools is not None else ()
-        if not shown:
-            return self.tokenizer.detokenizer()
-        tok = self.tokenizer
-        return StreamDecoder(lambda i: tok.token_bytes(i, i in shown))
 
     @classmethod
     async def create(cls, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,

@@ -13,6 +13,7 @@ import json
 import uuid
 from typing import Any
 
+from llamay.tokenizer import StreamDecoder
 from llamay.tools import ToolPlan, ToolRequestError, ToolStream, collect, plan_tools
 
 from .errors import bad_request
@@ -61,6 +62,15 @@ def plan_for(template: str | None, tools: list[Any] | None, tool_choice: Any = N
         return plan_tools(template, specs, tool_choice, parallel)
     except ToolRequestError as e:
         raise bad_request(str(e), e.field, "invalid_tools") from None
+
+
+def reply_decoder(tokenizer: Any, plan: ToolPlan | None) -> StreamDecoder:
+    """The streaming decoder of a reply; with tools, the syntax's control-token markers show as their text (the
+    parser reads `[TOOL_CALLS]`), other control tokens as nothing."""
+    shown = plan.shown_tokens(tokenizer) if plan is not None else ()
+    if not shown:
+        return tokenizer.detokenizer()
+    return StreamDecoder(lambda i: tokenizer.token_bytes(i, i in shown))
 
 
 def call_id() -> str:

@@ -296,3 +296,23 @@ def test_the_default_model_with_the_ollama_client(smol):
                {"role": "tool", "content": "sunny, 21 C"}]  # fmt: skip
     answer = cl.chat(model="m", messages=history, options={"temperature": 0, "num_predict": 24})
     assert answer.message.content  # without tools: a text answer after the result
+
+
+def test_a_control_token_marker_reaches_the_parser_as_text():
+    """Mistral's `[TOOL_CALLS]` is a control token: a reply's decoder shows it (and no other control token)."""
+    from llamay.native.server.schemas import ChatCompletionRequest
+    from llamay.native.server.tools import plan_for, reply_decoder
+    from llamay.tools import parse_reply
+    from tests.tokenizer.vocabs import tokenizer
+    from tests.tools.test_grammar import MarkerTokenizer
+
+    tok = tokenizer("stories260K")
+    mt = MarkerTokenizer(tok)
+    plan = plan_for(MISTRAL, ChatCompletionRequest(messages=MSGS, tools=TOOLS).tools, "required")
+    decoder = reply_decoder(mt, plan)
+    body = tok.encode('[{"name": "add", "arguments": {"a": 1, "b": true}}]', add_special=False)
+    text = decoder.push(mt.marker) + decoder.push(tok.bos_id) + decoder.push_many(body) + decoder.flush()
+    assert text.startswith("[TOOL_CALLS]")  # the marker shown, BOS (a control token) not
+    content, calls = parse_reply(plan.syntax, text)
+    assert content is None and [c["name"] for c in calls] == ["add"]
+    assert reply_decoder(tok, None).push(tok.bos_id) == ""
