@@ -55,9 +55,10 @@ class ToolStream:
         return out
 
     def end(self) -> list[Event]:
-        """The reply is over: what is held back comes out (an unfinished call's head as content)."""
+        """The reply is over: held-back text comes out; the unfinished head of a call (cut by max_tokens) is
+        structure, not content: it is dropped."""
         out: list[Event] = []
-        if self.mode in ("text", "head", "generic", "start", "plain") and self.buf:
+        if self.mode in ("text", "generic", "start", "plain") and self.buf:
             self._content(out, self.buf)
         elif self.mode == "response" and self.buf:
             self._content(out, self.buf[1 + self._said :])

@@ -71,7 +71,15 @@ class ToolPlan:
         tools and the reply's format in the system message, earlier calls and results written as that format."""
         if self.syntax.native:
             return messages
-        out = [_generic_turn(m, messages) for m in messages]
+        out: list[dict[str, Any]] = []
+        for m in messages:
+            turn = _generic_turn(m, messages)
+            if m.get("role") == "tool" and out and out[-1].get("tool_results"):
+                # results of one turn's calls in one user turn (templates that want roles to alternate)
+                out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n{turn['content']}"}
+                continue
+            out.append({**turn, "tool_results": True} if m.get("role") == "tool" else turn)
+        out = [{k: v for k, v in m.items() if k != "tool_results"} for m in out]
         note = self._instruction()
         if out and out[0]["role"] == "system":
             out[0] = {**out[0], "content": f"{out[0].get('content') or ''}\n\n{note}".lstrip()}

@@ -229,6 +229,10 @@ def test_the_generic_prompt_describes_the_tools_and_rewrites_the_history():
     assert json.loads(out[2]["content"]) == {"tool_call": {"name": "weather", "arguments": {"city": "Paris"}}}
     assert out[3]["role"] == "user"
     assert json.loads(out[3]["content"]) == {"tool_response": {"tool": "weather", "content": "sunny"}}
+    two = [*history, {"role": "tool", "name": "add", "content": "3"}, {"role": "user", "content": "thanks"}]
+    out = plan.messages(two)
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "user", "user"]  # results in one turn
+    assert [json.loads(line)["tool_response"]["tool"] for line in out[3]["content"].splitlines()] == ["weather", "add"]
     assert plan.template_tools is None and plan.prompt_chars > len(json.dumps(TOOLS))
     native = plan_tools("<tool_call>", TOOLS, "auto", True)
     assert native.syntax is HERMES and native.messages(history) is history and native.template_tools == TOOLS

@@ -81,3 +81,5 @@ def test_a_call_cut_short_is_incomplete():
     text = '<tool_call>\n{"name": "weather", "arguments": {"city": "Par'
     content, calls = parse_reply(SYNTAXES["hermes"], text)
     assert content is None and calls == [{"name": "weather", "arguments": '{"city": "Par', "complete": False}]
+    cut = '{"tool_calls": [{"name": "add", "arguments": {"a": 1}}, {"na'  # the next call's head: no content
+    assert parse_reply(SYNTAXES["generic"], cut) == (None, [{"name": "add", "arguments": '{"a": 1}', "complete": True}])
