@@ -10,6 +10,8 @@ text came (no anchored trigger after it) — or ("on", state of the grammar).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 from ..constraints import TokenMask
@@ -82,10 +84,25 @@ class LazyConstraint:
             if state[1] is None:
                 return TokenMask(0, self.vocab.n_vocab)
             return self.inner.allowed(state[1])
-        # free: every token but those that complete a trigger the grammar then refuses (called only after the
-        # sampled token was refused: rare, so one pass over the vocabulary is affordable)
+        # free: every token but those that complete a trigger the grammar then refuses; only a token holding a
+        # trigger's last byte can complete one (called after the sampled token was refused: rare)
         bits = (1 << self.vocab.n_vocab) - 1
-        for t in range(self.vocab.n_vocab):
+        for t in _holding(self.vocab, frozenset(trigger[-1] for trigger in self.triggers)):
             if self._next(state, t) is None:
                 bits &= ~(1 << t)
         return TokenMask(bits, self.vocab.n_vocab)
+
+
+_HOLDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def _holding(vocab: Any, last: frozenset[int]) -> tuple[int, ...]:
+    """The tokens whose bytes hold one of the bytes `last` (one pass over the vocabulary, kept per vocabulary)."""
+    with _LOCK:
+        per = _HOLDING.setdefault(vocab, {})
+        found = per.get(last)
+        if found is None:
+            marks = bytes(last)
+            found = per[last] = tuple(t for t, b in enumerate(vocab.token_bytes) if b and any(c in b for c in marks))
+        return found

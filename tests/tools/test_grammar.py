@@ -236,3 +236,20 @@ def test_the_generic_prompt_describes_the_tools_and_rewrites_the_history():
     assert plan.template_tools is None and plan.prompt_chars > len(json.dumps(TOOLS))
     native = plan_tools("<tool_call>", TOOLS, "auto", True)
     assert native.syntax is HERMES and native.messages(history) is history and native.template_tools == TOOLS
+
+
+@pytest.mark.parametrize(("syntax", "text"), [(HERMES, "Hi <tool_call"), (MISTRAL, "ok [TOOL_CALLS"), (LLAMA3, ""),
+                                              (LLAMA3, "  ")])  # fmt: skip
+def test_auto_allows_exactly_what_it_accepts(syntax, text):
+    """The free state's mask (computed from the tokens that hold a trigger's last byte) is every token `accepts`
+    takes, by a pass over the whole vocabulary (SmolLM2's: tokens such as `>\n\n` or `{}` complete a trigger
+    into what the grammar refuses)."""
+    tok = tokenizer("smollm2")
+    c = plan_tools(None, TOOLS, "auto", True, syntax=syntax).constraint(tok)
+    st = c.start()
+    for t in tok.encode(text, add_special=False) if text else ():
+        st = c.advance(st, t)
+    assert st[0] == "free"
+    want = [t for t in range(tok.n_vocab) if c.accepts(st, t)]
+    assert c.allowed(st).tokens() == want
+    assert len(want) < tok.n_vocab
