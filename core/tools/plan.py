@@ -88,7 +88,7 @@ class ToolPlan:
         return out
 
     def _instruction(self) -> str:
-        described = json.dumps([t["function"] for t in self.offered], ensure_ascii=False, indent=2)
+        described = json.dumps([t["function"] for t in self.offered], ensure_ascii=False)  # compact: fewer tokens
         one = '{"tool_call": {"name": "NAME", "arguments": {...}}}'
         many = '{"tool_calls": [{"name": "NAME", "arguments": {...}}, ...]}'
         shape = many if self.parallel else one
