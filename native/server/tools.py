@@ -85,13 +85,14 @@ def finish_of(calls: list[dict[str, Any]], finish: str | None) -> str | None:
 
 
 def openai_message(plan: ToolPlan, text: str, finish: str | None) -> tuple[dict[str, Any], str | None]:
-    """The assistant message of a whole reply, and its finish_reason."""
+    """The assistant message of a whole reply, and its finish_reason; a call cut short (max_tokens, a stop
+    string) is left out: its arguments are no JSON."""
     stream = ToolStream(plan.syntax)
     content, calls = collect(stream.feed(text) + stream.end())
-    if not calls:
-        return {"role": "assistant", "content": content or ""}, finish
     out = [{"id": call_id(), "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-           for c in calls]  # fmt: skip
+           for c in calls if c["complete"]]  # fmt: skip
+    if not out:
+        return {"role": "assistant", "content": content or ""}, finish
     return {"role": "assistant", "content": content, "tool_calls": out}, finish_of(calls, finish)
 
 

@@ -137,6 +137,25 @@ def test_each_call_streams_its_name_first_then_argument_pieces(live, family):
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
+def test_a_call_cut_short_is_left_out(live):
+    """max_tokens ends the reply inside a call: finish_reason length, no call with broken arguments."""
+    oa = live.openai()
+    kw = {"model": "m", "messages": MSGS, "tools": TOOLS, "tool_choice": "required", "temperature": 0,
+          "parallel_tool_calls": False}  # fmt: skip
+    whole = oa.chat.completions.create(**kw)
+    assert whole.choices[0].finish_reason == "tool_calls"
+    n = whole.usage.completion_tokens
+    full = [(c.function.name, c.function.arguments) for c in whole.choices[0].message.tool_calls]
+    cut_in_call = 0
+    for k in range(n // 4, n, max(1, n // 8)):  # greedy: each cut reply is a prefix of the whole one
+        ch = oa.chat.completions.create(**kw, max_tokens=k).choices[0]
+        assert ch.finish_reason == "length"
+        got = [(c.function.name, c.function.arguments) for c in ch.message.tool_calls or ()]
+        assert got in ([], full)  # a complete call as in the whole reply, or none: never broken arguments
+        cut_in_call += not got
+    assert cut_in_call  # some cut fell inside the call
+
+
 def test_auto_gives_text_or_valid_calls(live, family):
     oa = live.openai()
     for seed in range(3):
@@ -235,6 +254,8 @@ def test_ollama_refusals_and_tool_results_by_name(live):
         r = c.post("/api/chat", json={"model": "m", "messages": MSGS, "tools": TOOLS, "format": "json",
                                       "stream": False})  # fmt: skip
         assert r.status_code == 400 and "format" in str(r.json()["error"]), r.text  # Ollama's error shape
+        show = c.post("/api/show", json={"model": live.service.generator.id}).json()
+        assert "tools" in show["capabilities"]  # every model: its template's syntax, else the generic format
         history = [*MSGS, {"role": "assistant", "content": "", "tool_calls": [
                        {"function": {"name": "weather", "arguments": {"city": "Paris", "unit": "c"}}}]},
                    {"role": "tool", "tool_name": "weather", "content": "sunny"}]  # fmt: skip
