@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedArchitectureError
 from ..gguf import GGUFFile, GGUFValueType, Keys
-from . import bert, gemma3, llama, qwen2, qwen3
+from . import bert, gemma3, llama, moe, qwen2, qwen2moe, qwen3, qwen3moe
 from .binder import Binder
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
@@ -51,6 +51,23 @@ ARCHITECTURES: dict[str, Architecture] = {
             embed=bert.embed,
             output=bert.output,
             scratch=bert.SCRATCH,
+        ),
+        # mixtures of experts (moe.py)
+        Architecture(
+            "qwen3moe",
+            "Qwen3 MoE (QK-norm, routed experts)",
+            qwen3moe.config,
+            qwen3moe.TENSORS,
+            llama.block,
+            scratch=moe.SCRATCH,
+        ),
+        Architecture(
+            "qwen2moe",
+            "Qwen1.5 / Qwen2 MoE (routed experts, gated shared expert)",
+            qwen2moe.config,
+            qwen2moe.TENSORS,
+            llama.block,
+            scratch=moe.SCRATCH,
         ),
     )
 }

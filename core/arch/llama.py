@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..gguf import GGUFFile, Keys
 from .config import ModelConfig, Norm, Rope
-from .layers import Pass, attention, ffn, norm
+from .layers import Pass, attention, norm
 from .meta import Meta
+from .moe import feed_forward
 from .names import T, weight
 from .params import NoParams
 from .tensors import decoder, decoder_block, w
@@ -30,11 +31,11 @@ TENSORS = (ROPE_FREQS, *decoder(decoder_block()))
 
 
 def block(p: Pass, layer: LayerWeights, il: int) -> None:
-    """Pre-norm residual block: x += attn(norm(x)); x += ffn(norm(x))."""
+    """Pre-norm residual block: x += attn(norm(x)); x += ffn(norm(x)) (or its mixture of experts)."""
     st, count = p.st, p.n * p.cfg.n_embd
     norm(p, st.xb, st.x, layer.attn_norm)
     attention(p, layer.attn, il, st.xb, st.xb2)
     p.be.add(st.x, st.x, st.xb2, count)
     norm(p, st.xb, st.x, layer.ffn_norm)
-    ffn(p, layer.ffn, st.xb, st.xb2)
+    feed_forward(p, layer, st.xb, st.xb2)  # dense, or a mixture of experts (moe.py)
     p.be.add(st.x, st.x, st.xb2, count)
