@@ -58,9 +58,13 @@ class MoEParams:
     w_scale: float = 0.0  # 0 or 1: unscaled
 
     @property
+    def moe_on(self) -> int:
+        return 1 if self.n_expert else 0
+
+    @property
     def n_ff_moe(self) -> int:
         """Width of the experts' (and the shared expert's) hidden activations: the scratch they share."""
-        return max(self.n_ff_exp, self.n_ff_shexp, 1)
+        return max(self.n_ff_exp, self.n_ff_shexp) * self.moe_on
 
 
 def check(params: MoEParams, where: str, arch: str) -> MoEParams:
@@ -82,9 +86,9 @@ def with_ff_exp(params: MoEParams, n_ff: int) -> MoEParams:
 # -- tensors ------------------------------------------------------------------------------------------------
 
 
-def moe_tensors(*, shared: bool = False, shared_gate: bool = False, layers: Any = None) -> Declaration:
-    """The router and the experts (and the shared expert) of an MoE layer, in gguf-py's order."""
-    kw = {"layers": layers} if layers is not None else {}
+def moe_tensors(*, shared: bool = False, shared_gate: bool = False, **kw: Any) -> Declaration:
+    """The router and the experts (and the shared expert) of an MoE layer, in gguf-py's order; `kw`: TensorDecl's
+    `layers=` or `when=` where only some layers or files have them."""
     decls = [
         w(T.FFN_GATE_INP, "n_embd", "n_expert", slot="moe.router", **kw),
         w(T.FFN_GATE_EXPS, "n_embd", "n_ff_exp", "n_expert", slot="moe.gate", **kw),
@@ -102,14 +106,15 @@ def moe_tensors(*, shared: bool = False, shared_gate: bool = False, layers: Any 
     return tuple(decls)
 
 
-def replace_ffn(block: Declaration, moe: Declaration, dense: Any = None) -> Declaration:
+def replace_ffn(block: Declaration, moe: Declaration, **dense: Any) -> Declaration:
     """A decoder block's declaration with its dense FFN matrices replaced by `moe` (right after the FFN norm),
-    or kept on the layers `dense(cfg, i)` says (deepseek's leading dense layers)."""
+    or kept where `dense` (TensorDecl's `layers=` or `when=`) says: deepseek's leading dense layers, a llama
+    file without experts."""
     out: list[TensorDecl] = []
     for d in block:
         if d.slot.startswith("ffn."):
-            if dense is not None:
-                out.append(dataclasses.replace(d, layers=dense))
+            if dense:
+                out.append(dataclasses.replace(d, **dense))
             continue
         out.append(d)
         if d.slot == "ffn_norm.weight":
@@ -117,16 +122,25 @@ def replace_ffn(block: Declaration, moe: Declaration, dense: Any = None) -> Decl
     return tuple(out)
 
 
+def has_experts(cfg: Any) -> bool:
+    return cfg.n_expert > 0
+
+
+def dense(cfg: Any) -> bool:
+    return cfg.n_expert == 0
+
+
 # -- scratch ------------------------------------------------------------------------------------------------
 
+# sized 0 for a file without experts ("moe_on": llama is either)
 SCRATCH = (
     Buffer("moe_logits", "f32", ("n_batch", "n_expert"), "the router's logits, (n, n_expert)"),
-    Buffer("moe_rows", "i32", ("n_batch",), "the batch rows routed to one expert"),
-    Buffer("moe_scales", "f32", ("n_batch",), "their weights"),
-    Buffer("moe_x", "f32", ("n_batch", "n_embd"), "those rows of the FFN input, gathered"),
+    Buffer("moe_rows", "i32", ("n_batch", "moe_on"), "the batch rows routed to one expert"),
+    Buffer("moe_scales", "f32", ("n_batch", "moe_on"), "their weights"),
+    Buffer("moe_x", "f32", ("n_batch", "n_embd", "moe_on"), "those rows of the FFN input, gathered"),
     Buffer("moe_a", "f32", ("n_batch", "n_ff_moe"), "gate activations"),
     Buffer("moe_b", "f32", ("n_batch", "n_ff_moe"), "up activations"),
-    Buffer("moe_y", "f32", ("n_batch", "n_embd"), "the expert's output rows"),
+    Buffer("moe_y", "f32", ("n_batch", "n_embd", "moe_on"), "the expert's output rows"),
 )
 
 

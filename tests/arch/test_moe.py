@@ -71,11 +71,13 @@ def test_moe_layers_bind_experts_in_place_of_the_dense_ffn(arch):
     with GGUFFile.from_buffer(build_tiny(arch).to_bytes(), f"tiny-{arch}.gguf") as f:
         cfg, weights, binder = bind_weights(f, strict=True)
         assert binder.unread() == []
-        layer = weights.layers[0]
+        layer = weights.layers[-1]
         assert layer.ffn is None and layer.moe is not None
+        first = weights.layers[0]
+        assert (first.moe is None and first.ffn is not None) == (arch == "deepseek")  # its leading dense layer
         assert layer.moe.gate.shape == (cfg.n_embd, cfg.n_ff_exp, cfg.n_expert)
         assert layer.moe.down.shape == (cfg.n_ff_exp, cfg.n_embd, cfg.n_expert)
-        assert (layer.moe.shared is not None) == (arch == "qwen2moe")
+        assert (layer.moe.shared is not None) == (arch in ("qwen2moe", "deepseek"))
         assert (layer.moe.shared_gate is not None) == (arch == "qwen2moe")
 
 
@@ -89,3 +91,16 @@ def test_expert_counts_out_of_range_are_refused_at_load(monkeypatch, used, count
         ModelError, match=rf"'qwen3moe.expert_count' = {count} and 'qwen3moe.expert_used_count' = {used}"
     ):
         build_tiny("qwen3moe")
+
+
+def test_a_dense_llama_file_allocates_no_expert_scratch():
+    from llamay.arch import load_config
+    from llamay.kernels import get_backend
+    from llamay.model import State
+
+    for name, on in (("llama", False), ("mixtral", True)):
+        with GGUFFile.from_buffer(build_tiny(name).to_bytes(), f"{name}.gguf") as f:
+            cfg = load_config(f)[1]
+        st = State(cfg, get_backend("portable"), n_ctx=16, n_batch=4)
+        sizes = {b.name: len(getattr(st.scratch, b.name)) for b in moe.SCRATCH}
+        assert (sum(sizes.values()) > 0) == on, (name, sizes)

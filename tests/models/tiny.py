@@ -32,7 +32,9 @@ from tests import paths
 
 V = GGUFValueType
 ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "bert")
-UNQUANTIZED = frozenset({"token_types", "pos_embd"})  # BERT's position and token-type embeddings stay F32
+# BERT's position and token-type embeddings stay F32, and so do MoE routers (llama.cpp's quantizer leaves
+# ffn_gate_inp alone: a rounded router flips near-tied expert choices)
+UNQUANTIZED = frozenset({"token_types", "pos_embd", "moe.router", "moe.shared_gate"})
 ROW_MATRICES = frozenset({"moe.shared_gate"})  # 1-D tensors that are a one-row matrix, not a norm's weight
 
 EMBD_GAIN = 2.0  # token embeddings (and the LM head when tied)
@@ -60,6 +62,7 @@ class TinySpec:
     encoder: bool = False  # BERT: no head_count_kv key, no LM head
     embd_gain: float = EMBD_GAIN
     hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
+    name: str = ""  # the model's name in SPECS when it is not its architecture's (mixtral: a llama file)
 
     @property
     def optional(self) -> tuple[str, ...]:
@@ -159,9 +162,34 @@ MOE_SPECS = (
             ("expert_shared_feed_forward_length", 64, V.UINT32),
         ),
     ),
+    TinySpec(
+        "llama",
+        name="mixtral",
+        n_layer=2,
+        hparams=(
+            ("rope.dimension_count", 16, V.UINT32),
+            ("rope.freq_base", 1000000.0, V.FLOAT32),
+            ("attention.layer_norm_rms_epsilon", 1e-5, V.FLOAT32),
+            *MOE_KEYS[:2],  # the experts are as wide as feed_forward_length
+        ),
+    ),
+    TinySpec(
+        "deepseek",
+        n_layer=3,
+        untied_output=True,
+        hparams=(
+            ("rope.dimension_count", 16, V.UINT32),
+            ("rope.freq_base", 10000.0, V.FLOAT32),
+            ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
+            *MOE_KEYS,
+            ("leading_dense_block_count", 1, V.UINT32),
+            ("expert_shared_count", 2, V.UINT32),
+            ("expert_weights_scale", 1.5, V.FLOAT32),
+        ),
+    ),
 )
-SPECS.update((s.arch, s) for s in MOE_SPECS)
-MOE_ARCHES = tuple(s.arch for s in MOE_SPECS)
+SPECS.update((s.name or s.arch, s) for s in MOE_SPECS)
+MOE_ARCHES = tuple(s.name or s.arch for s in MOE_SPECS)
 ARCHES += MOE_ARCHES
 
 
