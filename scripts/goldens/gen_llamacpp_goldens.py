@@ -12,7 +12,7 @@ What it records, per model file (name, sha256, size) and llama.cpp build:
 - the tiny random-weight models of `tests.models.tiny` (one per architecture; their sha256 lets a test check its
   own rewrite is byte-identical): the full log-softmax over the 512-token vocabulary at the last prompt position,
   then 8 greedy steps; for BERT the pooled, L2-normalised embeddings of two sentences. The mixture-of-experts
-  models also in Q8_0 (`tiny-<arch>-q8_0`: experts, router and projections quantised).
+  models also quantised (`tiny-<arch>-q8_0`, and qwen3moe in MXFP4: every matrix but the router).
 - all-MiniLM-L6-v2: only printed, the cosine of llama.cpp's embeddings with `expected.json`.
 
 Settings: 1 thread, fixed n_ctx, temperature 0 (greedy), seed 0, no prompt cache reuse between requests; the KV
@@ -60,7 +60,7 @@ import xllamacpp as xlc  # noqa: E402
 
 from llamay.ggml_types import GGMLType  # noqa: E402
 from tests import paths  # noqa: E402
-from tests.models.tiny import ARCHES, MOE_ARCHES, SPECS, write_tiny  # noqa: E402
+from tests.models.tiny import ARCHES, MOE_VARIANTS, SPECS, write_tiny  # noqa: E402
 
 OUT = REPO / "tests" / "goldens"
 N_THREADS = 1
@@ -407,14 +407,15 @@ def jobs(tmp: Path) -> list[tuple[str, Any]]:
             return tiny_bert_golden(path) if arch == "bert" else tiny_decoder_golden(arch, path)
 
         out.append((f"tiny-{arch}", run))
-    for arch in MOE_ARCHES:  # mixtures of experts: also a quantised variant (experts in Q8_0)
-        path = tmp / f"tiny-{arch}-q8_0.gguf"
+    for arch, t in MOE_VARIANTS:  # mixtures of experts: also quantised variants (experts in Q8_0, MXFP4)
+        name = f"tiny-{arch}-{t.name.lower()}"
+        path = tmp / f"{name}.gguf"
 
-        def run_q(arch: str = arch, path: Path = path) -> dict:
-            write_tiny(arch, path, ggml_type=GGMLType.Q8_0)
-            return tiny_decoder_golden(arch, path, GGMLType.Q8_0.name)
+        def run_q(arch: str = arch, path: Path = path, t: GGMLType = t) -> dict:
+            write_tiny(arch, path, ggml_type=t)
+            return tiny_decoder_golden(arch, path, t.name)
 
-        out.append((f"tiny-{arch}-q8_0", run_q))
+        out.append((name, run_q))
     return out
 
 

@@ -24,9 +24,9 @@ from tests.model.test_goldens import (
     compare_case,
     golden,
 )
-from tests.models.tiny import MOE_ARCHES, write_tiny
+from tests.models.tiny import MOE_ARCHES, MOE_VARIANTS, write_tiny
 
-VARIANTS = [(a, t) for a in MOE_ARCHES for t in (GGMLType.F32, GGMLType.Q8_0)]
+VARIANTS = [(a, GGMLType.F32) for a in MOE_ARCHES] + list(MOE_VARIANTS)
 
 
 def _name(arch: str, t: GGMLType) -> str:

@@ -190,6 +190,8 @@ MOE_SPECS = (
 )
 SPECS.update((s.name or s.arch, s) for s in MOE_SPECS)
 MOE_ARCHES = tuple(s.name or s.arch for s in MOE_SPECS)
+# their quantised variants with goldens: every MoE model in Q8_0, and qwen3moe in MXFP4 (gpt-oss's expert type)
+MOE_VARIANTS = (*((a, GGMLType.Q8_0) for a in MOE_ARCHES), ("qwen3moe", GGMLType.MXFP4))
 ARCHES += MOE_ARCHES
 
 
