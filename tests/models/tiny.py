@@ -63,11 +63,12 @@ class TinySpec:
     embd_gain: float = EMBD_GAIN
     hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
     name: str = ""  # the model's name in SPECS when it is not its architecture's (mixtral: a llama file)
+    optional_slots: tuple[str, ...] = ()  # other optional tensors it writes (a reranker's classifier head)
 
     @property
     def optional(self) -> tuple[str, ...]:
         """Slots of the optional declared tensors this model writes."""
-        return ("output",) if self.untied_output else ()
+        return (("output",) if self.untied_output else ()) + self.optional_slots
 
 
 SPECS: dict[str, TinySpec] = {
