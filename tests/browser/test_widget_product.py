@@ -94,7 +94,7 @@ def test_system_prompt_reaches_the_model_and_replies_are_markdown(web_app, site,
     site.wait_for_function("window.llamayEvents.some((e) => e.type === 'llamay-reply')")
     [reply] = events(site, "llamay-reply")
     assert reply["content"] == native
-    bubble = site.locator("llamay-chat .assistant.md").last
+    bubble = site.locator("llamay-chat .assistant.rendered .md").last
     expect(bubble).to_be_visible()
     # the bubble holds the rendered Markdown of the reply (its text, less the Markdown's own marks)
     blocks = "p, ul, ol, .md-code, h3, h4, h5, h6, blockquote"

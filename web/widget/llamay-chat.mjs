@@ -113,7 +113,7 @@ footer { font-size: 0.7em; color: var(--_muted); padding: 0 0.8rem 0.5rem; }
 .failure p { margin: 0; }
 .failure .detail { font-size: 0.8em; opacity: 0.85; overflow-wrap: anywhere; }
 .failure button { background: #fff; color: #8c1d13; border-color: #d9897e; font-size: 0.85em; }
-.assistant.md { white-space: normal; }
+.assistant.rendered { white-space: normal; }
 .md > :first-child { margin-top: 0; }
 .md > :last-child { margin-bottom: 0; }
 .md p, .md ul, .md ol, .md blockquote, .md .md-code { margin: 0.4rem 0; }
@@ -236,13 +236,14 @@ export class LlamayChat extends HTMLElement {
     reply.append(out);
     // a chat reply is drawn as Markdown once a frame while it streams (a continuation stays plain text)
     const body = document.createElement("div");
+    body.className = "md";
     let queued = false;
     const draw = () => {
       queued = false;
       body.replaceChildren(renderMarkdown(content));
     };
     if (this.chatMode) {
-      reply.classList.add("md");
+      reply.classList.add("rendered");
       out.replaceWith(body);
     }
     let content = "";
@@ -398,7 +399,8 @@ export class LlamayChat extends HTMLElement {
     what.textContent = VISITOR_MESSAGES[err.kind] ?? "Something went wrong while the assistant was starting.";
     const detail = document.createElement("p");
     detail.className = "detail";
-    detail.textContent = `${name}: ${err.message ?? String(err)}`;
+    const message = err.message ?? String(err);
+    detail.textContent = message.includes(name) ? message : `${name}: ${message}`; // the file, named once
     const retry = document.createElement("button");
     retry.type = "button";
     retry.textContent = "Try again";
