@@ -115,11 +115,14 @@ def json_schema_constraint(
     max_string_length: int | None = None,
     max_items: int | None = None,
     limits: ConstraintLimits | None = None,
+    refuse_unknown: bool = False,
 ) -> GrammarConstraint:
-    """JSON valid against `schema` (a dict or JSON text); unsupported keywords raise unless strict=False.
+    """JSON valid against `schema` (a dict or JSON text); unsupported keywords raise unless strict=False;
+    keywords no draft defines are ignored unless refuse_unknown=True.
     `max_string_length` / `max_items` cap what the schema leaves unbounded (outputs stay valid)."""
     budget = Budget(limits)  # one budget for the schema and the GBNF it writes
-    text = schema_to_gbnf(schema, strict, budget, max_string_length=max_string_length, max_items=max_items)
+    caps = {"max_string_length": max_string_length, "max_items": max_items}
+    text = schema_to_gbnf(schema, strict, budget, refuse_unknown, **caps)
     return _cached(("json-schema", text), _vocab(tokenizer), _from_gbnf(text, budget), limits)
 
 

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .errors import ConstraintError
-from .json_keywords import ANNOTATIONS, KEYWORD_TYPES, check_keywords, value_type
+from .json_keywords import KEYWORD_TYPES, VOCABULARY, check_keywords, value_type
 
 
 def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
@@ -27,7 +27,7 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
     c.budget.charge(len(a) + len(b), path)
     out = dict(a)
     for k, v in b.items():
-        if k not in out or out[k] == v or k in ANNOTATIONS - {"$defs", "definitions"}:
+        if k not in out or out[k] == v or k not in VOCABULARY:  # (annotations: the first part's kept)
             out.setdefault(k, v)
         else:
             out[k] = merge_keyword(c, k, out[k], v, path)

@@ -45,12 +45,15 @@ from .json_keywords import (
     KEYWORD_TYPES,
     SUPPORTED,
     TYPES,
+    UNSUPPORTED,
+    VOCABULARY,
     check_document,
     check_keywords,
     text_depth,
     type_matches,
 )
 from .json_numbers import integer_bounds, integer_range, number_range
+from .json_refs import DEFAULT_BASE, Resolver
 from .json_strings import FORMATS, key_excluding, pattern_gbnf
 from .lexicon import word_trie
 from .limits import Budget, ConstraintLimits, budget_of
@@ -82,9 +85,12 @@ class SchemaCompiler:
         max_string_length: int | None = None,
         max_items: int | None = None,
         limits: ConstraintLimits | Budget | None = None,
+        refuse_unknown: bool = False,
     ) -> None:
         self.schema = schema
         self.strict = strict
+        self.refuse_unknown = refuse_unknown
+        self.unknown_keywords: list[str] = []  # JSON pointers of the unknown keywords ignored
         self.max_string_length = max_string_length
         self.max_items = max_items
         self.budget = budget_of(limits)
@@ -92,7 +98,9 @@ class SchemaCompiler:
         self.used: set[str] = set()  # primitives and format rules referenced
         self.ignored: list[str] = []  # keywords skipped (strict=False only)
         self.refs: dict[str, str] = {}
-        self.pending: list[tuple[str, Any, str]] = []  # references named but not compiled yet: (rule, target, ref)
+        self.pending: list[tuple[str, Any, str, str]] = []  # references not compiled yet: (rule, target, ref, base)
+        self.resolver: Resolver | None = None  # the document's identifiers (made by gbnf())
+        self.base = DEFAULT_BASE  # the base URI of the schema being compiled
         self.composites: dict[Any, tuple[str, Any]] = {}  # key (ref_key, id) -> (its rule, the schema)
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, str], str] = {}  # (base name, body) -> its rule
@@ -103,12 +111,14 @@ class SchemaCompiler:
     def gbnf(self) -> str:
         schema = self.schema
         check_document(schema, self.budget)
-        if schema is True or (isinstance(schema, dict) and not (set(schema) - ANNOTATIONS)):
+        self.resolver = Resolver(schema, self.budget)
+        self.base = self.resolver.root_base
+        if schema is True or (isinstance(schema, dict) and not (set(schema) & VOCABULARY)):
             root = self.use("object")  # llama.cpp's convention: an empty schema asks for an object
         else:
             root = self.visit(schema, "", "#")
         while self.pending:  # references, each compiled once, from here: no recursion through them
-            name, target, ref = self.pending.pop()
+            name, target, ref, self.base = self.pending.pop()
             self.rules[name] = self.visit(target, name, ref)
         rules = {"root": root, **self.rules}
         primitives = primitive_rules(self.max_string_length, self.max_items)
@@ -152,6 +162,16 @@ class SchemaCompiler:
         """`rhs` as something that can stand in a sequence: itself when a rule name, else a new rule."""
         return rhs if _NAME.match(rhs) else self.add_rule(name, rhs)
 
+    def unknown(self, path: str, keyword: str) -> None:
+        """A keyword no draft defines (`x-*`, `example`, `links`, ...): ignored, as the spec says, and listed
+        in `self.unknown_keywords`; `refuse_unknown=True` refuses it instead."""
+        if self.refuse_unknown:
+            raise ConstraintError(
+                f"JSON Schema keyword {keyword!r} at {path} is not a keyword of the JSON Schema drafts (refused by"
+                " refuse_unknown=True)"
+            )
+        self.unknown_keywords.append(f"{path}/{keyword}")
+
     def unsupported(self, path: str, keyword: str, detail: str = "") -> None:
         msg = f"JSON Schema keyword {keyword!r} at {path} is not supported{detail}"
         if self.strict:
@@ -160,27 +180,21 @@ class SchemaCompiler:
 
     # -- references -------------------------------------------------------------------------------------------
 
-    def resolve(self, ref: Any, path: str) -> Any:
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            raise ConstraintError(f"$ref {ref!r} at {path}: only references into the same document (#...) work")
-        node = self.schema
-        pointer = ref[1:]
-        for raw in pointer.split("/")[1:] if pointer else []:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            try:
-                node = node[int(part)] if isinstance(node, list) else node[part]
-            except (KeyError, IndexError, ValueError, TypeError):
-                raise ConstraintError(f"$ref {ref!r} at {path}: {part!r} is not in the schema") from None
-        return node
+    def resolve(self, ref: Any, path: str, base: str | None = None) -> tuple[Any, str, str]:
+        """(target, its base URI, its absolute name) of a `$ref` met where the base URI is `base` (the current
+        one by default): fragment names and relative references resolve as the spec says (json_refs.py)."""
+        return self.resolver.resolve(ref, self.base if base is None else base, path)
 
     def ref_rule(self, ref: str, path: str) -> str:
-        name = self.refs.get(ref)
+        target, base, key = self.resolve(ref, path)
+        name = self.refs.get(key)
         if name is None:
-            target = self.resolve(ref, path)
-            base = ref.rsplit("/", 1)[-1] if "/" in ref else "root-ref"
-            name = self.add_rule(base, f"\0{ref}")  # reserved (a body no other rule has) until compiled
-            self.refs[ref] = name
-            self.pending.append((name, target, ref))
+            tail = key.rsplit("#", 1)[-1]
+            base_name = tail.rsplit("/", 1)[-1] if tail else "root-ref"
+            name = self.add_rule(base_name or "root-ref", f"\0{key}")  # reserved until compiled
+            self.refs[key] = name
+            where = key[len(DEFAULT_BASE) :] if key.startswith(DEFAULT_BASE + "#") else key  # the ref, for errors
+            self.pending.append((name, target, where, base))
         return name
 
     def composite(self, key: Any, schema: dict, name: str, build) -> str:
@@ -202,20 +216,21 @@ class SchemaCompiler:
         except (TypeError, ValueError):
             return id(schema)
         self.budget.charge(len(text), path)
-        return ref, text
+        return self.resolve(ref, path)[2], text
 
     def deref(self, schema: Any, path: str) -> Any:
         """The schema with a top-level $ref replaced by its target (merged with any sibling keywords), following
         a chain of them iteratively: {$ref: A, x} with A = {$ref: B, y} is allOf(B, y, x)."""
         rests, seen = [], set()
+        base = self.resolver.base_of(schema, self.base)
         while isinstance(schema, dict) and "$ref" in schema:
             ref = schema["$ref"]
-            if ref in seen:
+            rests.append({k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY})
+            schema, base, key = self.resolve(ref, path, base)
+            if key in seen:
                 raise ConstraintError(f"{path}: $ref {ref!r} refers to itself through a chain of references")
-            seen.add(ref)
+            seen.add(key)
             self.budget.check("max_nesting", len(seen), path, "$ref chain length")
-            rests.append({k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS})
-            schema = self.resolve(ref, path)
         parts = [r for r in reversed(rests) if r]
         return self.merge([schema, *parts], path) if parts else schema
 
@@ -224,11 +239,14 @@ class SchemaCompiler:
     def visit(self, schema: Any, name: str, path: str) -> str:
         """GBNF right-hand side for values valid against `schema` (ending with optional space)."""
         self.depth += 1
+        outer = self.base
+        self.base = self.resolver.base_of(schema, outer)
         try:
             self.budget.check("max_nesting", self.depth, path, "schema nesting depth")
             return self.visit_schema(schema, name, path)
         finally:
             self.depth -= 1
+            self.base = outer
 
     def visit_schema(self, schema: Any, name: str, path: str) -> str:
         if schema is True:
@@ -239,11 +257,13 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         for key in schema:
-            if key not in SUPPORTED and key not in ANNOTATIONS:
+            if key in UNSUPPORTED:
                 self.unsupported(path, key)
+            elif key not in SUPPORTED and key not in ANNOTATIONS:
+                self.unknown(path, key)
         check_keywords(schema, path)
         if "$ref" in schema:
-            rest = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
+            rest = {k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY}
             if not rest:
                 return self.ref_rule(schema["$ref"], path)
             key = self.ref_key(schema["$ref"], rest, schema, path)
@@ -292,8 +312,7 @@ class SchemaCompiler:
     def literals(self, values: list, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
         types = t if isinstance(t, list) else [t] if t else None
-        checked = {"type", "enum", "const"} | ANNOTATIONS
-        others = sorted(set(schema) - checked)
+        others = sorted(set(schema) & VOCABULARY - {"type", "enum", "const"})
         if others:
             self.unsupported(path, others[0], " together with enum/const")
         keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
@@ -316,7 +335,7 @@ class SchemaCompiler:
         branches = schema[key]
         if not branches:
             raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
-        rest = {k: v for k, v in schema.items() if k != key and k not in ANNOTATIONS}
+        rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
         if key == "oneOf":
             self.check_exclusive(branches, rest, path)
         alts = []
@@ -557,7 +576,11 @@ def _capped(hi: int | None, cap: int | None, lo: int) -> int | None:
 
 
 def schema_to_gbnf(
-    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **caps: int | None
+    schema: Any,
+    strict: bool = True,
+    limits: ConstraintLimits | Budget | None = None,
+    refuse_unknown: bool = False,
+    **caps: int | None,
 ) -> str:
     """GBNF text for `schema` (a dict or a JSON string); see the module docstring for what is supported.
     `limits` (or a compilation's Budget) bounds the work; `caps`: max_string_length / max_items (SchemaCompiler)."""
@@ -570,11 +593,15 @@ def schema_to_gbnf(
             schema = json.loads(text)
         except ValueError as e:  # UnicodeDecodeError too
             raise ConstraintError(f"the JSON Schema is not valid JSON: {e}") from None
-    return SchemaCompiler(schema, strict, limits=budget, **caps).gbnf()
+    return SchemaCompiler(schema, strict, limits=budget, refuse_unknown=refuse_unknown, **caps).gbnf()
 
 
 def schema_to_grammar(
-    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **caps: int | None
+    schema: Any,
+    strict: bool = True,
+    limits: ConstraintLimits | Budget | None = None,
+    refuse_unknown: bool = False,
+    **caps: int | None,
 ) -> Grammar:
     budget = budget_of(limits)
-    return parse(schema_to_gbnf(schema, strict, budget, **caps), limits=budget)
+    return parse(schema_to_gbnf(schema, strict, budget, refuse_unknown, **caps), limits=budget)

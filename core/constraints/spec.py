@@ -40,13 +40,15 @@ def json_schema(
     max_string_length: int | None = None,
     max_items: int | None = None,
     limits: ConstraintLimits | None = None,
+    refuse_unknown: bool = False,
 ) -> ConstraintSpec:
     """JSON valid against `schema` (a dict or JSON text); the schema is checked now, so a schema this package
     cannot compile is an error here, not at the first token."""
     from . import json_schema_constraint, schema_to_gbnf
 
-    schema_to_gbnf(schema, strict, limits, max_string_length=max_string_length, max_items=max_items)
-    opts = {"strict": strict, "max_string_length": max_string_length, "max_items": max_items, "limits": limits}
+    caps = {"max_string_length": max_string_length, "max_items": max_items}
+    schema_to_gbnf(schema, strict, limits, refuse_unknown, **caps)
+    opts = {"strict": strict, **caps, "limits": limits, "refuse_unknown": refuse_unknown}
     return ConstraintSpec("json_schema", json_schema_constraint, (schema,), opts)
 
 
