@@ -116,13 +116,16 @@ def json_schema_constraint(
     max_items: int | None = None,
     limits: ConstraintLimits | None = None,
     refuse_unknown: bool = False,
+    closed_objects: bool = False,
 ) -> GrammarConstraint:
     """JSON valid against `schema` (a dict or JSON text); unsupported keywords raise unless strict=False;
-    keywords no draft defines are ignored unless refuse_unknown=True.
+    keywords no draft defines are ignored unless refuse_unknown=True; closed_objects=True generates no property
+    beyond the listed ones where `additionalProperties` is absent (the spec allows them).
     `max_string_length` / `max_items` cap what the schema leaves unbounded (outputs stay valid)."""
     budget = Budget(limits)  # one budget for the schema and the GBNF it writes
-    caps = {"max_string_length": max_string_length, "max_items": max_items}
-    text = schema_to_gbnf(schema, strict, budget, refuse_unknown, **caps)
+    options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
+               "closed_objects": closed_objects}  # fmt: skip
+    text = schema_to_gbnf(schema, strict, budget, **options)
     return _cached(("json-schema", text), _vocab(tokenizer), _from_gbnf(text, budget), limits)
 
 
@@ -152,14 +155,16 @@ def constraint_from_request(
     """The constraint an API request asks for, or None. Understands llama.cpp's `grammar` and `json_schema`
     fields and OpenAI's `response_format` ({"type": "json_object"}, {"type": "json_schema", "json_schema":
     {"schema": ...}}, also llama.cpp's {"type": "json_object", "schema": ...}); the browser engine passes its
-    options the same way. `limits` bound the work (ConstraintLimitError past one)."""
+    options the same way. `limits` bound the work (ConstraintLimitError past one). Objects without
+    `additionalProperties` are generated closed, as llama.cpp's server does (a subset of the valid documents:
+    a model that may add properties rambles on until its token limit)."""
     fmt = params.get("response_format")
     if fmt:
         kind = fmt.get("type") if isinstance(fmt, dict) else fmt
         if kind == "json_object":
             schema = fmt.get("schema") if isinstance(fmt, dict) else None
             if schema:
-                return json_schema_constraint(schema, tokenizer, limits=limits)
+                return json_schema_constraint(schema, tokenizer, limits=limits, closed_objects=True)
             return json_constraint(tokenizer, limits=limits)
         if kind == "json_schema":
             spec = (fmt.get("json_schema") if isinstance(fmt, dict) else None) or {}
@@ -168,11 +173,11 @@ def constraint_from_request(
             schema = spec.get("schema", fmt.get("schema"))
             if schema is None:
                 raise ConstraintError("response_format json_schema needs json_schema.schema")
-            return json_schema_constraint(schema, tokenizer, limits=limits)
+            return json_schema_constraint(schema, tokenizer, limits=limits, closed_objects=True)
         if kind not in ("text", None):
             raise ConstraintError(f"unknown response_format type {kind!r} (text, json_object, json_schema)")
     if params.get("json_schema") is not None:
-        return json_schema_constraint(params["json_schema"], tokenizer, limits=limits)
+        return json_schema_constraint(params["json_schema"], tokenizer, limits=limits, closed_objects=True)
     if params.get("grammar"):
         return grammar_constraint(params["grammar"], tokenizer, limits=limits)
     if params.get("lexicon"):

@@ -76,7 +76,10 @@ def json_literal(value: Any) -> str:
 class SchemaCompiler:
     """`max_string_length` / `max_items`: optional generation caps for strings, arrays and additional
     properties the schema leaves unbounded (outputs stay valid; a small model cannot ramble forever).
-    `limits`: the ConstraintLimits (or a compilation's Budget) bounding the work."""
+    `limits`: the ConstraintLimits (or a compilation's Budget) bounding the work. `refuse_unknown`: refuse
+    keywords no draft defines (by default ignored, as the spec says). `closed_objects`: an object without
+    `additionalProperties` gets only its listed properties (by default others may follow them, as the spec
+    allows)."""
 
     def __init__(
         self,
@@ -86,10 +89,12 @@ class SchemaCompiler:
         max_items: int | None = None,
         limits: ConstraintLimits | Budget | None = None,
         refuse_unknown: bool = False,
+        closed_objects: bool = False,
     ) -> None:
         self.schema = schema
         self.strict = strict
         self.refuse_unknown = refuse_unknown
+        self.closed_objects = closed_objects
         self.unknown_keywords: list[str] = []  # JSON pointers of the unknown keywords ignored
         self.max_string_length = max_string_length
         self.max_items = max_items
@@ -432,6 +437,8 @@ class SchemaCompiler:
         addl = schema.get("additionalProperties")
         if schema.get("unevaluatedProperties") is False and addl is None:
             addl = False
+        if addl is None and not self.closed_objects and props:
+            addl = True  # the spec's default: any other property (after the listed ones)
         elif "unevaluatedProperties" in schema and schema["unevaluatedProperties"] is not False:
             self.unsupported(path, "unevaluatedProperties", " (only false is)")
         for r in required:
@@ -457,10 +464,11 @@ class SchemaCompiler:
         extra = None
         if extra_allowed:
             value = self.visit(addl, child("additional-value"), f"{path}/additionalProperties")
-            key_rule = child("additional-k")
             if props:
+                key_rule = self.fresh(child("additional-k"))
                 self.budget.charge(sum(map(len, props)), f"{path}/additionalProperties")
-                for rule, rhs in key_excluding(list(props), key_rule, self.max_string_length).items():
+                fresh = lambda: self.fresh(key_rule)  # noqa: E731
+                for rule, rhs in key_excluding(list(props), key_rule, self.max_string_length, fresh).items():
                     self.budget.charge(len(rhs), f"{path}/additionalProperties")
                     self.rules[rule] = rhs
             else:
@@ -576,14 +584,11 @@ def _capped(hi: int | None, cap: int | None, lo: int) -> int | None:
 
 
 def schema_to_gbnf(
-    schema: Any,
-    strict: bool = True,
-    limits: ConstraintLimits | Budget | None = None,
-    refuse_unknown: bool = False,
-    **caps: int | None,
+    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
 ) -> str:
     """GBNF text for `schema` (a dict or a JSON string); see the module docstring for what is supported.
-    `limits` (or a compilation's Budget) bounds the work; `caps`: max_string_length / max_items (SchemaCompiler)."""
+    `limits` (or a compilation's Budget) bounds the work; `options`: SchemaCompiler's (max_string_length,
+    max_items, closed_objects, refuse_unknown)."""
     budget = budget_of(limits)
     if isinstance(schema, (str, bytes)):
         budget.charge(len(schema), "the JSON Schema text")
@@ -593,15 +598,11 @@ def schema_to_gbnf(
             schema = json.loads(text)
         except ValueError as e:  # UnicodeDecodeError too
             raise ConstraintError(f"the JSON Schema is not valid JSON: {e}") from None
-    return SchemaCompiler(schema, strict, limits=budget, refuse_unknown=refuse_unknown, **caps).gbnf()
+    return SchemaCompiler(schema, strict, limits=budget, **options).gbnf()
 
 
 def schema_to_grammar(
-    schema: Any,
-    strict: bool = True,
-    limits: ConstraintLimits | Budget | None = None,
-    refuse_unknown: bool = False,
-    **caps: int | None,
+    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
 ) -> Grammar:
     budget = budget_of(limits)
-    return parse(schema_to_gbnf(schema, strict, budget, refuse_unknown, **caps), limits=budget)
+    return parse(schema_to_gbnf(schema, strict, budget, **options), limits=budget)

@@ -134,9 +134,10 @@ def pattern_gbnf(node: Node) -> str:
 KEY_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'  # a key character written as itself (no escapes: see key_excluding)
 
 
-def key_excluding(names: list[str], rule: str, max_length: int | None = None) -> dict[str, str]:
+def key_excluding(names: list[str], rule: str, max_length: int | None = None, fresh=None) -> dict[str, str]:
     """Rules for a quoted object key that is none of `names`. Keys are written without escapes, so a key that
-    decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry."""
+    decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry;
+    `fresh()` names the other rules (default: `rule-1`, `rule-2`, ...)."""
     # a flat trie (children by index): a nested one as deep as the longest name is freed by recursion in C,
     # which overflows a browser worker's stack at ~2000 levels
     nodes: list[dict[str, int]] = [{}]
@@ -164,7 +165,7 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None) ->
         named = []
         for ch in children:
             count += 1
-            child_rule = f"{rule}-{count}"
+            child_rule = fresh() if fresh is not None else f"{rule}-{count}"
             named.append((node[ch], child_rule))
             options.append(f"{node_to_gbnf(Lit(ch))} {child_rule}")
         todo.extend(reversed(named))

@@ -41,14 +41,16 @@ def json_schema(
     max_items: int | None = None,
     limits: ConstraintLimits | None = None,
     refuse_unknown: bool = False,
+    closed_objects: bool = False,
 ) -> ConstraintSpec:
     """JSON valid against `schema` (a dict or JSON text); the schema is checked now, so a schema this package
     cannot compile is an error here, not at the first token."""
     from . import json_schema_constraint, schema_to_gbnf
 
-    caps = {"max_string_length": max_string_length, "max_items": max_items}
-    schema_to_gbnf(schema, strict, limits, refuse_unknown, **caps)
-    opts = {"strict": strict, **caps, "limits": limits, "refuse_unknown": refuse_unknown}
+    options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
+               "closed_objects": closed_objects}  # fmt: skip
+    schema_to_gbnf(schema, strict, limits, **options)
+    opts = {"strict": strict, **options, "limits": limits}
     return ConstraintSpec("json_schema", json_schema_constraint, (schema,), opts)
 
 
