@@ -54,7 +54,7 @@ from .json_keywords import (
 )
 from .json_numbers import integer_bounds, integer_range, number_range
 from .json_refs import DEFAULT_BASE, Resolver
-from .json_strings import FORMATS, key_excluding, pattern_gbnf
+from .json_strings import FORMATS, format_lengths, key_excluding, pattern_gbnf, within_lengths
 from .lexicon import word_trie
 from .limits import Budget, ConstraintLimits, budget_of
 from .regex import parse_pattern
@@ -167,13 +167,14 @@ class SchemaCompiler:
         """`rhs` as something that can stand in a sequence: itself when a rule name, else a new rule."""
         return rhs if _NAME.match(rhs) else self.add_rule(name, rhs)
 
-    def unknown(self, path: str, keyword: str) -> None:
-        """A keyword no draft defines (`x-*`, `example`, `links`, ...): ignored, as the spec says, and listed
-        in `self.unknown_keywords`; `refuse_unknown=True` refuses it instead."""
+    def unknown(self, path: str, keyword: str, detail: str = "") -> None:
+        """A keyword no draft defines (`x-*`, `example`, `links`, ...) or a format this compiler does not know:
+        ignored, as the spec says, and listed in `self.unknown_keywords`; `refuse_unknown=True` refuses it."""
         if self.refuse_unknown:
+            what = keyword if keyword.startswith("format ") else f"keyword {keyword!r}"
             raise ConstraintError(
-                f"JSON Schema keyword {keyword!r} at {path} is not a keyword of the JSON Schema drafts (refused by"
-                " refuse_unknown=True)"
+                f"JSON Schema {what} at {path} is not a keyword or format of the JSON Schema drafts{detail} (refused"
+                " by refuse_unknown=True)"
             )
         self.unknown_keywords.append(f"{path}/{keyword}")
 
@@ -370,26 +371,33 @@ class SchemaCompiler:
         lo, hi = self.counts(schema, "minLength", "maxLength", path, self.max_string_length)
         lengths = lo > 0 or schema.get("maxLength") is not None
         self.use("space")
+        if fmt is not None and fmt not in FORMATS:  # an annotation only, as the spec says of unknown formats
+            self.unknown(path, f"format {fmt!r}", f" (formats known: {', '.join(FORMATS)})")
+            fmt = None
         if pattern is not None:
-            if lengths or fmt is not None:
-                self.unsupported(path, "minLength/maxLength/format", " together with pattern")
+            if fmt is not None:
+                self.unsupported(path, "format", " together with pattern")
             node = parse_pattern(pattern, f"{path}/pattern", self.budget)
+            if lengths:
+                node = within_lengths(node, lo, hi) or self.no_lengths(node, path, "pattern")
             if self.max_string_length is not None:
                 node = _cap_repeats(node, self.max_string_length)
             return f'"\\"" ({pattern_gbnf(node)}) "\\"" space'
         if fmt is not None:
-            if fmt not in FORMATS:
-                self.unsupported(path, "format", f" for {fmt!r} (known: {', '.join(FORMATS)})")
-            else:
-                if lengths:
-                    self.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
-                self.use(fmt)
-                return f'"\\"" {fmt} "\\"" space'
+            short, long = format_lengths(fmt)
+            if short < lo or (schema.get("maxLength") is not None and (long is None or long > schema["maxLength"])):
+                self.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
+            self.use(fmt)
+            return f'"\\"" {fmt} "\\"" space'
         if lo == 0 and hi is None:
             return self.use("string")
         unit = self.use("length-char" if lo > 0 else "char")
         rep = f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
         return f'"\\"" {unit}{rep} "\\"" space'
+
+    def no_lengths(self, node: Node, path: str, what: str) -> Node:
+        self.unsupported(path, "minLength/maxLength", f" together with this {what} (its matches cannot all fit)")
+        return node
 
     def number(self, schema: dict, t: str, path: str) -> str:
         step = schema.get("multipleOf")
