@@ -221,6 +221,69 @@ def summary(name: str, recs: list[dict], labels: list[list[bool]], masks: list[f
     ]
 
 
+def run(files: list[Path], sides: dict[str, Side], tok, every_mask: int) -> tuple[dict, list, dict]:
+    """Every schema to both engines; masks on every `every_mask`-th schema both compile."""
+    recs: dict[str, list[dict]] = {n: [] for n in sides}
+    labels: list[list[bool]] = []
+    times: dict[str, list[float]] = {n: [] for n in sides}
+    both = 0
+    t_start = time.time()
+    for i, f in enumerate(files):
+        data = json.loads(f.read_text())
+        tests = [(compact(t["data"]), t["valid"]) for t in data.get("tests", [])]
+        labels.append([v for _, v in tests])
+        req = {"schema": data["schema"], "tests": [(text, tok.encode(text, add_special=False)) for text, _ in tests]}
+        req["masks"] = []
+        got = exchange(sides, req)
+        if all(r["status"] == "ok" for r in got.values()):
+            both += 1
+            if every_mask and both % every_mask == 1 % every_mask:
+                walk = {"schema": req["schema"], "tests": [], "masks": [t for t, (_, v) in zip(req["tests"], tests,
+                        strict=True) if v]}  # fmt: skip
+                walked = exchange(sides, walk)
+                if all("masks" in r for r in walked.values()):
+                    for runs in zip(*(walked[n]["masks"] for n in sides), strict=True):
+                        n_same = min(map(len, runs))  # the tokens both engines walked
+                        for n, run in zip(sides, runs, strict=True):
+                            times[n] += run[:n_same]
+        for n in sides:
+            got[n]["file"] = f.name
+            recs[n].append(got[n])
+        if i % 100 == 0:
+            print(f"{i}/{len(files)} {time.time() - t_start:.0f} s", file=sys.stderr, flush=True)
+    return recs, labels, times
+
+
+def exchange(sides: dict[str, Side], req: dict) -> dict[str, dict]:
+    for side in sides.values():
+        side.send(req)
+    return {n: side.receive() for n, side in sides.items()}
+
+
+def report(recs: dict, labels: list, times: dict) -> None:
+    for n in recs:
+        print("\n".join(summary(n, recs[n], labels, times[n])))
+    lm, lg = times["llamay"], times["llguidance"]
+    if lm and lg:
+        print(f"mask ratio llamay/llguidance: mean {statistics.fmean(lm) / statistics.fmean(lg):.1f}x, "
+              f"p99 {pct(lm, 0.99) / pct(lg, 0.99):.1f}x")  # fmt: skip
+    only = Counter((a["status"] == "ok", b["status"] == "ok") for a, b in zip(recs["llamay"], recs["llguidance"],
+                   strict=True))  # fmt: skip
+    print(f"compiled by llamay only {only[True, False]}, by llguidance only {only[False, True]}, "
+          f"by both {only[True, True]}")  # fmt: skip
+    bad = [(r["file"], i) for r, lab in zip(recs["llamay"], labels, strict=True) if r["status"] == "ok"
+           for i, (a, v) in enumerate(zip(r["accepts"], lab, strict=True)) if a and not v]  # fmt: skip
+    if bad:
+        print(f"llamay accepted invalid instances: {bad[:20]}")
+    crashed = [(r["file"], r.get("msg", "")[:120]) for r in recs["llamay"] if r["status"] == "crash"]
+    if crashed:
+        print(f"llamay crashed on: {crashed[:10]}")
+    reasons = Counter(_reason(r.get("msg", "")) for r in recs["llamay"] if r["status"] != "ok")
+    print("llamay refusals by reason:")
+    for reason, count in reasons.most_common(30):
+        print(f"  {count:5d}  {reason}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", nargs="?", help="the unpacked maskbench folder (one SPLIT---ID.json per schema)")
@@ -240,60 +303,12 @@ def main() -> None:
     tok = load_tokenizer(open_gguf(str(MODEL)))
     files = sorted(Path(args.dir).expanduser().glob("*.json"))[:: args.every]
     sides = {"llamay": Side("llamay", args.llamay_python, args), "llguidance": Side("llguidance", sys.executable, args)}
-    recs: dict[str, list[dict]] = {n: [] for n in sides}
-    labels: list[list[bool]] = []
-    times: dict[str, list[float]] = {n: [] for n in sides}
-    both = 0
-    t_start = time.time()
-    for i, f in enumerate(files):
-        data = json.loads(f.read_text())
-        tests = [(compact(t["data"]), t["valid"]) for t in data.get("tests", [])]
-        labels.append([v for _, v in tests])
-        req = {"schema": data["schema"], "tests": [(text, tok.encode(text, add_special=False)) for text, _ in tests]}
-        req["masks"] = []
-        for side in sides.values():
-            side.send(req)
-        got = {n: side.receive() for n, side in sides.items()}
-        if all(r["status"] == "ok" for r in got.values()):
-            both += 1
-            if args.masks and both % args.masks == 1 % args.masks:
-                req["masks"] = [(text, toks) for (text, toks), (_, v) in zip(req["tests"], tests, strict=True) if v]
-                req["tests"] = []
-                for side in sides.values():
-                    side.send(req)
-                walked = {n: side.receive() for n, side in sides.items()}
-                if all("masks" in r for r in walked.values()):
-                    for runs in zip(*(walked[n]["masks"] for n in sides), strict=True):
-                        n_same = min(map(len, runs))  # the tokens both engines walked
-                        for n, run in zip(sides, runs, strict=True):
-                            times[n] += run[:n_same]
-        for n in sides:
-            got[n]["file"] = f.name
-            recs[n].append(got[n])
-        if i % 100 == 0:
-            print(f"{i}/{len(files)} {time.time() - t_start:.0f} s", file=sys.stderr, flush=True)
+    recs, labels, times = run(files, sides, tok, args.masks)
     for side in sides.values():
         side.close()
     print(f"{len(files)} schemas (every {args.every}th of {args.dir}), {sum(map(len, labels))} test instances; "
           f"llamay: {args.llamay_python}")  # fmt: skip
-    for n in sides:
-        print("\n".join(summary(n, recs[n], labels, times[n])))
-    lm, lg = times["llamay"], times["llguidance"]
-    if lm and lg:
-        print(f"mask ratio llamay/llguidance: mean {statistics.fmean(lm) / statistics.fmean(lg):.1f}x, "
-              f"p99 {pct(lm, 0.99) / pct(lg, 0.99):.1f}x")  # fmt: skip
-    only = Counter()
-    for a, b in zip(recs["llamay"], recs["llguidance"], strict=True):
-        only[(a["status"] == "ok", b["status"] == "ok")] += 1
-    print(
-        f"compiled by llamay only {only[True, False]}, by llguidance only {only[False, True]}, by both {only[True, True]}"
-    )
-    bad = [(r["file"], i) for r, lab in zip(recs["llamay"], labels, strict=True) if r["status"] == "ok"
-           for i, (a, v) in enumerate(zip(r["accepts"], lab, strict=True)) if a and not v]  # fmt: skip
-    if bad:
-        print(f"llamay accepted invalid instances: {bad[:20]}")
-    reasons = Counter(_reason(r.get("msg", "")) for r in recs["llamay"] if r["status"] != "ok")
-    print("llamay refusals by reason:", reasons.most_common(25))
+    report(recs, labels, times)
     if args.out:
         Path(args.out).write_text(json.dumps({"labels": labels, **recs}))
 

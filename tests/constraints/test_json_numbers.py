@@ -1,6 +1,6 @@
 """Number bounds (json_numbers.py) are exact for decimals: on a grid of numbers, and on numbers just inside and
-outside each bound, the grammar accepts exactly what `jsonschema` validates (up to 16 digits after the point) (fractional and exclusive bounds,
-negative ranges, bounds narrower than one)."""
+outside each bound, the grammar accepts exactly what `jsonschema` validates, up to 16 digits after the point
+(fractional and exclusive bounds, negative ranges, bounds narrower than one)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_number_bounds_accept_exactly_the_valid_decimals(bounds):
     for t in _texts(schema):
         ok, valid = a.accepts_bytes(t.encode()), check.is_valid(float(t))
         exact = Decimal(t) == Decimal(repr(float(t)))  # (else the float jsonschema compares is another number)
-        if ok and not valid or valid and not ok and exact and len(t.partition(".")[2]) <= MAX_DIGITS:
+        if (ok and not valid) or (valid and not ok and exact and len(t.partition(".")[2]) <= MAX_DIGITS):
             wrong.append((t, valid))
     assert wrong == []
     assert_sound(schema, n=60, budget=20)
