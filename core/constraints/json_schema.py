@@ -61,6 +61,7 @@ from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
+LLAMACPP = {"closed_objects": True, "anchored_patterns": True}  # llama.cpp's generation choices (a subset)
 _FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
 
 
@@ -79,7 +80,8 @@ class SchemaCompiler:
     `limits`: the ConstraintLimits (or a compilation's Budget) bounding the work. `refuse_unknown`: refuse
     keywords no draft defines (by default ignored, as the spec says). `closed_objects`: an object without
     `additionalProperties` gets only its listed properties (by default others may follow them, as the spec
-    allows)."""
+    allows). `anchored_patterns`: a `pattern` is a whole-string match (by default, as the spec says, the string
+    contains a match: an unanchored side allows any text there). `LLAMACPP` holds both: llama.cpp's choices."""
 
     def __init__(
         self,
@@ -90,11 +92,13 @@ class SchemaCompiler:
         limits: ConstraintLimits | Budget | None = None,
         refuse_unknown: bool = False,
         closed_objects: bool = False,
+        anchored_patterns: bool = False,
     ) -> None:
         self.schema = schema
         self.strict = strict
         self.refuse_unknown = refuse_unknown
         self.closed_objects = closed_objects
+        self.anchored_patterns = anchored_patterns
         self.unknown_keywords: list[str] = []  # JSON pointers of the unknown keywords ignored
         self.max_string_length = max_string_length
         self.max_items = max_items
@@ -377,7 +381,7 @@ class SchemaCompiler:
         if pattern is not None:
             if fmt is not None:
                 self.unsupported(path, "format", " together with pattern")
-            node = parse_pattern(pattern, f"{path}/pattern", self.budget)
+            node = parse_pattern(pattern, f"{path}/pattern", self.budget, search=not self.anchored_patterns)
             if lengths:
                 node = within_lengths(node, lo, hi) or self.no_lengths(node, path, "pattern")
             if self.max_string_length is not None:

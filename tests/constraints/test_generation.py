@@ -15,6 +15,7 @@ from llamay.constraints import (
     json_schema_constraint,
     lexicon_constraint,
 )
+from llamay.constraints.json_schema import LLAMACPP
 from llamay.engine import Engine
 from llamay.errors import LlamayError
 from llamay.kernels import get_backend
@@ -24,7 +25,7 @@ from tests import paths
 from tests.constraints.helpers import DATA, SCHEMAS
 
 SMOLLM2_SCHEMAS = ("glaive_weather_call", "person_with_address", "recipe", "payment_method", "bank_transaction")
-CAPS = {"max_string_length": 12, "max_items": 2, "closed_objects": True}  # a tiny model never ends an open object
+CAPS = {"max_string_length": 12, "max_items": 2, **LLAMACPP}  # a tiny model never ends an open object or a pattern
 
 
 def fast_backend() -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from llamay.constraints import ConstraintError, compile_grammar, parse_gbnf, schema_to_gbnf
 from llamay.constraints.automaton import Automaton
-from llamay.constraints.json_schema import SchemaCompiler
+from llamay.constraints.json_schema import LLAMACPP, SchemaCompiler
 from tests.constraints.helpers import automaton, sentences
 
 DATA = Path(__file__).parent / "data"
@@ -45,7 +45,7 @@ def test_llamacpp_integration_schema(case):
         with pytest.raises(ConstraintError, match=EXPECTED_UNSUPPORTED[case["name"]]):
             schema_to_gbnf(case["schema"])
         strict = False
-    a = schema_automaton(case["schema"], strict=strict, closed_objects=True)  # llama.cpp closes objects
+    a = schema_automaton(case["schema"], strict=strict, **LLAMACPP)  # llama.cpp's choices
     assert [s for s in case["pass"] if not a.accepts_bytes(s.encode())] == []
     assert [s for s in case["fail"] if a.accepts_bytes(s.encode())] == []
 
@@ -58,7 +58,7 @@ def test_llamacpp_schema_to_grammar(case):
         with pytest.raises(ConstraintError):
             schema_to_gbnf(case["schema"])
         return
-    ours = compile_grammar(parse_gbnf(schema_to_gbnf(case["schema"], closed_objects=True)))  # as llama.cpp
+    ours = compile_grammar(parse_gbnf(schema_to_gbnf(case["schema"], **LLAMACPP)))  # as llama.cpp
     theirs = compile_grammar(parse_gbnf(case["llamacpp_grammar"]))  # their output parses with our GBNF parser
     compare = NOTES.get(case["name"], {}).get("compare", "equal")
     rng = random.Random(case["name"])
