@@ -31,6 +31,10 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
             out.setdefault(k, v)
         else:
             out[k] = merge_keyword(c, k, out[k], v, path)
+    for x, y in ((a, b), (b, a)):
+        if y.get("patternProperties") and x.get("additionalProperties") not in (None, True):
+            raise ConstraintError(f"{path}: allOf of patternProperties and another part's additionalProperties"
+                                  " cannot be merged")  # fmt: skip
     if "properties" in a or "properties" in b:
         out["properties"], excluded = merge_properties(a, b)
         lost = [r for r in out.get("required", []) if r in excluded]
@@ -69,6 +73,8 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return v if av is True else av if v is True else {"allOf": [av, v]}
     if k in ("$defs", "definitions", "properties"):
         return {**av, **v}
+    if k == "patternProperties":  # a pattern in both: both its schemas
+        return {**av, **{p: {"allOf": [av[p], s]} if p in av else s for p, s in v.items()}}
     if k == "anyOf":
         c.budget.charge(len(av) * len(v), f"{path}/anyOf")
         return [{"allOf": [x, y]} for x in av for y in v]

@@ -25,12 +25,12 @@ SUPPORTED = frozenset({
     "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
-    "minProperties", "maxProperties", "unevaluatedProperties",
+    "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties",
 })  # fmt: skip
 # validation keywords of drafts 4 to 2020-12 not (or not always) compiled: a schema using them is refused by name
 # (strict=False ignores them, generating what the rest allows, which may then break them)
 UNSUPPORTED = frozenset({
-    "patternProperties", "propertyNames", "not", "if", "then", "else", "dependencies", "dependentRequired",
+    "propertyNames", "not", "if", "then", "else", "dependencies", "dependentRequired",
     "dependentSchemas", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "disallow", "extends", "divisibleBy",
 })  # fmt: skip
@@ -44,7 +44,10 @@ def validation_keys(schema: dict) -> dict:
 
 TYPES = ("string", "number", "integer", "boolean", "null", "object", "array")
 KEYWORD_TYPES = (
-    ("object", ("properties", "additionalProperties", "required", "minProperties", "maxProperties")),
+    (
+        "object",
+        ("properties", "additionalProperties", "required", "minProperties", "maxProperties", "patternProperties"),
+    ),
     ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
     ("string", ("pattern", "format", "minLength", "maxLength")),
     ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
@@ -59,7 +62,7 @@ KEYWORD_KINDS = {
     "maxProperties": "count", "pattern": "string", "format": "string", "minimum": "number", "maximum": "number",
     "exclusiveMinimum": "number-or-bool", "exclusiveMaximum": "number-or-bool", "multipleOf": "number",
     "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
-    "$defs": "schema-map", "definitions": "schema-map",
+    "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map",
 }  # fmt: skip
 
 

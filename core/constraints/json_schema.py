@@ -53,8 +53,9 @@ from .json_keywords import (
     type_matches,
 )
 from .json_numbers import integer_bounds, integer_range, number_range
+from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
-from .json_strings import FORMATS, format_lengths, key_excluding, pattern_gbnf, within_lengths
+from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
 from .lexicon import word_trie
 from .limits import Budget, ConstraintLimits, budget_of
 from .regex import parse_pattern
@@ -443,70 +444,7 @@ class SchemaCompiler:
     # -- objects and arrays -----------------------------------------------------------------------------------
 
     def object(self, schema: dict, name: str, path: str) -> str:
-        props = dict(schema.get("properties", {}))
-        required = list(dict.fromkeys(schema.get("required", [])))
-        is_required = set(required)
-        addl = schema.get("additionalProperties")
-        if schema.get("unevaluatedProperties") is False and addl is None:
-            addl = False
-        if addl is None and not self.closed_objects and props:
-            addl = True  # the spec's default: any other property (after the listed ones)
-        elif "unevaluatedProperties" in schema and schema["unevaluatedProperties"] is not False:
-            self.unsupported(path, "unevaluatedProperties", " (only false is)")
-        for r in required:
-            if r not in props:
-                if addl is False:
-                    raise ConstraintError(f"{path}: required property {r!r} is forbidden by additionalProperties")
-                props[r] = addl if isinstance(addl, dict) else True
-        extra_allowed = addl is True or isinstance(addl, dict)
-        lo, hi = int(schema.get("minProperties", 0)), schema.get("maxProperties")
-        if lo > len(required):
-            self.unsupported(path, "minProperties", f" beyond the {len(required)} required properties")
-        if hi is not None and (extra_allowed or hi < len(props)):
-            self.unsupported(path, "maxProperties", " below the number of properties that may appear")
-        self.use("space")
-        if not props and not isinstance(addl, dict) and addl is not False:
-            return self.use("object")  # any object
-        child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
-        items = []
-        for pname, pschema in props.items():
-            value = self.visit(pschema, child(pname), f"{path}/properties/{pname}")
-            kv = f'{json_literal(pname)} space ":" space {self.named(value, child(pname))}'
-            items.append((self.add_rule(child(f"{pname}-kv"), kv), pname in is_required))
-        extra = None
-        if extra_allowed:
-            value = self.visit(addl, child("additional-value"), f"{path}/additionalProperties")
-            if props:
-                key_rule = self.fresh(child("additional-k"))
-                self.budget.charge(sum(map(len, props)), f"{path}/additionalProperties")
-                fresh = lambda: self.fresh(key_rule)  # noqa: E731
-                for rule, rhs in key_excluding(list(props), key_rule, self.max_string_length, fresh).items():
-                    self.budget.charge(len(rhs), f"{path}/additionalProperties")
-                    self.rules[rule] = rhs
-            else:
-                key_rule = self.use("string")
-            extra = self.add_rule(child("additional-kv"), f'{key_rule} ":" space {self.named(value, child("add"))}')
-        return f'"{{" space {self.members(items, extra, child)} "}}" space'
-
-    def members(self, items: list[tuple[str, bool]], extra: str | None, child) -> str:
-        """Object members in order (optional ones may be left out), comma-separated, then `extra` ones."""
-        rest: list[str] = [""] * (len(items) + 1)  # rest[i]: items[i:] after at least one member
-        cap = "*" if self.max_items is None else f"{{0,{self.max_items}}}"
-        tail = f'( "," space {extra} ){cap}' if extra else ""
-        rest[len(items)] = tail
-        for i in range(len(items) - 1, -1, -1):
-            kv, req = items[i]
-            piece = f'"," space {kv}' if req else f'( "," space {kv} )?'
-            body = f"{piece} {rest[i + 1]}".strip()
-            rest[i] = self.add_rule(child(f"{kv}-rest"), body) if i > 0 and not req else body
-        alts = []
-        for i, (kv, req) in enumerate(items):
-            alts.append(f"{kv} {rest[i + 1]}".strip())
-            if req:
-                return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
-        if extra:
-            alts.append(f"{extra} {tail}")
-        return "(" + " | ".join(alts) + ")?" if alts else ""
+        return object_rule(self, schema, name, path)
 
     def array(self, schema: dict, name: str, path: str) -> str:
         items, prefix = schema.get("items"), schema.get("prefixItems")

@@ -165,7 +165,7 @@ def test_number_bound_examples(schema, yes, no):
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
         ({"type": "integer", "multipleOf": 3}, "multipleOf"),
         ({"not": {"type": "string"}}, "not"),
-        ({"type": "object", "patternProperties": {"^x": {}}}, "patternProperties"),
+        ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"^x": {}}}, "patternProperties"),
         ({"type": "object", "propertyNames": {"maxLength": 3}}, "propertyNames"),
         ({"if": {"type": "string"}, "then": {"minLength": 2}}, "if"),
         ({"type": "array", "contains": {"type": "integer"}}, "contains"),
@@ -174,7 +174,10 @@ def test_number_bound_examples(schema, yes, no):
         ({"type": "string", "format": "date-time", "maxLength": 24}, "together with format"),
         ({"type": "object", "dependentRequired": {"a": ["b"]}}, "dependentRequired"),
         ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "oneOf"),
-        ({"type": "object", "minProperties": 2}, "minProperties"),
+        (
+            {"type": "object", "properties": {"a": {}}, "additionalProperties": False, "minProperties": 2},
+            "minProperties",
+        ),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )
