@@ -152,10 +152,16 @@ def pattern_gbnf(node: Node) -> str:
 KEY_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'  # a key character written as itself (no escapes: see key_excluding)
 
 
+KEY_DEPTH = 2  # characters of the listed names the exclusion follows (see key_excluding)
+
+
 def key_excluding(names: list[str], rule: str, max_length: int | None = None, fresh=None) -> dict[str, str]:
     """Rules for a quoted object key that is none of `names`. Keys are written without escapes, so a key that
     decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry;
-    `fresh()` names the other rules (default: `rule-1`, `rule-2`, ...)."""
+    `fresh()` names the other rules (default: `rule-1`, `rule-2`, ...). The trie of the names is followed
+    KEY_DEPTH characters deep: a key going on along a name beyond them is not generated (a subset of the keys,
+    and rules in proportion to the names' first characters, not their length: a Kubernetes schema's objects
+    spent three quarters of its GBNF on these tries)."""
     # a flat trie (children by index): a nested one as deep as the longest name is freed by recursion in C,
     # which overflows a browser worker's stack at ~2000 levels
     nodes: list[dict[str, int]] = [{}]
@@ -172,19 +178,20 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None, fr
     rules: dict[str, str] = {}
     more = "*" if max_length is None else f"{{0,{max_length}}}"
     # one rule per trie node, named in preorder; a body needs only its children's names, so no recursion
-    todo = [(0, rule)]
+    todo = [(0, rule, 0)]
     count = 0
     while todo:
-        at, node_rule = todo.pop()
+        at, node_rule, depth = todo.pop()
         node = nodes[at]
         options = []
         # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
         children = sorted(k for k in node if ord(k) >= 0x20 and k not in '"\\\x7f')
+        followed = children if depth < KEY_DEPTH else []
         named = []
-        for ch in children:
+        for ch in followed:
             count += 1
             child_rule = fresh() if fresh is not None else f"{rule}-{count}"
-            named.append((node[ch], child_rule))
+            named.append((node[ch], child_rule, depth + 1))
             options.append(f"{node_to_gbnf(Lit(ch))} {child_rule}")
         todo.extend(reversed(named))
         others = "".join(_class_char(ch) for ch in children)
