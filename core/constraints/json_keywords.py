@@ -25,13 +25,13 @@ SUPPORTED = frozenset({
     "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
-    "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties",
+    "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties", "not", "dependencies",
+    "dependentRequired", "dependentSchemas",
 })  # fmt: skip
 # validation keywords of drafts 4 to 2020-12 not (or not always) compiled: a schema using them is refused by name
 # (strict=False ignores them, generating what the rest allows, which may then break them)
 UNSUPPORTED = frozenset({
-    "propertyNames", "not", "if", "then", "else", "dependencies", "dependentRequired",
-    "dependentSchemas", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
+    "propertyNames", "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "disallow", "extends", "divisibleBy",
 })  # fmt: skip
 VOCABULARY = SUPPORTED | UNSUPPORTED  # the keywords that constrain; any other is ignored, as the spec says
@@ -62,7 +62,8 @@ KEYWORD_KINDS = {
     "maxProperties": "count", "pattern": "string", "format": "string", "minimum": "number", "maximum": "number",
     "exclusiveMinimum": "number-or-bool", "exclusiveMaximum": "number-or-bool", "multipleOf": "number",
     "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
-    "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map",
+    "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map", "not": "schema",
+    "dependencies": "schema-map", "dependentRequired": "schema-map", "dependentSchemas": "schema-map",
 }  # fmt: skip
 
 

@@ -8,6 +8,8 @@ Exact where it can be, a subset of the valid objects where not (never an invalid
   refused (its keys could repeat a listed property);
 - with patterns, keys matching none of them (additionalProperties) are not generated: their complement is
   no grammar; additional keys otherwise are any string but the listed names (written without escapes);
+- dependentRequired / dependencies make the dependencies required; a property with a dependentSchemas /
+  schema dependency is not generated (nor any property whose schema is false or `not: {}`);
 - minProperties beyond the required ones makes the first optional properties required, then asks for one
   more member (two could repeat a key: refused); maxProperties caps the other members (refused below the
   listed properties' count).
@@ -21,6 +23,7 @@ from typing import Any
 from .compile import compile_grammar
 from .errors import ConstraintError
 from .grammar import Grammar, Node
+from .json_keywords import VOCABULARY
 from .json_strings import key_excluding, pattern_gbnf
 from .regex import parse_pattern
 
@@ -43,8 +46,24 @@ def _matches(node: Node, name: str, c: Any) -> bool:
     return Automaton(program).accepts_bytes(name.encode("utf-8", "surrogatepass"))
 
 
+def matches_nothing(c: Any, schema: Any, path: str) -> bool:
+    """Whether the schema is `false` or `not` of a schema every value matches."""
+    if schema is False:
+        return True
+    if not isinstance(schema, dict) or "not" not in schema:
+        return False
+    negated = c.deref(schema["not"], path)
+    return negated is True or (isinstance(negated, dict) and not (set(negated) & VOCABULARY))
+
+
 def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
     props, is_required, patterns, nodes, addl = _listed(c, schema, path)
+    forbidden = _dependencies(c, schema, props, is_required, addl, path)
+    forbidden += [p for p in props if matches_nothing(c, props[p], path)]  # never generated, never an extra key
+    for p in forbidden:
+        if p in is_required:
+            raise ConstraintError(f"{path}: required property {p!r} allows no value")
+        props.pop(p, None)
     extra_allowed = bool(patterns) or addl is True or isinstance(addl, dict)
     extra_lo, extra_hi = _counts(c, schema, props, is_required, extra_allowed, path)
     if extra_hi == 0:
@@ -62,7 +81,7 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
     if extra_allowed and patterns:
         extra = _pattern_members(c, patterns, nodes, child, path)
     elif extra_allowed:
-        extra = _additional(c, addl, props, child, path)
+        extra = _additional(c, addl, [*props, *forbidden], child, path)
     return f'"{{" space {members(c, items, extra, child, extra_lo, extra_hi)} "}}" space'
 
 
@@ -96,6 +115,35 @@ def _listed(c: Any, schema: dict, path: str) -> tuple[dict, set, dict, dict, Any
     return props, set(required), patterns, nodes, addl
 
 
+def _dependencies(c: Any, schema: dict, props: dict, is_required: set, addl: Any, path: str) -> list[str]:
+    """dependentRequired / dependencies (draft 4-7) / dependentSchemas as a subset: a property's dependencies
+    become required (so they are there whenever it is); a property with a dependent schema is never generated
+    (unless required: refused). Returns the properties never generated."""
+    required_by: dict[str, list] = dict(schema.get("dependentRequired", {}))
+    schemas: dict[str, Any] = dict(schema.get("dependentSchemas", {}))
+    for k, v in schema.get("dependencies", {}).items():
+        (required_by if isinstance(v, list) else schemas)[k] = v
+    forbidden = []
+    for k, deps in required_by.items():
+        if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+            raise ConstraintError(f"{path}: the dependencies of {k!r} must be a list of property names")
+        missing = [d for d in deps if d not in props]
+        if missing and addl is False:
+            forbidden.append(k)  # (its dependencies can never be there: neither can it)
+            continue
+        for d in deps:
+            props.setdefault(d, addl if isinstance(addl, dict) else True)
+            is_required.add(d)
+    for k, sub in schemas.items():
+        if sub is True or (isinstance(sub, dict) and not (set(sub) & VOCABULARY)):
+            continue
+        if k in is_required:
+            c.unsupported(path, "dependentSchemas", f" of the required {k!r}")  # (strict=False: ignored)
+            continue
+        forbidden.append(k)
+    return forbidden
+
+
 def _counts(c: Any, schema: dict, props: dict, is_required: set, extra_allowed: bool, path: str) -> tuple:
     """minProperties / maxProperties: the first optional properties made required (is_required grows), then
     (fewest, most) other members; most None: no bound."""
@@ -125,7 +173,7 @@ def _literal(name: str) -> str:
     return json_literal(name)
 
 
-def _additional(c: Any, addl: Any, props: dict, child, path: str) -> str:
+def _additional(c: Any, addl: Any, props: list[str], child, path: str) -> str:
     value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
     if props:
         key_rule = c.fresh(child("additional-k"))

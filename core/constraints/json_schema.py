@@ -53,7 +53,7 @@ from .json_keywords import (
     type_matches,
 )
 from .json_numbers import integer_bounds, integer_range, number_range
-from .json_objects import object_rule
+from .json_objects import matches_nothing, object_rule
 from .json_refs import DEFAULT_BASE, Resolver
 from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
 from .lexicon import word_trie
@@ -263,16 +263,13 @@ class SchemaCompiler:
         if schema is True:
             return self.use("value")
         if schema is False:
-            raise ConstraintError(f"{path}: the schema `false` allows no value")
+            raise ConstraintError(f"{path}: the schema `false` (or `not` of what every value matches) allows no value")
         if not isinstance(schema, dict):
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
-        for key in schema:
-            if key in UNSUPPORTED:
-                self.unsupported(path, key)
-            elif key not in SUPPORTED and key not in ANNOTATIONS:
-                self.unknown(path, key)
-        check_keywords(schema, path)
+        self.check_vocabulary(schema, path)
+        if "not" in schema:
+            return self.visit_schema(self.without_not(schema, path), name, path)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY}
             if not rest:
@@ -294,6 +291,36 @@ class SchemaCompiler:
                 raise ConstraintError(f"{path}/enum: expecting a non-empty list")
             return self.literals(schema["enum"], schema, name, path)
         return self.typed(schema, name, path)
+
+    def check_vocabulary(self, schema: dict, path: str) -> None:
+        for key in schema:
+            if key in UNSUPPORTED:
+                self.unsupported(path, key)
+            elif key not in SUPPORTED and key not in ANNOTATIONS:
+                self.unknown(path, key)
+        check_keywords(schema, path)
+
+    def without_not(self, schema: dict, path: str) -> Any:
+        """The schema with its `not` written as what it leaves (False: nothing): decidable for a `not` of
+        false, of true / {} (nothing is left), and of types (the other types)."""
+        negated = self.deref(schema["not"], path)
+        rest = {k: v for k, v in schema.items() if k != "not"}
+        if negated is False:
+            return rest
+        if negated is True or not (set(negated) & VOCABULARY):
+            return False
+        if set(negated) & VOCABULARY == {"type"}:
+            t = negated["type"]
+            excluded = {t} if isinstance(t, str) else set(t)
+            if "integer" in excluded and "number" not in excluded:
+                self.unsupported(f"{path}/not", "not", " of integer (numbers that are not integers)")
+                return rest
+            left = [x for x in TYPES if x not in excluded and not (x == "integer" and "number" in excluded)]
+            if not left:
+                return False
+            return merge2(self, rest, {"type": left if len(left) > 1 else left[0]}, path)
+        self.unsupported(path, "not", " (only of true, false, {} or types)")
+        return rest
 
     def typed(self, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
@@ -351,9 +378,13 @@ class SchemaCompiler:
             self.check_exclusive(branches, rest, path)
         alts = []
         for i, branch in enumerate(branches):
+            if matches_nothing(self, branch, path):
+                continue  # (in a oneOf too: it can never be the one branch that matches)
             sub = self.merge([rest, branch], f"{path}/{key}/{i}") if rest else branch
             label = f"{name}-{i}" if name else f"alternative-{i}"
             alts.append(self.named(self.visit(sub, label, f"{path}/{key}/{i}"), label))
+        if not alts:
+            raise ConstraintError(f"{path}/{key}: no branch allows a value")
         return " | ".join(dict.fromkeys(alts))
 
     # -- strings and numbers ----------------------------------------------------------------------------------
@@ -455,7 +486,9 @@ class SchemaCompiler:
             prefix, rest = items, schema.get("additionalItems")
         lo, hi = self.counts(schema, "minItems", "maxItems", path, self.max_items)
         if schema.get("uniqueItems") is True and (hi is None or hi > 1):
-            self.unsupported(path, "uniqueItems", " (only with maxItems <= 1)")
+            if lo > 1:  # (two items may be equal: no grammar tells them apart)
+                self.unsupported(path, "uniqueItems", f" with minItems {lo} (arrays of one item at most are)")
+            hi = 1  # an approximation that is always unique: at most one item
         self.use("space")
         child = f"{name}-item" if name else "item"
         if prefix is not None:

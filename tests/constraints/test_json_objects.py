@@ -72,3 +72,34 @@ def test_min_properties_that_other_members_would_have_to_reach_are_refused():
     """Two generated members may share a key ({"a": 1, "a": 2} has one property): refused, not approximated."""
     with pytest.raises(ConstraintError, match="minProperties"):
         schema_to_gbnf({"type": "object", "additionalProperties": {"type": "boolean"}, "minProperties": 2})
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({**PERSON, "dependentRequired": {"age": ["email"]}}, [{"name": "a", "age": 1, "email": "e"},
+         {"name": "a", "email": "e"}], [{"name": "a", "age": 1}]),
+        ({**PERSON, "dependencies": {"age": ["nick"]}, "$schema": "http://json-schema.org/draft-07/schema#"},
+         [{"name": "a", "nick": 2}], [{"name": "a", "age": 1}]),
+        ({**PERSON, "dependentSchemas": {"age": {"required": ["x"]}}}, [{"name": "a"}], [{"name": "a", "age": 1}]),
+        ({**PERSON, "properties": {**PERSON["properties"], "secret": False}}, [{"name": "a"}],
+         [{"name": "a", "secret": 1}]),
+        ({**PERSON, "properties": {**PERSON["properties"], "age": {"not": {}}}}, [{"name": "a", "b": 1}],
+         [{"name": "a", "age": 1}]),
+    ],
+)  # fmt: skip
+def test_dependencies_and_forbidden_properties(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"not": {"type": "string"}}, [1, None, [], {}], ["x"]),
+        ({"not": {"type": ["string", "number"]}}, [True, None], ["x", 1, 1.5]),
+        ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, [[], ["a"]], [["a", "a"]]),
+        ({"anyOf": [{"not": {}}, {"type": "integer"}]}, [1], ["x"]),
+    ],
+)
+def test_not_and_unique_items(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
