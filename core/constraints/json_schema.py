@@ -5,19 +5,17 @@
         a    ::= ([1-9] | [1-9] [0-9]{1,15}) space
         root ::= "{" space a-kv "}" space                      (+ the primitives it uses: space, ...)
 
-Supported: `type` (one or a list), `properties` / `required` / `additionalProperties`, `enum`, `const`,
-`anyOf`, `oneOf` (when its branches cannot overlap: different types, or objects told apart by a required
-`const` property), `allOf` (merged), `$ref` into the document (`#/$defs/...`, `#/definitions/...`, `#`, also
-recursive), `items` / `prefixItems` / `additionalItems`, `minItems` / `maxItems`, string `pattern` / `format`
-(date, time, date-time, uuid, email, hostname, ipv4, uri) / `minLength` / `maxLength`, number bounds
-(`minimum`, `maximum`, `exclusive*`), `multipleOf: 1`, `minProperties` / `maxProperties` where the required
-properties already satisfy them. Annotations (`title`, `description`, `default`, `examples`, ...) are ignored.
-Any other keyword is an error naming it and its schema path; `strict=False` ignores it instead and lists it in
-`SchemaCompiler.ignored`.
+What is exact, what is approximated (a subset of the valid documents, never an invalid one) and what is
+refused by name: docs/constraints.md, "JSON Schema". In short: the validation keywords of drafts 4 to 2020-12
+except `if`/`then`/`else`, `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef`, `multipleOf` other
+than 1, `not` of other than types / true / false, and `oneOf` whose branches may overlap (each refused naming
+it and its schema path; `strict=False` ignores it and lists it in `SchemaCompiler.ignored`). Annotations and
+keywords no draft defines are ignored, as the spec says (`refuse_unknown=True` refuses the unknown ones).
+`$ref` resolves by base URI, plain-name fragment and JSON pointer (json_refs.py).
 
-Generation choices, as in llama.cpp (outputs stay valid, they are a subset): properties come in the order
-written; without `additionalProperties` no other property is generated; an empty schema at the root means an
-object; whitespace between tokens is limited (see `json_any.SPACE_RULE`).
+Generation choices (outputs stay valid, they are a subset): properties come in the order written, other ones
+after them; an empty schema at the root means an object; whitespace between tokens is limited (see
+`json_any.SPACE_RULE`). `LLAMACPP` options: llama.cpp's choices (closed objects, whole-match patterns).
 
 Limits (limits.py), each refusal naming the JSON pointer: the document nests at most `max_nesting` deep; a
 count that must be reached (minLength, minItems, a pattern's {m}) is at most `max_repeat`, and an upper count
