@@ -136,3 +136,36 @@ def discriminated(c: Any, subs: list, path: str) -> bool:
         fixed_per_branch.append(fixed)
     common = set.intersection(*(set(f) for f in fixed_per_branch))
     return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)
+
+
+def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
+    """Whether no object valid against `a` is valid against `b`: a requires a property b forbids (b has it
+    `false` / `not: {}`, or b's additionalProperties is false without it among b's properties or patterns), or
+    both require a property fixed (const / enum) to values they do not share."""
+    from .json_objects import matches_nothing
+
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    props_a, props_b = a.get("properties", {}), b.get("properties", {})
+    for p in a.get("required", []):
+        if p in props_b:
+            if matches_nothing(c, c.deref(props_b[p], path), path):
+                return True
+        elif b.get("additionalProperties") is False and not b.get("patternProperties"):
+            return True
+        if p in b.get("required", []):
+            va, vb = _fixed(c, props_a.get(p), path), _fixed(c, props_b.get(p), path)
+            if va is not None and vb is not None and not va & vb:
+                return True
+    return False
+
+
+def _fixed(c: Any, schema: Any, path: str) -> set | None:
+    """The JSON texts a const / enum schema allows, None when it is not one."""
+    schema = c.deref(schema, path)
+    if not isinstance(schema, dict):
+        return None
+    values = [schema["const"]] if "const" in schema else schema.get("enum")
+    if not isinstance(values, list):
+        return None
+    return {json.dumps(v, sort_keys=True) for v in values}

@@ -37,7 +37,7 @@ from .errors import ConstraintError
 from .gbnf import parse
 from .grammar import Alt, Grammar, Lit, Node, Repeat, Seq, node_to_gbnf
 from .json_any import PRIMITIVES, primitive_rules, with_dependencies
-from .json_combinators import discriminated, merge2, types_of
+from .json_combinators import discriminated, excludes, merge2, types_of
 from .json_keywords import (
     ANNOTATIONS,
     KEYWORD_TYPES,
@@ -538,7 +538,7 @@ class SchemaCompiler:
                 if gen[i] & val[j] <= {"object"}:
                     if told_apart is None:
                         told_apart = discriminated(self, subs, path)
-                    if told_apart:
+                    if told_apart or excludes(self, subs[i], subs[j], path) or excludes(self, subs[j], subs[i], path):
                         continue
                 self.unsupported(f"{path}/oneOf", "oneOf", f": branches {i} and {j} may both match")
                 return

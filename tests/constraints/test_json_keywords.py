@@ -58,3 +58,30 @@ def test_unknown_keywords_beside_enum_and_in_allof_parts_are_ignored():
     schema = {"allOf": [{**BASE, "x-a": 1}, {"x-a": 2, "properties": {"a": {"maximum": 5}}}]}
     assert_sound(schema, valid=[{"a": 2}, {"a": 5}], invalid=[{"a": 6}, {"a": 1}])
     assert_sound({"enum": ["x", "y"], "x-labels": ["X", "Y"]}, valid=["x", "y"], invalid=["z"])
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                     "additionalProperties": False},
+                    {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"],
+                     "additionalProperties": False}]},
+         [{"a": 1}, {"b": "x"}], [{"a": 1, "b": "x"}, {}]),
+        ({"oneOf": [{"type": "object", "properties": {"k": {"enum": ["x", "y"]}, "v": {"type": "integer"}},
+                     "required": ["k"]},
+                    {"type": "object", "properties": {"k": {"enum": ["z"]}, "v": {"type": "string"}},
+                     "required": ["k"]}]},
+         [{"k": "x", "v": 1}, {"k": "z", "v": "s"}], [{"k": "x", "v": "s"}, {"k": "w"}]),
+        ({"oneOf": [{"type": "object", "required": ["a"]},
+                    {"type": "object", "properties": {"a": False, "b": {"type": "null"}}, "required": ["b"]}]},
+         [{"a": 1}, {"b": None}], [{}, {"b": 1}]),
+    ],
+)  # fmt: skip
+def test_one_of_objects_told_apart_by_what_one_requires_and_another_forbids(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+def test_one_of_with_overlapping_objects_is_refused():
+    with pytest.raises(ConstraintError, match="branches 0 and 1 may both match"):
+        schema_to_gbnf({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]})
