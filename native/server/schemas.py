@@ -291,6 +291,15 @@ class Tool(_Lenient):
     function: ToolFunction
 
 
+class NamedFunction(_Lenient):
+    name: str
+
+
+class NamedToolChoice(_Lenient):
+    type: Literal["function"]
+    function: NamedFunction
+
+
 MODEL_NAME = (
     "the served model's name; optional: any other name, or none, is the served model (llama-server's way), "
     "unless the server runs with --strict-model-name"
@@ -307,8 +316,13 @@ class ChatCompletionRequest(Sampling):
     top_logprobs: Int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     response_format: ResponseFormat | None = None
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = Field(
+        None, description="enforced: the reply's calls follow a grammar of the model's tool-call syntax"
+    )
+    parallel_tool_calls: bool | None = Field(None, description="false: at most one call (enforced)")
+    functions: list[Any] | None = Field(None, max_length=0, description="not supported (deprecated): send `tools`")
+    function_call: None = Field(None, description="not supported (deprecated): send `tool_choice`")
+    timings_per_token: bool = Field(False, description="llama.cpp extension: `timings` in every stream chunk")
 
 
 # -- OpenAI: completions --------------------------------------------------------------------------------------
@@ -326,6 +340,7 @@ class CompletionRequest(Sampling):
     suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
     best_of: Int | None = Field(None, ge=1, le=MAX_N)
     response_format: ResponseFormat | None = None
+    timings_per_token: bool = Field(False, description="llama.cpp extension: `timings` in every stream chunk")
 
 
 # -- OpenAI: embeddings, models -------------------------------------------------------------------------------
@@ -394,6 +409,9 @@ class ChatChoice(BaseModel):
     finish_reason: str | None
 
 
+TIMINGS = "llama-server's timings of the first choice: cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms..."
+
+
 class ChatCompletion(BaseModel):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
@@ -402,6 +420,7 @@ class ChatCompletion(BaseModel):
     system_fingerprint: str | None = None
     choices: list[ChatChoice]
     usage: Usage
+    timings: dict[str, float] | None = Field(None, description=TIMINGS)
 
 
 class CompletionChoice(BaseModel):
@@ -419,6 +438,7 @@ class Completion(BaseModel):
     system_fingerprint: str | None = None
     choices: list[CompletionChoice]
     usage: Usage
+    timings: dict[str, float] | None = Field(None, description=TIMINGS)
 
 
 # -- llama.cpp-style utilities --------------------------------------------------------------------------------
@@ -434,7 +454,7 @@ class TokenizeRequest(_Lenient):
 
 class TokenPiece(BaseModel):
     id: int
-    piece: str
+    piece: str | list[int] = Field(description="the text, or its bytes where they are not UTF-8 by themselves")
 
 
 class TokenizeResponse(BaseModel):
@@ -497,6 +517,7 @@ class OllamaMessage(_Lenient):
     content: str = ""
     images: list[str] | None = NO_IMAGES
     tool_calls: list[ToolCall] | None = None
+    tool_name: str | None = Field(None, description="the tool whose result a `tool` message is")
 
 
 class OllamaGenerateRequest(_Lenient):

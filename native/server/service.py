@@ -169,6 +169,7 @@ class Service:
         self.model_fingerprint = model.fingerprint  # what saved KV snapshots must match
         self.snapshots = SnapshotStore(self.snapshot_dir, self.model_fingerprint, max_snapshots, max_snapshot_bytes)
         self.contexts = ContextStore()
+        self.slot_params: dict[int, dict[str, Any]] = {}  # llama-server's slots: the last request's settings
         m = self.metrics
         st = self.scheduler.state
         # what a snapshot file must fit (token ids the tokenizer and the embedding both know)
@@ -260,6 +261,8 @@ class Service:
                 raise bad_request(f"model is required (the server runs with --strict-model-name); served: {known}",
                                   param)  # fmt: skip
             self.find(name, param)  # a 404
+        if kind == "rerank":
+            return self._reranker(named, param)
         m = named or (self.generator if kind == "generate" else self.embedder)
         if kind == "generate" and m is not None and m.kind != "generate":
             raise bad_request(f"{m.id} is an embedding model: it does not generate text", param, "wrong_model")
@@ -275,6 +278,16 @@ class Service:
             raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", param,
                               "model_not_embedding")  # fmt: skip
         assert m is not None
+        return m
+
+    def _reranker(self, named: ServedModel | None, param: str) -> ServedModel:
+        """The reranker a /rerank asks for: the embedding model, when it pools by rank (a classifier head)."""
+        m = named or self.embedder or self.generator
+        engine = self.embed_engine if m is self.embedder else None
+        if engine is None or engine.pooling != "rank":
+            raise bad_request(f"{m.id} is not a reranker: /rerank needs an encoder with a classification head and "
+                              "rank pooling (pooling_type 4, such as bge-reranker), served with --embedding-model",
+                              param, "model_not_reranker")  # fmt: skip
         return m
 
     def generative(self, name: str | None) -> ServedModel:
@@ -313,27 +326,34 @@ class Service:
         self.check_chars(len(text), param)
         return self.tokenizer.encode(text, add_special=add_special, parse_special=True)
 
-    def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
-        tok = self.tokenizer
-        if tools and not self.supports_tools:
-            raise bad_request(
-                f"{self.generator.id}'s chat template does not support tools", "tools", "tools_not_supported"
-            )
-        self.check_chars(sum(len(m.get("content") or "") for m in messages), "messages")
+    def chat_text(self, messages: list[dict[str, Any]], tools: Any = None, add_generation_prompt: bool = True) -> str:
+        """The prompt text of a chat; `tools` (a llamay.tools.ToolPlan) puts the tools in it: the template renders
+        them, or (the generic format) the system message describes them. Their JSON counts in the precheck."""
+        template_tools = None
+        extra = 0
+        if tools is not None:
+            messages = tools.messages(messages)
+            template_tools = tools.template_tools
+            extra = tools.prompt_chars
+        self.check_chars(sum(len(m.get("content") or "") for m in messages) + extra, "messages")
         try:
-            text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=tools or None)
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
+                                                      tools=template_tools)  # fmt: skip
         except LlamayError as e:
             raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
                               "template_error") from None  # fmt: skip
-        ids = self.encode(text, param="messages")
-        if len(ids) > 1 and ids[0] == ids[1] == tok.bos_id:  # the template wrote the BOS text itself
+
+    def chat_ids(self, messages: list[dict[str, Any]], tools: Any = None) -> list[int]:
+        """The prompt of a chat (`chat_text`), as token ids."""
+        ids = self.encode(self.chat_text(messages, tools), param="messages")
+        if len(ids) > 1 and ids[0] == ids[1] == self.tokenizer.bos_id:  # the template wrote the BOS text itself
             del ids[0]
         return ids
 
     @property
-    def supports_tools(self) -> bool:
-        source = self.tokenizer.chat_template_source or ""
-        return "tools" in source
+    def chat_template(self) -> str | None:
+        """The source of the generative model's chat template (None: the ChatML fallback)."""
+        return self.tokenizer.chat_template_source
 
     def check_ids(self, ids: list[int], param: str = "prompt") -> list[int]:
         n_vocab = self.tokenizer.n_vocab
@@ -366,13 +386,20 @@ class Service:
     # -- embeddings -----------------------------------------------------------------------------------------
 
     async def embed(
-        self, name: str | None, inputs: list[str] | list[list[int]]
-    ) -> tuple[ServedModel, list[list[float]], int]:
+        self, name: str | None, inputs: list[str] | list[list[int]], per_token: bool = False
+    ) -> tuple[ServedModel, list[Any], int]:
         """The embedding of each input: a text, or token ids of the embedding model's vocabulary (as OpenAI's
-        `input` allows), read as given."""
+        `input` allows), read as given; with `per_token`, each input's token states instead (llama-server's
+        /embedding of a model without pooling)."""
         m = self.resolve(name, "embed")
         engine = self.embed_engine
         assert engine is not None
+        if engine.pooling == "rank":
+            raise bad_request(f"{m.id} is a reranker (rank pooling): it scores query-document pairs; ask POST "
+                              "/rerank", "model", "model_is_reranker")  # fmt: skip
+        if not per_token and engine.pooling == "none":
+            raise bad_request(f"{m.id} has no pooling (pooling_type none): its embeddings are one per token; ask "
+                              "POST /embedding for them", "model", "model_not_pooled")  # fmt: skip
         n_ctx = engine.state.n_ctx
         ids = await self.offload(_embedding_ids, engine, inputs, m.id)
         for i, x in enumerate(ids):
@@ -380,9 +407,9 @@ class Service:
                 raise bad_request(f"input {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}", "input",
                                   "context_length_exceeded")  # fmt: skip
 
-        def run(_state: Any = None) -> list[list[float]]:
+        def run(_state: Any = None) -> list[Any]:
             with self._embed_lock:
-                return engine.embed_ids(ids)
+                return engine.embed_tokens(ids) if per_token else engine.embed_ids(ids)
 
         if self.scheduler.alive:  # on the model thread, between steps: kernels run on one thread only (above)
             vectors = await asyncio.wrap_future(self.scheduler.call(run))
@@ -390,6 +417,35 @@ class Service:
             vectors = await asyncio.to_thread(run)
         note_tokens(sum(map(len, ids)))  # in the request's log line
         return m, vectors, sum(map(len, ids))
+
+    async def rerank(self, name: str | None, query: str, documents: list[str]) -> tuple[ServedModel, list[float], int]:
+        """Each document's relevance score to `query` (the reranker's first score), in the documents' order; the
+        pair tokens counted."""
+        m = self.resolve(name, "rerank")
+        engine = self.embed_engine
+        assert engine is not None
+        n_ctx = engine.state.n_ctx
+
+        def pairs() -> list[list[int]]:  # on a preparation thread
+            self.check_chars(len(query) * len(documents) + sum(map(len, documents)), "documents")
+            return [engine.rerank_ids(query, d) for d in documents]
+
+        ids = await self.offload(pairs)
+        for i, x in enumerate(ids):
+            if len(x) > n_ctx:
+                raise bad_request(f"the query with document {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}",
+                                  "documents", "context_length_exceeded")  # fmt: skip
+
+        def run(_state: Any = None) -> list[list[float]]:
+            with self._embed_lock:
+                return engine.scores(ids)
+
+        if self.scheduler.alive:  # on the model thread, between steps (see embed)
+            scores = await asyncio.wrap_future(self.scheduler.call(run))
+        else:
+            scores = await asyncio.to_thread(run)
+        note_tokens(sum(map(len, ids)))
+        return m, [s[0] for s in scores], sum(map(len, ids))
 
 
 def _embedding_ids(engine: Engine, inputs: list[str] | list[list[int]], name: str) -> list[list[int]]:
