@@ -193,6 +193,7 @@ def constraint_from_request(
 __all__ = [
     "DEFAULT_LIMITS",
     "FINISHED",
+    "LLAMACPP",
     "Budget",
     "Constraint",
     "ConstraintError",
