@@ -190,12 +190,21 @@ class Service:
     def load(cls, model_path: str | os.PathLike[str], *, backend: str | None = None,
              embedding_model: str | os.PathLike[str] | None = None, **kw: Any) -> Service:  # fmt: skip
         t0 = time.perf_counter()
-        model = load_model(model_path, backend)
-        embedder = load_model(embedding_model, backend) if embedding_model else None
-        # compile/load every kernel now, not during the first request
-        _on_a_passing_thread(lambda: [m.warm_up() for m in (model, embedder) if m is not None])
-        return cls(model, model_path, embedder=embedder, embedder_path=embedding_model,
-                   load_seconds=time.perf_counter() - t0, **kw)  # fmt: skip
+        opened: list[Model] = []
+        try:  # a failure closes what was opened (a server loading models on demand goes on)
+            model = load_model(model_path, backend)
+            opened.append(model)
+            embedder = load_model(embedding_model, backend) if embedding_model else None
+            if embedder is not None:
+                opened.append(embedder)
+            # compile/load every kernel now, not during the first request
+            _on_a_passing_thread(lambda: [m.warm_up() for m in opened])
+            return cls(model, model_path, embedder=embedder, embedder_path=embedding_model,
+                       load_seconds=time.perf_counter() - t0, **kw)  # fmt: skip
+        except BaseException:
+            for m in opened:
+                m.close()
+            raise
 
     def start(self) -> None:
         self.scheduler.start()

@@ -57,6 +57,22 @@ def import_gguf(store: Store, path: Path) -> Layer:
     return Layer(MODEL, f"sha256:{digest}", size)
 
 
+def stored_gguf(store: Store, digest: str) -> Layer:
+    """The model layer of a blob already in the store: it must be there, and a whole GGUF whose header parses."""
+    from llamay.gguf import GGUFFile, split_count
+
+    path = store.blob(f"sha256:{parse_digest(digest)}")
+    if not path.is_file():
+        raise BlobError(f"no blob {digest} in llamay's store ({store.blobs}): upload it first (POST /api/blobs/...)")
+    with open(path, "rb") as f:
+        if f.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+            raise LlamayError(f"blob {digest}: not a GGUF file (it does not start with {GGUF_MAGIC!r})")
+    with GGUFFile.open(path) as g:
+        if split_count(g) > 1:
+            raise LlamayError(f"blob {digest}: one shard of a split GGUF model (key 'split.count'): merge it first")
+    return Layer(MODEL, f"sha256:{parse_digest(digest)}", path.stat().st_size)
+
+
 def bring_blob(store: Store, other: Store, layer: Layer) -> None:
     """`layer`'s blob from another store into `store`: hashed (it must be its digest), linked or copied."""
     if store.blob(layer.digest).is_file():
@@ -122,12 +138,20 @@ def warnings(layers: Layers) -> list[str]:
 
 def create(name: str, text: str, folder: Path, log: Log = print) -> Path:
     """The model `name` built from a Modelfile's text (FROM relative to `folder`); its manifest's path."""
+    return build(name, parse(text), folder, log)
+
+
+def build(name: str, mf: Modelfile, folder: Path, log: Log = print, model_blob: str | None = None) -> Path:
+    """The model `name` built from a Modelfile (FROM relative to `folder`), or with `model_blob` (a digest) as
+    its GGUF: a blob already in the store (uploaded), checked to be a whole GGUF; its manifest's path."""
     target = Name.parse(name)
-    mf = parse(text)
     store = llamay_store()
     store.clean()
     with exit_on_fatal_signals(), store.lock():  # SIGTERM or SIGHUP: temporary files go, as on any error
-        model, base = base_of(store, mf, folder, log)
+        if model_blob is not None:
+            model, base = stored_gguf(store, model_blob), Layers()
+        else:
+            model, base = base_of(store, mf, folder, log)
         layers = merged(base, mf)
         for w in warnings(layers):
             log(f"llamay: warning: {w}")
