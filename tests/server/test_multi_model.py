@@ -304,3 +304,18 @@ def test_llamay_server_serves_the_store_and_llamay_ps_shows_what_it_loaded(store
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
+
+
+def test_a_stored_split_model_is_served_by_name(live, store):
+    """A split model in the store (its shards as model layers) loads on demand as the whole file."""
+    pytest.importorskip("gguf")
+    from llamay.native.store.ops import create
+    from tests.gguf.split_files import split_with_gguf_py
+
+    (store / "split").mkdir(exist_ok=True)
+    shards = split_with_gguf_py(paths.stories("f32"), store / "split" / "stories", 3)
+    create("split", f"FROM {shards[0]}\nPARAMETER num_predict 3\n", store, log=lambda _m: None)
+    c = ollama.Client(host=live.url)
+    r = generate(c, "split")
+    assert (r.model, r.response) == ("split:latest", reference("alpha"))  # alpha is the whole file, num_predict 3
+    assert "split:latest" in loaded(c)
