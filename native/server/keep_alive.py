@@ -40,7 +40,7 @@ def parse_go_duration(text: str) -> float:
     if len(s) > MAX_CHARS:
         raise ValueError(f"longer than {MAX_CHARS} characters")
     sign = -1.0 if s.startswith("-") else 1.0
-    s = s.lstrip("+-") if s[:1] in "+-" else s
+    s = s[1:] if s[:1] in ("+", "-") else s  # one sign at most, as Go reads it
     if s == "0":
         return 0.0
     if not s:

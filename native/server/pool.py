@@ -160,13 +160,13 @@ class ModelPool:
     async def _reap(self) -> None:
         assert self._changed is not None
         while True:
+            self._changed.clear()  # before looking: a change from here on wakes the wait below
             now = time.time()
             for name, e in list(self.loaded.items()):
                 if self._idle(e) and e.expires <= now:
                     await self.unload(name)
             nxt = min((e.expires for e in self.loaded.values() if self._idle(e)), default=FOREVER)
             wait = min(max(nxt - time.time(), 0.0), MAX_TICK)
-            self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), wait)
 
@@ -180,7 +180,10 @@ class ModelPool:
             return False
         del self.loaded[name]
         log.info("unloading %s", name)
-        await asyncio.to_thread(_close, e.service)
+        try:
+            await asyncio.to_thread(_close, e.service)
+        except Exception:  # its threads are stopped; what could not be closed goes with the last reference
+            log.exception("unloading %s", name)
         return True
 
     # -- names ----------------------------------------------------------------------------------------------
