@@ -15,7 +15,6 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -134,7 +133,7 @@ class CreateMessage(_Lenient):
 
 class CreateRequest(_Lenient):
     model: str = Field(description="the new model's name")
-    from_: str | None = Field(None, alias="from", description="a stored model (or a GGUF path) to start from")
+    from_: str | None = Field(None, alias="from", description="a stored model to start from (a GGUF: `files`)")
     files: dict[str, str] | None = Field(
         None, max_length=1, description="{file name: digest} of one uploaded GGUF (POST /api/blobs)"
     )
@@ -206,7 +205,7 @@ def _create(name: str, mf: Any, blob: str | None, report: Callable[[dict[str, An
     from llamay.native.store.ops import build
 
     report({"status": "using existing layer" if blob is None else f"using uploaded layer {blob}"})
-    build(name, mf, Path.cwd(), log=lambda _m: None, model_blob=blob)
+    build(name, mf, None, log=lambda _m: None, model_blob=blob)  # `from` names a stored model, never a file
     report({"status": "writing manifest"})
     report({"status": "success"})
 

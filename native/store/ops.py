@@ -21,7 +21,7 @@ from .manifests import MODEL, Layer, Store
 from .names import Name
 from .options import NO_EFFECT
 from .progress import Progress
-from .resolve import llamay_store, ollama_store, resolve
+from .resolve import find_stored, llamay_store, ollama_store, resolve
 from .shards import remove_dangling
 
 Log = Callable[[str], object]
@@ -90,15 +90,21 @@ def bring_blob(store: Store, other: Store, layer: Layer) -> None:
             w.finish()
 
 
-def base_of(store: Store, mf: Modelfile, folder: Path, log: Log) -> tuple[tuple[Layer, ...], Layers]:
+def base_of(store: Store, mf: Modelfile, folder: Path | None, log: Log) -> tuple[tuple[Layer, ...], Layers]:
     """FROM: a GGUF file (relative to the Modelfile's folder) imported, or a stored model's model layers (a split
-    model's shards) and other layers."""
-    path = Path(mf.base).expanduser()
-    path = path if path.is_absolute() else folder / path
-    if path.is_file():
-        return import_gguf(store, path), Layers()
+    model's shards) and other layers; `folder` None: a stored model only (a server's clients name no files)."""
+    if folder is None:
+        found = find_stored(mf.base)
+        if found is None:
+            raise LlamayError(f"from: no stored model is named {mf.base!r} (a GGUF is uploaded: POST /api/blobs, "
+                              "then `files`)")  # fmt: skip
+    else:
+        path = Path(mf.base).expanduser()
+        path = path if path.is_absolute() else folder / path
+        if path.is_file():
+            return import_gguf(store, path), Layers()
     try:
-        base = resolve(mf.base, log=log)
+        base = resolve(mf.base, log=log) if folder is not None else found
     except LlamayError as e:
         raise LlamayError(f"FROM {mf.base}: {e}") from None
     if base.source == "file":
@@ -146,9 +152,10 @@ def create(name: str, text: str, folder: Path, log: Log = print) -> Path:
     return build(name, parse(text), folder, log)
 
 
-def build(name: str, mf: Modelfile, folder: Path, log: Log = print, model_blob: str | None = None) -> Path:
-    """The model `name` built from a Modelfile (FROM relative to `folder`), or with `model_blob` (a digest) as
-    its GGUF: a blob already in the store (uploaded), checked to be a whole GGUF; its manifest's path."""
+def build(name: str, mf: Modelfile, folder: Path | None, log: Log = print, model_blob: str | None = None) -> Path:
+    """The model `name` built from a Modelfile (FROM relative to `folder`; None: FROM a stored model only), or
+    with `model_blob` (a digest) as its GGUF: a blob already in the store (uploaded), checked to be a whole GGUF;
+    its manifest's path."""
     target = Name.parse(name)
     store = llamay_store()
     store.clean()

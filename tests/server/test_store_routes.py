@@ -130,7 +130,8 @@ def test_create_refuses_by_name_what_llamay_does_not_do(live):
              ({"from_": "beta", "parameters": {"no_such_option": 1}}, "no_such_option"),
              ({"from_": "beta", "parameters": {"num_predict": "many"}}, "num_predict"),
              ({}, "from"),
-             ({"from_": "nosuch"}, "nosuch")]  # fmt: skip
+             ({"from_": "nosuch"}, "nosuch"),
+             ({"from_": str(paths.stories("f32"))}, "no stored model")]  # a client names no server file  # fmt: skip
     for kw, word in cases:
         with pytest.raises(ollama.ResponseError) as e:
             c.create(model="refused", stream=False, **kw)
