@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 from llamay import __version__
 from llamay.errors import LlamayError
 
-from . import contexts, ollama_routes, openai_routes, store_routes
+from . import contexts, llamacpp_routes, llamacpp_slots, ollama_routes, openai_routes, store_routes
 from .bodies import StrictJsonRoute
 from .deps import PoolDep, ServiceDep
 from .docs_page import docs_router
@@ -55,6 +55,7 @@ OpenAI routes and NDJSON on the Ollama routes.
 TAGS = [
     {"name": "OpenAI", "description": "OpenAI-compatible API (`/v1`)."},
     {"name": "Ollama", "description": "Ollama-compatible API (`/api`)."},
+    {"name": "llama.cpp", "description": "llama-server's own routes (`/completion`, `/props`, `/slots`...)."},
     {"name": "Contexts", "description": "Named KV contexts: create, fork, snapshot, restore, continue, delete."},
     {"name": "Server", "description": "Health, metrics, tokenization."},
 ]
@@ -89,7 +90,8 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
     app.state.max_blob_bytes = max_blob_bytes
     key = [Depends(_bearer(api_key))] if api_key else []
     # the management routes write the store: only a server serving it has them (one of `-m FILE` has no store)
-    for module in (openai_routes, ollama_routes, contexts, *([store_routes] if pool.store else [])):
+    stored = [store_routes] if pool.store else []
+    for module in (openai_routes, ollama_routes, contexts, llamacpp_routes, llamacpp_slots, *stored):
         app.include_router(module.router, dependencies=key)
     app.include_router(_server_router(), dependencies=key)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],
@@ -172,9 +174,17 @@ def _tokenize(tok: Any, body: TokenizeRequest) -> bytes:
     ids = tok.encode(body.content, add_special=body.add_special, parse_special=body.parse_special)
     items: list[Any] = ids
     if body.with_pieces:
-        items = [{"id": i, "piece": tok.token_bytes(i).decode("utf-8", "replace")} for i in ids]
+        items = [{"id": i, "piece": _piece(tok.token_bytes(i))} for i in ids]
     parts = (json.dumps(items[k : k + JSON_SLICE], ensure_ascii=False)[1:-1] for k in range(0, len(items), JSON_SLICE))
     return ('{"tokens": [' + ", ".join(parts) + "]}").encode()
+
+
+def _piece(data: bytes) -> str | list[int]:
+    """A token's piece as llama-server writes it: its text, or its bytes where they are not UTF-8 by themselves."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return list(data)
 
 
 # -- errors ---------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from .bodies import StrictJsonRoute
 from .deps import PoolDep
 from .errors import bad_request
 from .limits import MAX_BATCH, MAX_EMBED_INPUTS
+from .llamacpp_prompts import timings
 from .params import from_openai
 from .pool import Available, Lease, not_found, served_entry
 from .schemas import (
@@ -100,7 +101,7 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _chat_chunks(gen, head, tool_names, include_usage)
+        events = _timed(_chat_chunks(gen, head, tool_names, include_usage), gen, body.timings_per_token)
         return _streaming(lease, events)
     await gen.collect(request.is_disconnected)
     choices = []
@@ -114,7 +115,7 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
                 finish = "tool_calls"
         choices.append({"index": i, "message": message, "logprobs": _chat_logprobs(service, ch.job, gen, i),
                         "finish_reason": finish})  # fmt: skip
-    return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage()}
+    return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
 def _streaming(lease: Lease, events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
@@ -155,6 +156,22 @@ async def _chat_chunks(gen: Generation, head: dict[str, Any], tool_names: set[st
                                          "finish_reason": piece.finish}]}  # fmt: skip
     if include_usage:
         yield {**chunk, "choices": [], "usage": gen.usage()}
+
+
+def _timings(gen: Generation, index: int = 0) -> dict[str, Any]:
+    ch = gen.choices[index]
+    return timings(ch.job, len(ch.tokens), time.monotonic())
+
+
+async def _timed(chunks: AsyncIterator[dict[str, Any]], gen: Generation,
+                 every: bool) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    """llama-server's `timings` in stream chunks: in the chunk that ends a choice (every chunk with
+    timings_per_token), of the choice it is about."""
+    async for chunk in chunks:
+        choices = chunk.get("choices") or []
+        if choices and (every or choices[0].get("finish_reason") is not None):
+            chunk = {**chunk, "timings": _timings(gen, choices[0]["index"])}
+        yield chunk
 
 
 def _token_entry(service: Service, tok: int, lp: float) -> dict[str, Any]:
@@ -214,7 +231,7 @@ async def _completions(body: CompletionRequest, request: Request, lease: Lease):
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _completion_chunks(gen, head, echo, include_usage)
+        events = _timed(_completion_chunks(gen, head, echo, include_usage), gen, body.timings_per_token)
         return _streaming(lease, events)
     await gen.collect(request.is_disconnected)
     choices = []
@@ -222,7 +239,7 @@ async def _completions(body: CompletionRequest, request: Request, lease: Lease):
         prefix = echo[i // params.n]
         choices.append({"index": i, "text": prefix + gen.text(i), "finish_reason": ch.finish,
                         "logprobs": _completion_logprobs(service, gen, i, len(prefix))})  # fmt: skip
-    return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage()}
+    return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
 def _prompts(service: Service, prompt: Any, echo: bool) -> tuple[list[list[int]], list[str]]:
@@ -307,11 +324,14 @@ async def embeddings(body: EmbeddingRequest, pool: PoolDep) -> dict[str, Any]:
 # -- the same routes without /v1 --------------------------------------------------------------------------------
 
 
+LLAMA_SERVER_OWN = ("/v1/completions",)  # /completions is llama-server's own route there (llamacpp_routes)
+
+
 def _unprefixed(router: APIRouter) -> None:
     """Each /v1 route also without the prefix (`OpenAI(base_url="http://host:port")`, as llama-server allows):
     the same handler, left out of the description, where the /v1 operation names it (`x-aliases`)."""
     for route in list(router.routes):
-        if not (isinstance(route, APIRoute) and route.path.startswith("/v1/")):
+        if not (isinstance(route, APIRoute) and route.path.startswith("/v1/")) or route.path in LLAMA_SERVER_OWN:
             continue
         alias = route.path.removeprefix("/v1")
         router.add_api_route(alias, route.endpoint, methods=sorted(route.methods), response_model=route.response_model,

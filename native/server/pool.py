@@ -127,6 +127,7 @@ class ModelPool:
                  loader: Loader | None = None) -> None:  # fmt: skip
         self.resident = Loaded(resident.generator.id, resident, loaded_size(resident), resident=True)
         self.store = store  # answer for stored models by name (else: the resident model for any name)
+        resident.own_names_only = store  # llama-server's routes: the resident model, by its own names only
         self.default_keep_alive = keep_alive
         self.max_loaded = max_loaded
         self.memory = memory

@@ -310,6 +310,7 @@ class ChatCompletionRequest(Sampling):
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    timings_per_token: bool = Field(False, description="llama.cpp extension: `timings` in every stream chunk")
 
 
 # -- OpenAI: completions --------------------------------------------------------------------------------------
@@ -327,6 +328,7 @@ class CompletionRequest(Sampling):
     suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
     best_of: Int | None = Field(None, ge=1, le=MAX_N)
     response_format: ResponseFormat | None = None
+    timings_per_token: bool = Field(False, description="llama.cpp extension: `timings` in every stream chunk")
 
 
 # -- OpenAI: embeddings, models -------------------------------------------------------------------------------
@@ -395,6 +397,9 @@ class ChatChoice(BaseModel):
     finish_reason: str | None
 
 
+TIMINGS = "llama-server's timings of the first choice: cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms..."
+
+
 class ChatCompletion(BaseModel):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
@@ -403,6 +408,7 @@ class ChatCompletion(BaseModel):
     system_fingerprint: str | None = None
     choices: list[ChatChoice]
     usage: Usage
+    timings: dict[str, float] | None = Field(None, description=TIMINGS)
 
 
 class CompletionChoice(BaseModel):
@@ -420,6 +426,7 @@ class Completion(BaseModel):
     system_fingerprint: str | None = None
     choices: list[CompletionChoice]
     usage: Usage
+    timings: dict[str, float] | None = Field(None, description=TIMINGS)
 
 
 # -- llama.cpp-style utilities --------------------------------------------------------------------------------
@@ -435,7 +442,7 @@ class TokenizeRequest(_Lenient):
 
 class TokenPiece(BaseModel):
     id: int
-    piece: str
+    piece: str | list[int] = Field(description="the text, or its bytes where they are not UTF-8 by themselves")
 
 
 class TokenizeResponse(BaseModel):

@@ -166,6 +166,10 @@ def test_unknown_names_get_ollamas_404_and_openais(live):
     assert e2.value.body["code"] == "model_not_found" and "gpt-4o" in e2.value.body["message"]
     with pytest.raises(openai.NotFoundError):
         live.openai().models.retrieve("gpt-4o")
+    with live.client() as h:  # llama-server's own routes serve the resident model only, by its names
+        assert h.post("/completion", json={"model": "alpha", "prompt": PROMPT, "n_predict": 1}).status_code == 200
+        r = h.post("/completion", json={"model": "beta", "prompt": PROMPT, "n_predict": 1})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
     assert loaded(c) == ["alpha:latest"]
 
 
