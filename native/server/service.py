@@ -47,7 +47,8 @@ class ServedModel:
 
     def matches(self, name: str) -> bool:
         base = name.removesuffix(":latest")
-        return name in self.aliases or base in self.aliases
+        # a stored model (`alpha:latest`) answers to its name without the default tag too
+        return name in self.aliases or base in self.aliases or f"{base}:latest" == self.id
 
 
 def describe(model: Model, path: Path) -> tuple[str, dict[str, Any]]:
