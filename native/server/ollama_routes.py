@@ -4,6 +4,7 @@ version. The final object of a generation carries Ollama's counts and durations 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -12,6 +13,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
+
+from llamay.tools import ToolPlan
 
 from . import keep_alive, store_show
 from .bodies import StrictJsonRoute
@@ -30,7 +33,7 @@ from .schemas import (
 )
 from .service import ServedModel, Service
 from .streaming import Generation, ndjson_stream
-from .tools import message_dicts, ollama_calls, parse_tool_calls
+from .tools import OllamaPieces, message_dicts, ollama_message, plan_for
 
 ERRORS = {code: {"model": OllamaErrorResponse} for code in STATUSES}
 router = APIRouter(tags=["Ollama"], route_class=StrictJsonRoute, responses=ERRORS)  # Ollama's error shape
@@ -138,32 +141,38 @@ async def _chat(body: OllamaChatRequest, request: Request, lease: Lease, keep: f
         return await _load_reply(lease, keep, "message", {"role": "assistant", "content": ""})
     if any(m.images for m in body.messages):
         raise bad_request("images are not supported: the served model reads text only", "messages")
-    tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
-    params = from_ollama(body.options, body.format)
-    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools)
+    plan = plan_for(service.chat_template, body.tools)  # Ollama has no tool_choice: the model may call
+    if plan is not None and body.format:
+        raise bad_request("format cannot constrain a reply that may call tools: the tool calls' grammar does",
+                          "format", "conflicting_fields")  # fmt: skip
+    params = dataclasses.replace(from_ollama(body.options, body.format), tools=plan)
+    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), plan)
     budget = service.budget(prompt, params.max_tokens, "num_predict")
     gen = (await Generation.create(service, [prompt], params, [budget])).start()
-    names = {t["function"]["name"] for t in tools} if tools else set()
 
     def final() -> dict[str, Any]:
         return {"done": True, "done_reason": gen.choices[0].finish, **gen.timings_ns()}
 
-    if body.stream and not names:
-        return _streaming(lease, _stream(gen, model, "message", final))
+    if body.stream:
+        events = _stream(gen, model, "message", final) if plan is None else _tool_stream(gen, model, plan, final)
+        return _streaming(lease, events)
     await gen.collect(request.is_disconnected)
-    message: dict[str, Any] = {"role": "assistant", "content": gen.text(0)}
-    if names:
-        content, calls = parse_tool_calls(gen.text(0), names)
-        if calls:
-            message = {"role": "assistant", "content": content or "", "tool_calls": ollama_calls(calls)}
-    reply = {"model": model.id, "created_at": _now(), "message": message, **final()}
-    if body.stream:  # with tools the reply is parsed whole, then sent as a one-line stream
-        return StreamingResponse(ndjson_stream(_one(reply)), media_type=NDJSON)
-    return reply
+    message = {"role": "assistant", "content": gen.text(0)} if plan is None else ollama_message(plan, gen.text(0))
+    return {"model": model.id, "created_at": _now(), "message": message, **final()}
 
 
-async def _one(item: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    yield item
+async def _tool_stream(gen: Generation, model: ServedModel, plan: ToolPlan,
+                       final: Any) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    """Content as it comes; each tool call, once complete, in a message of its own (as Ollama streams them)."""
+    parser = OllamaPieces(plan)
+    async for piece in gen.pieces():
+        content, calls = parser.feed(piece.text, piece.finish is not None)
+        if content or calls:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            yield {"model": model.id, "created_at": _now(), "message": message, "done": False}
+    yield {"model": model.id, "created_at": _now(), "message": {"role": "assistant", "content": ""}, **final()}
 
 
 # -- embed ----------------------------------------------------------------------------------------------------
@@ -258,8 +267,8 @@ async def _shown(pool: ModelPool, name: str, param: str, verbose: bool) -> dict[
         "llamay.context_length": service.n_ctx if m.kind == "generate" else cfg.n_ctx_train,
     }
     caps = ["completion"] if m.kind == "generate" else ["embedding"]
-    if m.kind == "generate" and service.supports_tools:
-        caps.append("tools")
+    if m.kind == "generate":
+        caps.append("tools")  # every model: its template's syntax, else the generic format in the prompt
     template = model.tokenizer.chat_template_source or "" if m.kind == "generate" else ""
     entry = _entry(served_entry(m))
     return {

@@ -125,10 +125,6 @@ def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
         _stop_limits(props["stop"])
     if "keep_alive" in props:
         _not_zero(props["keep_alive"])
-    if "tools" in props and not service.supports_tools:
-        for variant in _variants(props["tools"]):
-            if variant.get("type") == "array":
-                variant["maxItems"] = 0
 
 
 def _not_zero(prop: dict[str, Any]) -> None:

@@ -339,15 +339,19 @@ class Service:
         self.check_chars(len(text), param)
         return self.tokenizer.encode(text, add_special=add_special, parse_special=True)
 
-    def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
+    def chat_ids(self, messages: list[dict[str, Any]], tools: Any = None) -> list[int]:
+        """The prompt of a chat; `tools` (a llamay.tools.ToolPlan) puts the tools in it: the template renders
+        them, or (the generic format) the system message describes them. Their JSON counts in the precheck."""
         tok = self.tokenizer
-        if tools and not self.supports_tools:
-            raise bad_request(
-                f"{self.generator.id}'s chat template does not support tools", "tools", "tools_not_supported"
-            )
-        self.check_chars(sum(len(m.get("content") or "") for m in messages), "messages")
+        template_tools = None
+        extra = 0
+        if tools is not None:
+            messages = tools.messages(messages)
+            template_tools = tools.template_tools
+            extra = tools.prompt_chars
+        self.check_chars(sum(len(m.get("content") or "") for m in messages) + extra, "messages")
         try:
-            text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=tools or None)
+            text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=template_tools)
         except LlamayError as e:
             raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
                               "template_error") from None  # fmt: skip
@@ -357,9 +361,9 @@ class Service:
         return ids
 
     @property
-    def supports_tools(self) -> bool:
-        source = self.tokenizer.chat_template_source or ""
-        return "tools" in source
+    def chat_template(self) -> str | None:
+        """The source of the generative model's chat template (None: the ChatML fallback)."""
+        return self.tokenizer.chat_template_source
 
     def check_ids(self, ids: list[int], param: str = "prompt") -> list[int]:
         n_vocab = self.tokenizer.n_vocab

@@ -33,7 +33,7 @@ def stored_show(name: str, verbose: bool) -> dict[str, Any] | None:
     info = {k: v for k, v in info.items() if not isinstance(v, bytes)}
     layers = r.layers
     template = layers.template if layers.template is not None else meta.get(Keys.CHAT_TEMPLATE) or ""
-    caps = ["completion"] + (["tools"] if ".Tools" in template or "tools" in template else [])
+    caps = ["completion", "tools"]  # every model calls tools: its template's syntax, else the generic format
     out: dict[str, Any] = {
         "license": "\n".join(layers.licenses),
         "modelfile": modelfile(r),
