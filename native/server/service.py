@@ -339,10 +339,9 @@ class Service:
         self.check_chars(len(text), param)
         return self.tokenizer.encode(text, add_special=add_special, parse_special=True)
 
-    def chat_ids(self, messages: list[dict[str, Any]], tools: Any = None) -> list[int]:
-        """The prompt of a chat; `tools` (a llamay.tools.ToolPlan) puts the tools in it: the template renders
+    def chat_text(self, messages: list[dict[str, Any]], tools: Any = None, add_generation_prompt: bool = True) -> str:
+        """The prompt text of a chat; `tools` (a llamay.tools.ToolPlan) puts the tools in it: the template renders
         them, or (the generic format) the system message describes them. Their JSON counts in the precheck."""
-        tok = self.tokenizer
         template_tools = None
         extra = 0
         if tools is not None:
@@ -351,12 +350,16 @@ class Service:
             extra = tools.prompt_chars
         self.check_chars(sum(len(m.get("content") or "") for m in messages) + extra, "messages")
         try:
-            text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=template_tools)
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
+                                                      tools=template_tools)  # fmt: skip
         except LlamayError as e:
             raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
                               "template_error") from None  # fmt: skip
-        ids = self.encode(text, param="messages")
-        if len(ids) > 1 and ids[0] == ids[1] == tok.bos_id:  # the template wrote the BOS text itself
+
+    def chat_ids(self, messages: list[dict[str, Any]], tools: Any = None) -> list[int]:
+        """The prompt of a chat (`chat_text`), as token ids."""
+        ids = self.encode(self.chat_text(messages, tools), param="messages")
+        if len(ids) > 1 and ids[0] == ids[1] == self.tokenizer.bos_id:  # the template wrote the BOS text itself
             del ids[0]
         return ids
 
