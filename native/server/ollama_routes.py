@@ -26,6 +26,7 @@ from .schemas import (
 )
 from .service import ServedModel, Service
 from .streaming import Generation, ndjson_stream
+from .thinking import ThinkSplit, reasons, split
 from .tools import message_dicts, ollama_calls, parse_tool_calls
 
 ERRORS = {code: {"model": OllamaErrorResponse} for code in STATUSES}
@@ -52,18 +53,59 @@ async def generate(body: OllamaGenerateRequest, request: Request, service: Servi
     if not body.prompt and not body.context:
         return {"model": model.id, "created_at": _now(), "response": "", "done": True, "done_reason": "load"}
     params = from_ollama(body.options, body.format)
+    if body.think is not None and (body.raw or body.template or body.context):
+        raise bad_request("think needs the model's own template (not raw, template or context)", "think")
+    own_template = not (body.raw or body.template or body.context)  # only then is the reply's reasoning known
+    thinks = own_template and _thinks(service, model, body.think)
     prompt = await service.offload(_generate_prompt, service, body)
-    budget = service.budget(prompt, params.max_tokens, "num_predict")
-    gen = (await Generation.create(service, [prompt], params, [budget])).start()
+    gen, prompt = await _generation(service, body, prompt, params)
+    opened = thinks and _opens_thinking(service, prompt)
 
     def final() -> dict[str, Any]:
         ch = gen.choices[0]
         return {"done": True, "done_reason": ch.finish, "context": prompt + ch.tokens, **gen.timings_ns()}
 
     if body.stream:
-        return StreamingResponse(ndjson_stream(_stream(gen, model, "response", final)), media_type=NDJSON)
+        events = _stream(gen, model, "response", final, ThinkSplit(opened) if thinks else None)
+        return StreamingResponse(ndjson_stream(events), media_type=NDJSON)
     await gen.collect(request.is_disconnected)
-    return {"model": model.id, "created_at": _now(), "response": gen.text(0), **final()}
+    reply: dict[str, Any] = {"model": model.id, "created_at": _now(), "response": gen.text(0)}
+    if thinks:
+        reply["thinking"], reply["response"] = split(gen.text(0), opened)
+    return {**reply, **final()}
+
+
+def _thinks(service: Service, model: ServedModel, think: bool | None) -> bool:
+    """Whether the reply's reasoning is split out (`think` not false, on a template that reasons); `think` on a
+    template that does not is refused, as Ollama refuses it."""
+    reasoning = reasons(service.tokenizer.chat_template_source)
+    if think is not None and not reasoning:
+        raise bad_request(f'"{model.id}" does not support thinking (its chat template has no reasoning block)',
+                          "think", "thinking_not_supported")  # fmt: skip
+    return reasoning and think is not False
+
+
+def _opens_thinking(service: Service, prompt: list[int]) -> bool:
+    """The template's generation prompt itself opened the reasoning block (DeepSeek-R1's does)."""
+    return service.tokenizer.decode(prompt[-8:]).rstrip().endswith("<think>")
+
+
+async def _generation(service: Service, body: Any, prompt: list[int], params: Any) -> tuple[Generation, list[int]]:
+    """The started generation of `prompt` within the request's context: `options.num_ctx` (at most the
+    server's), an over-long prompt refused, or, with num_ctx or `truncate: true` (and not `truncate: false`),
+    cut to its first `num_keep` tokens and its end, as Ollama's runner cuts it."""
+    opts = body.options
+    num_ctx = opts.num_ctx if opts else None
+    if num_ctx is not None and num_ctx > service.n_ctx:
+        raise bad_request(f"options.num_ctx is {num_ctx}, more than this server's context of {service.n_ctx} tokens "
+                          "(llamay serve -c)", "options.num_ctx")  # fmt: skip
+    truncate = body.truncate is not False and (num_ctx is not None or body.truncate is True)
+    n_keep = opts.num_keep if opts and opts.num_keep is not None else 0
+    where = "options.num_ctx" if num_ctx is not None else "-c"
+    prompt, budget, _ = service.fit(prompt, params.max_tokens, "num_predict", n_ctx=num_ctx, truncate=truncate,
+                                    n_keep=n_keep, ctx_param=where)  # fmt: skip
+    gen = await Generation.create(service, [prompt], params, [budget])
+    return gen.start(), prompt
 
 
 def _generate_prompt(service: Service, body: OllamaGenerateRequest) -> list[int]:
@@ -76,16 +118,23 @@ def _generate_prompt(service: Service, body: OllamaGenerateRequest) -> list[int]
     messages = ([{"role": "system", "content": body.system}] if body.system else []) + [
         {"role": "user", "content": body.prompt}
     ]
-    return service.chat_ids(messages)
+    return service.chat_ids(messages, think=body.think)
 
 
-async def _stream(gen: Generation, model: ServedModel, key: str, final: Any) -> AsyncIterator[dict[str, Any]]:
+async def _stream(gen: Generation, model: ServedModel, key: str, final: Any,
+                  think: ThinkSplit | None = None) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    def line(text: str, thinking: str = "") -> dict[str, Any]:
+        if key == "response":
+            out: dict[str, Any] = {"response": text, **({"thinking": thinking} if thinking else {})}
+        else:
+            out = {"message": {"role": "assistant", "content": text, **({"thinking": thinking} if thinking else {})}}
+        return {"model": model.id, "created_at": _now(), **out}
+
     async for piece in gen.pieces():
-        if piece.text:
-            value: Any = piece.text if key == "response" else {"role": "assistant", "content": piece.text}
-            yield {"model": model.id, "created_at": _now(), key: value, "done": False}
-    empty: Any = "" if key == "response" else {"role": "assistant", "content": ""}
-    yield {"model": model.id, "created_at": _now(), key: empty, **final()}
+        thinking, text = think.feed(piece.text, piece.finish is not None) if think else ("", piece.text)
+        if text or thinking:
+            yield {**line(text, thinking), "done": False}
+    yield {**line(""), **final()}
 
 
 # -- chat -----------------------------------------------------------------------------------------------------
@@ -102,22 +151,25 @@ async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
         raise bad_request("images are not supported: the served model reads text only", "messages")
     tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
     params = from_ollama(body.options, body.format)
-    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools)
-    budget = service.budget(prompt, params.max_tokens, "num_predict")
-    gen = (await Generation.create(service, [prompt], params, [budget])).start()
+    thinks = _thinks(service, model, body.think)
+    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools, body.think)
+    gen, prompt = await _generation(service, body, prompt, params)
     names = {t["function"]["name"] for t in tools} if tools else set()
+    opened = thinks and _opens_thinking(service, prompt)
 
     def final() -> dict[str, Any]:
         return {"done": True, "done_reason": gen.choices[0].finish, **gen.timings_ns()}
 
     if body.stream and not names:
-        return StreamingResponse(ndjson_stream(_stream(gen, model, "message", final)), media_type=NDJSON)
+        events = _stream(gen, model, "message", final, ThinkSplit(opened) if thinks else None)
+        return StreamingResponse(ndjson_stream(events), media_type=NDJSON)
     await gen.collect(request.is_disconnected)
-    message: dict[str, Any] = {"role": "assistant", "content": gen.text(0)}
+    thinking, text = split(gen.text(0), opened) if thinks else ("", gen.text(0))
+    message: dict[str, Any] = {"role": "assistant", "content": text, **({"thinking": thinking} if thinking else {})}
     if names:
-        content, calls = parse_tool_calls(gen.text(0), names)
+        content, calls = parse_tool_calls(text, names)
         if calls:
-            message = {"role": "assistant", "content": content or "", "tool_calls": ollama_calls(calls)}
+            message = {**message, "content": content or "", "tool_calls": ollama_calls(calls)}
     reply = {"model": model.id, "created_at": _now(), "message": message, **final()}
     if body.stream:  # with tools the reply is parsed whole, then sent as a one-line stream
         return StreamingResponse(ndjson_stream(_one(reply)), media_type=NDJSON)

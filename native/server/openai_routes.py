@@ -74,8 +74,11 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=max_tokens, logprobs=logprobs,
                          fmt=body.response_format)  # fmt: skip
     prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools)
-    budget = service.budget(prompt, max_tokens, param)
-    gen = (await Generation.create(service, [prompt], params, [budget])).start()
+    truncate, n_keep = truncation(body)
+    prompt, budget, cut = service.fit(prompt, max_tokens, param, truncate=truncate, n_keep=n_keep)
+    gen = await Generation.create(service, [prompt], params, [budget])
+    gen.truncated = cut
+    gen.start()
     tool_names = {t["function"]["name"] for t in tools} if tools else set()
     head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
@@ -175,8 +178,13 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
                          fmt=body.response_format)  # fmt: skip
     prompts, echo = await service.offload(_prompts, service, body.prompt, body.echo)
-    budgets = [service.budget(p, 16 if body.max_tokens is None else body.max_tokens) for p in prompts]
-    gen = (await Generation.create(service, prompts, params, budgets)).start()
+    truncate, n_keep = truncation(body)
+    max_tokens = 16 if body.max_tokens is None else body.max_tokens
+    fitted = [service.fit(p, max_tokens, truncate=truncate, n_keep=n_keep) for p in prompts]
+    prompts = [p for p, _, _ in fitted]
+    gen = await Generation.create(service, prompts, params, [b for _, b, _ in fitted])
+    gen.truncated = sum(c for _, _, c in fitted)
+    gen.start()
     head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
@@ -190,6 +198,15 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
         choices.append({"index": i, "text": prefix + gen.text(i), "finish_reason": ch.finish,
                         "logprobs": _completion_logprobs(service, gen, i, len(prefix))})  # fmt: skip
     return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage()}
+
+
+def truncation(body: Any) -> tuple[bool, int]:
+    """(truncate, n_keep) of a request's `truncation` and llama.cpp's `n_keep` (which means nothing alone)."""
+    truncate = body.truncation == "auto"
+    if body.n_keep is not None and not truncate:
+        raise bad_request("n_keep keeps the prompt's first tokens when it is truncated: give truncation: 'auto'",
+                          "n_keep", "conflicting_fields")  # fmt: skip
+    return truncate, body.n_keep or 0
 
 
 def _prompts(service: Service, prompt: Any, echo: bool) -> tuple[list[list[int]], list[str]]:

@@ -11,15 +11,26 @@ takes NaN or an infinity.
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StringConstraints, Tag, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    create_model,
+    model_validator,
+)
 
 from llamay.sampling import BOUNDS
 from llamay.sampling.config import FLT_MAX, MAX_BREAKER_CHARS, MAX_BREAKERS
 from llamay.sampling.request import API_RANGES, INT32, OLLAMA_RUNNER, OLLAMA_SAMPLING, OPENAI_FIELDS, OPENAI_OWN
 from llamay.sampling.request import MAX_PREDICT as MAX_TOKENS  # a static cap; the real limit is the context
 
+from . import fields as api_fields
 from .limits import (
     MAX_BATCH,
     MAX_CONTEXT_TOKENS,
@@ -135,10 +146,22 @@ SEED = Field(
 
 
 class _Lenient(BaseModel):
-    """Unknown fields are ignored (clients send fields of newer API versions); types are strict (a number is a
-    JSON number, a boolean a JSON boolean: as the published schema says), floats finite."""
+    """Unknown fields are refused (400 naming them: never silently ignored); types are strict (a number is a JSON
+    number, a boolean a JSON boolean: as the published schema says), floats finite."""
 
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, strict=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+
+
+class _Checked(BaseModel):
+    """A request body checked against its API's field table (`fields.TABLES[FIELDS]`) before validation: an
+    unknown field, or a documented one not supported here, is a 400 naming it and saying why."""
+
+    FIELDS: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        return api_fields.check(cls.FIELDS, data) if cls.FIELDS else data
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -180,7 +203,7 @@ def _sampling_fields(names: Any, ranges: dict[str, tuple[float, float]], extensi
     return out
 
 
-class _SamplingBase(_Lenient):
+class _SamplingBase(_Lenient, _Checked):
     seed: Int | None = SEED
     dry_sequence_breakers: (
         list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_BREAKER_CHARS)]] | None
@@ -218,6 +241,7 @@ Sampling = create_model(
 
 class StreamOptions(_Lenient):
     include_usage: bool = False
+    include_obfuscation: Literal[False] | None = Field(None, description="chunks are not padded here")
 
 
 class TextFormat(_Lenient):
@@ -278,12 +302,16 @@ class ChatMessage(_PassedOn):
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
+    reasoning_content: str | None = Field(None, description="llama.cpp's: an earlier reply's reasoning (passed to the "
+                                          "template)")  # fmt: skip
+    refusal: str | None = Field(None, description="an earlier reply's refusal (accepted; templates do not render it)")
 
 
 class ToolFunction(_Lenient):
     name: str
     description: str | None = None
     parameters: dict[str, Any] | None = None
+    strict: bool | None = None
 
 
 class Tool(_Lenient):
@@ -297,7 +325,30 @@ MODEL_NAME = (
 )
 
 
-class ChatCompletionRequest(Sampling):
+NOOP = "accepted, no effect here (docs/server.md's field table says why)"
+TRUNCATION = Field(
+    None,
+    description="llamay's: 'auto' keeps the end of a prompt longer than the context (and its first n_keep tokens); "
+    "'disabled' (the default) refuses it",
+)
+N_KEEP = Field(
+    None, ge=-1, le=MAX_CONTEXT_TOKENS, description="llama.cpp's: with truncation, the first tokens kept (-1: all)"
+)
+
+
+class _Truncatable(_Lenient):
+    truncation: Literal["auto", "disabled"] | None = TRUNCATION
+    n_keep: Int | None = N_KEEP
+
+
+class ChatCompletionRequest(Sampling, _Truncatable):
+    FIELDS: ClassVar[str] = "openai.chat"
+    safety_identifier: str | None = Field(None, description=NOOP)
+    prompt_cache_key: str | None = Field(None, description=NOOP)
+    metadata: dict[str, str] | None = Field(None, description=NOOP)
+    store: Literal[False] | None = Field(None, description="nothing is stored")
+    service_tier: Literal["auto", "default"] | None = None
+    modalities: list[Literal["text"]] | None = None
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
@@ -314,7 +365,8 @@ class ChatCompletionRequest(Sampling):
 # -- OpenAI: completions --------------------------------------------------------------------------------------
 
 
-class CompletionRequest(Sampling):
+class CompletionRequest(Sampling, _Truncatable):
+    FIELDS: ClassVar[str] = "openai.completions"
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     prompt: text_or_tokens(MAX_BATCH, TokenIds) = Field(
         description="text, a batch of texts, token ids, or a batch of token-id lists"
@@ -331,7 +383,8 @@ class CompletionRequest(Sampling):
 # -- OpenAI: embeddings, models -------------------------------------------------------------------------------
 
 
-class EmbeddingRequest(_Lenient):
+class EmbeddingRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "openai.embeddings"
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     input: text_or_tokens(MAX_EMBED_INPUTS, EmbedTokenIds) = Field(
         description="a text, a list of texts, token ids (of the embedding model), or a list of token-id lists"
@@ -384,6 +437,7 @@ class Usage(BaseModel):
     total_tokens: int
     prompt_tokens_details: PromptTokensDetails
     llamay_cached_prompt_tokens: int = Field(description="prompt tokens reused from the prefix cache")
+    llamay_truncated_prompt_tokens: int = Field(0, description="prompt tokens cut by truncation: 'auto'")
 
 
 class ChatChoice(BaseModel):
@@ -495,11 +549,23 @@ NO_IMAGES = Field(None, max_length=0, description="not supported: the served mod
 class OllamaMessage(_Lenient):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
+    thinking: str | None = Field(None, description="an earlier reply's reasoning (passed to the template)")
     images: list[str] | None = NO_IMAGES
     tool_calls: list[ToolCall] | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
 
 
-class OllamaGenerateRequest(_Lenient):
+THINK = Field(None, description="reason before answering (templates that reason, with <think>): the reasoning "
+              "comes back in `thinking`; false: answer at once")  # fmt: skip
+OLLAMA_TRUNCATE = Field(None, description="with options.num_ctx: an over-long prompt keeps num_keep and its end "
+                        "(Ollama's); false: refused")  # fmt: skip
+
+
+class OllamaGenerateRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.generate"
+    think: bool | None = THINK
+    truncate: bool | None = OLLAMA_TRUNCATE
     model: str
     prompt: str = ""
     suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
@@ -516,7 +582,10 @@ class OllamaGenerateRequest(_Lenient):
     keep_alive: str | Int | None = None
 
 
-class OllamaChatRequest(_Lenient):
+class OllamaChatRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.chat"
+    think: bool | None = THINK
+    truncate: bool | None = OLLAMA_TRUNCATE
     model: str
     messages: list[OllamaMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
@@ -526,7 +595,8 @@ class OllamaChatRequest(_Lenient):
     keep_alive: str | Int | None = None
 
 
-class OllamaEmbedRequest(_Lenient):
+class OllamaEmbedRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.embed"
     model: str
     input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
     truncate: bool = True
@@ -534,16 +604,18 @@ class OllamaEmbedRequest(_Lenient):
     keep_alive: str | Int | None = None
 
 
-class OllamaEmbeddingsRequest(_Lenient):
+class OllamaEmbeddingsRequest(_Lenient, _Checked):
     """Ollama's older embedding route: one text, one vector."""
 
+    FIELDS: ClassVar[str] = "ollama.embeddings"
     model: str
     prompt: str = Field(description="the text (empty: an empty vector, as Ollama answers)")
     options: OllamaOptions | None = None
     keep_alive: str | Int | None = None
 
 
-class OllamaShowRequest(_Lenient):
+class OllamaShowRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.show"
     model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["model"]}, {"required": ["name"]}]})
     model: str = Field(None, description="the model (or `name`)")  # type: ignore[assignment]
     name: str = Field(None, description="older clients' spelling of `model`")  # type: ignore[assignment]

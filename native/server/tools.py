@@ -21,8 +21,11 @@ def message_dicts(messages: list[Any]) -> list[dict[str, Any]]:
     out = []
     for m in messages:
         d: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
-        if getattr(m, "name", None):
-            d["name"] = m.name
+        if getattr(m, "name", None) or getattr(m, "tool_name", None):  # Ollama names a tool's result tool_name
+            d["name"] = getattr(m, "name", None) or m.tool_name
+        reasoning = getattr(m, "reasoning_content", None) or getattr(m, "thinking", None)
+        if reasoning:  # an earlier reply's reasoning, as the templates that render it name it
+            d["reasoning_content"] = reasoning
         if getattr(m, "tool_call_id", None):
             d["tool_call_id"] = m.tool_call_id
         if m.tool_calls:
