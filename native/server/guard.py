@@ -17,9 +17,8 @@ same-origin. So, like Ollama:
   label (`text/plain`, forms: what a page can send without a preflight) is 415, but for `curl -d`'s form label
   on Ollama's routes, which Ollama reads as JSON whatever the label (its docs' examples rely on it). A body
   with no label is read as JSON (non-browser clients such as raw `requests.post(data=...)` send none) only
-  when the request has no
-  foreign Origin: a browser can send an unlabelled body without preflight (a `Blob` with no type), but always
-  with its page's Origin, which the Origin rule has then already refused.
+  when the request has no foreign Origin: a browser can send an unlabelled body without preflight (a `Blob`
+  with no type), but always with its page's Origin, which the Origin rule has then already refused.
 - **Size**: a body over `--max-body-bytes` is 413, refused from its Content-Length before it is read, or as
   soon as a chunked body passes the limit.
 """
