@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 from llamay import __version__
 from llamay.errors import LlamayError
 
-from . import contexts, ollama_routes, openai_routes
+from . import contexts, ollama_routes, openai_routes, responses
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .docs_page import docs_router
@@ -79,7 +79,7 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
                   openapi_url=None)  # fmt: skip
     app.state.service = service
     key = [Depends(_bearer(api_key))] if api_key else []
-    for module in (openai_routes, ollama_routes, contexts):
+    for module in (openai_routes, responses, ollama_routes, contexts):
         app.include_router(module.router, dependencies=key)
     app.include_router(_server_router(), dependencies=key)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],
