@@ -60,14 +60,21 @@ def test_generate_with_the_template_and_stop(client):
 
 def test_bodies_are_json_when_labelled_so_or_unlabelled(client):
     """Ollama's clients (its Python client, its CLI) send `application/json`; a body with no label is read as JSON
-    (non-browser clients); one labelled as a form or text (what `curl -d` sends, and what a web page can send
-    without a CORS preflight) is refused, naming its type."""
+    (non-browser clients), and so is one labelled as a form (what `curl -d` sends: Ollama reads it as JSON); one
+    labelled as text or multipart (what a web page can send without a CORS preflight) is refused, naming its
+    type."""
     body = b'{"model": "stories260K-f32", "prompt": "Once", "stream": false, "options": {"num_predict": 2}}'
-    for kind in ("application/json", "application/json; charset=utf-8", "application/vnd.x+json", None):
+    for kind in (
+        "application/json",
+        "application/json; charset=utf-8",
+        "application/vnd.x+json",
+        None,
+        "application/x-www-form-urlencoded",
+    ):
         headers = {"content-type": kind} if kind else {}
         r = client.post("/api/generate", content=body, headers=headers)
         assert r.status_code == 200 and r.json()["done"], (kind, r.text)
-    for kind in ("application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"):
+    for kind in ("text/plain", "multipart/form-data; boundary=x"):
         r = client.post("/api/generate", content=body, headers={"content-type": kind})
         assert r.status_code == 415, r.text
         assert kind in r.json()["error"]  # Ollama's error shape
