@@ -297,6 +297,7 @@ class ToolCall(_PassedOn):
 
 
 class ChatMessage(_PassedOn):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)  # its fields: fields.py's table
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
@@ -595,12 +596,17 @@ class OllamaChatRequest(_Lenient, _Checked):
     keep_alive: str | Int | None = None
 
 
+class NoOptions(_Lenient):
+    """An embedding's `options`: none of Ollama's applies (the sampling ones mean nothing there, the encoder's
+    context is its own), so only an empty object."""
+
+
 class OllamaEmbedRequest(_Lenient, _Checked):
     FIELDS: ClassVar[str] = "ollama.embed"
     model: str
     input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
-    truncate: bool = True
-    options: OllamaOptions | None = None
+    truncate: Literal[True] = Field(True, description="inputs longer than the context are refused, never cut")
+    options: NoOptions | None = None
     keep_alive: str | Int | None = None
 
 
@@ -610,7 +616,7 @@ class OllamaEmbeddingsRequest(_Lenient, _Checked):
     FIELDS: ClassVar[str] = "ollama.embeddings"
     model: str
     prompt: str = Field(description="the text (empty: an empty vector, as Ollama answers)")
-    options: OllamaOptions | None = None
+    options: NoOptions | None = None
     keep_alive: str | Int | None = None
 
 
