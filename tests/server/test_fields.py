@@ -79,6 +79,14 @@ def test_every_table_is_reachable_and_every_refusal_says_why():
             assert (f.status == "value") == bool(f.values), (name, field)
 
 
+def test_each_route_body_checks_its_table():
+    """The top-level tables are the routes' bodies (ROUTES), and each route's model checks its own table."""
+    nested = {f.sub for t in fields.TABLES.values() for f in t.values() if f.sub}
+    assert set(fields.TABLES) - nested == set(fields.ROUTES)
+    for table in fields.ROUTES:
+        assert table == MODELS[table].FIELDS
+
+
 UNKNOWN = [
     ("/v1/chat/completions", {"messages": MSG, "max_tokens": 1, "frobnicate": 1}, "frobnicate", "unknown_field"),
     ("/v1/chat/completions", {"messages": [{**MSG[0], "colour": "red"}], "max_tokens": 1}, "messages.0.colour",
@@ -185,3 +193,23 @@ def test_docs_field_table_is_the_tables():
     assert set(rows) == set(want), (sorted(set(want) - set(rows))[:5], sorted(set(rows) - set(want))[:5])
     wrong = {k: (rows[k], want[k]) for k in want if rows[k] != want[k]}
     assert wrong == {}
+
+
+def test_docs_field_block_is_what_the_script_writes():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("field_table", DOCS.parents[1] / "scripts" / "field_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--check"]) == 0, "docs/server.md's field block is stale: run scripts/field_table.py"
+
+
+def test_routes_listed_as_not_served_are_404(client):
+    """The table's not-served routes (a sample of each line, with the method it names) answer 404."""
+    for routes in fields.NOT_SERVED:
+        first = routes.split(", ")[0]
+        method, _, path = first.partition(" ") if " " in first else ("POST", "", first)
+        method = method.split("/")[0]
+        path = path.replace("{digest}", "sha256-0").replace("{id}", "0").replace("*", "x")
+        r = client.request(method, path, json={})
+        assert r.status_code == 404, (method, path, r.status_code)
