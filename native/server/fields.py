@@ -73,27 +73,30 @@ LLAMACPP_SAMPLING = (
     "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability", "xtc_threshold",
     "mirostat", "mirostat_tau", "mirostat_eta", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep",
 )  # fmt: skip
-# llama-server's other request fields on its OpenAI routes, not (yet) served here: refused by name
+# llama-server's other request fields on its OpenAI routes, not (yet) served here: refused by name, but for
+# the value that asks for what happens here anyway (its clients send their defaults: `cache_prompt: true`)
+LLAMACPP_NEUTRAL: dict[str, tuple[tuple[Any, ...], str]] = {
+    "cache_prompt": ((True,), "the prefix cache is always on"),
+    "id_slot": ((-1,), "slots are not addressable here: -1 (any) only"),
+    "n_probs": ((0,), "use logprobs / top_logprobs"),
+    "timings_per_token": ((False,), "no per-token timings"),
+    "ignore_eos": ((False,), "generation always stops at the end-of-generation token"),
+    "return_tokens": ((False,), "token ids are not returned on these routes"),
+    "post_sampling_probs": ((False,), "probabilities are before sampling"),
+    "add_generation_prompt": ((True,), "the generation prompt is always added"),
+    "parse_tool_calls": ((True,), "tool calls are parsed whenever tools are given"),
+    "n_cmpl": ((1,), "use n"),
+    "lora": (([],), "no LoRA adapters"),
+}
 LLAMACPP_NOT_YET = {
     "grammar": "a GBNF grammar (use response_format json_schema)",
     "json_schema": "llama-server's top-level schema (use response_format json_schema)",
-    "n_probs": "llama-server's probabilities (use logprobs / top_logprobs)",
-    "cache_prompt": "the prefix cache is always on",
-    "id_slot": "slots are not addressable here",
-    "timings_per_token": "no per-token timings",
     "samplers": "the sampler order is llama.cpp's default",
-    "ignore_eos": "generation always stops at the end-of-generation token",
     "n_discard": "no context shift during generation (give truncation for an over-long prompt)",
     "t_max_predict_ms": "no time budget for a reply (--timeout bounds the request)",
-    "return_tokens": "token ids are not returned on these routes",
-    "post_sampling_probs": "probabilities are before sampling",
     "n_indent": "no indentation stop",
-    "lora": "no LoRA adapters",
     "chat_template_kwargs": "the template's variables are not settable",
     "reasoning_format": "reasoning is not split out on these routes",
-    "parse_tool_calls": "tool calls are parsed whenever tools are given",
-    "add_generation_prompt": "the generation prompt is always added",
-    "n_cmpl": "use n",
 }
 
 SAMPLING_OPENAI = {
@@ -101,6 +104,8 @@ SAMPLING_OPENAI = {
     "seed": yes(), "stop": yes(), "logit_bias": yes(), "n": yes(),
     **{name: yes("llama.cpp") for name in LLAMACPP_SAMPLING},
     **{name: no(f"llama-server's field: {why}", "llama.cpp") for name, why in LLAMACPP_NOT_YET.items()},
+    **{name: only(values, f"llama-server's field: {why}", "llama.cpp")
+       for name, (values, why) in LLAMACPP_NEUTRAL.items()},
     "n_keep": yes("llama.cpp", "with truncation: the prompt's first tokens kept (llama-server's n_keep)"),
     "truncation": yes("llamay", "'auto': an over-long prompt keeps its end (and n_keep first tokens); default "
                       "'disabled': refused"),

@@ -233,9 +233,22 @@ class _SamplingBase(_Lenient, _Checked):
     user: str | None = None
 
 
+def _neutral_fields() -> dict[str, Any]:
+    """llama-server's fields taken at their neutral value only (fields.LLAMACPP_NEUTRAL): declared so that the
+    description says which value each takes."""
+    out: dict[str, Any] = {}
+    for name, (values, why) in api_fields.LLAMACPP_NEUTRAL.items():
+        kind: Any = (
+            Annotated[list[Any], Field(max_length=0)] if isinstance(values[0], list) else Literal[values]  # type: ignore[valid-type]
+        )
+        out[name] = (kind | None, Field(None, description=f"llama.cpp's; {why}"))
+    return out
+
+
 Sampling = create_model(
     "Sampling", __base__=_SamplingBase, __module__=__name__,
     **_sampling_fields(SAMPLING_FIELDS, API_RANGES["openai"], "llama.cpp extension"),
+    **_neutral_fields(),
 )  # fmt: skip
 
 
