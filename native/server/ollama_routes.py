@@ -90,10 +90,9 @@ def _opens_thinking(service: Service, prompt: list[int]) -> bool:
     return service.tokenizer.decode(prompt[-8:]).rstrip().endswith("<think>")
 
 
-async def _generation(service: Service, body: Any, prompt: list[int], params: Any) -> tuple[Generation, list[int]]:
-    """The started generation of `prompt` within the request's context: `options.num_ctx` (at most the
-    server's), an over-long prompt refused, or, with num_ctx or `truncate: true` (and not `truncate: false`),
-    cut to its first `num_keep` tokens and its end, as Ollama's runner cuts it."""
+def _window(service: Service, body: Any) -> tuple[int | None, bool, int, str]:
+    """(num_ctx, truncate, num_keep, how the limit is named) of a request: `options.num_ctx` is at most the
+    server's; an over-long prompt is cut with num_ctx or `truncate: true`, never with `truncate: false`."""
     opts = body.options
     num_ctx = opts.num_ctx if opts else None
     if num_ctx is not None and num_ctx > service.n_ctx:
@@ -101,11 +100,48 @@ async def _generation(service: Service, body: Any, prompt: list[int], params: An
                           "(llamay serve -c)", "options.num_ctx")  # fmt: skip
     truncate = body.truncate is not False and (num_ctx is not None or body.truncate is True)
     n_keep = opts.num_keep if opts and opts.num_keep is not None else 0
-    where = "options.num_ctx" if num_ctx is not None else "-c"
+    return num_ctx, truncate, n_keep, "options.num_ctx" if num_ctx is not None else "-c"
+
+
+async def _generation(service: Service, body: Any, prompt: list[int], params: Any) -> tuple[Generation, list[int]]:
+    """The started generation of `prompt` within the request's context (`_window`): an over-long prompt is
+    refused, or cut to its first `num_keep` tokens (and BOS) and its end, as Ollama's runner cuts it."""
+    num_ctx, truncate, n_keep, where = _window(service, body)
     prompt, budget, _ = service.fit(prompt, params.max_tokens, "num_predict", n_ctx=num_ctx, truncate=truncate,
                                     n_keep=n_keep, ctx_param=where)  # fmt: skip
     gen = await Generation.create(service, [prompt], params, [budget])
     return gen.start(), prompt
+
+
+def _chat_prompt(service: Service, messages: list[dict[str, Any]], tools: Any, think: bool | None,
+                 n_ctx: int | None, max_tokens: int | None) -> list[int]:  # fmt: skip
+    """/api/chat's prompt (on a preparation thread). Cut to `n_ctx` (truncation asked) as Ollama cuts a chat:
+    its oldest messages dropped, the system messages and the last message kept, as few dropped as leave the
+    reply its room (found by bisection: a handful of renders, whatever the chat's length); what still does not
+    fit is then cut in tokens (`_generation`)."""
+    ids = service.chat_ids(messages, tools, think)
+    if n_ctx is None or len(ids) + 1 <= n_ctx:
+        return ids
+    target = n_ctx - max(1, min(max_tokens if max_tokens is not None else n_ctx // 2, n_ctx - 1))
+    rest = [i for i, m in enumerate(messages) if m["role"] != "system"]  # the droppable ones, oldest first
+    renders: dict[int, list[int]] = {}
+
+    def kept(drop: int) -> list[int]:  # the chat without its `drop` oldest non-system messages, in order
+        if drop not in renders:
+            gone = set(rest[:drop])
+            renders[drop] = service.chat_ids([m for i, m in enumerate(messages) if i not in gone], tools, think)
+        return renders[drop]
+
+    lo, hi = 1, len(rest) - 1  # drop at least one, keep at least the last
+    if hi < lo or len(kept(hi)) > target:  # the last message alone is too long: cut in tokens
+        return kept(hi) if hi >= lo else ids
+    while lo < hi:  # the least drop that fits (a render shrinks as messages go)
+        mid = (lo + hi) // 2
+        if len(kept(mid)) <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return kept(lo)
 
 
 def _generate_prompt(service: Service, body: OllamaGenerateRequest) -> list[int]:
@@ -152,7 +188,10 @@ async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
     tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
     params = from_ollama(body.options, body.format)
     thinks = _thinks(service, model, body.think)
-    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools, body.think)
+    num_ctx, truncate, _, _ = _window(service, body)
+    window = (num_ctx or service.n_ctx) if truncate else None
+    prompt = await service.offload(_chat_prompt, service, message_dicts(body.messages), tools, body.think, window,
+                                   params.max_tokens)  # fmt: skip
     gen, prompt = await _generation(service, body, prompt, params)
     names = {t["function"]["name"] for t in tools} if tools else set()
     opened = thinks and _opens_thinking(service, prompt)

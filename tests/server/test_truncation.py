@@ -88,3 +88,32 @@ def test_ollama_num_ctx_bounds_the_reply(client):
     r = _generate(client, prompt="Once upon a time", options={"num_ctx": 16, "temperature": 0})
     got = r.json()
     assert r.status_code == 200 and len(got["context"]) == 16 and got["done_reason"] == "length"
+
+
+def _turns(n: int) -> list[dict]:
+    turns = [{"role": "system", "content": "You tell stories."}]
+    for i in range(n):
+        turns.append({"role": "user", "content": f"Tell me story {i} about a dog and a cat and a big red ball."})
+        turns.append({"role": "assistant", "content": f"Once upon a time there was a dog {i} who had a ball."})
+    return [*turns, {"role": "user", "content": "And the last one?"}]
+
+
+def test_ollama_chat_drops_the_oldest_messages_keeping_system_and_the_last(server, client):
+    """Ollama's cut of a chat: whole old messages go, the system message and the last stay, as few go as let
+    the prompt (and the reply's num_predict) fit num_ctx; the reply is the one of that shorter chat sent whole."""
+    service = server.service
+    chat = _turns(12)
+    opts = {"num_ctx": 160, "num_predict": 4, "temperature": 0}
+    r = client.post("/api/chat", json={"model": STORIES_ID, "messages": chat, "stream": False, "options": opts})
+    assert r.status_code == 200, r.text
+    # by hand: the least number of oldest non-system messages whose removal fits 160 - 4 tokens
+    for drop in range(1, len(chat) - 1):
+        shorter = [chat[0], *chat[1 + drop :]]
+        if len(service.chat_ids(shorter)) <= 156:
+            break
+    assert drop > 1  # the test asks for a real cut
+    assert len(service.chat_ids([chat[0], *chat[drop:]])) > 156  # one fewer dropped would not fit
+    whole = client.post("/api/chat", json={"model": STORIES_ID, "messages": shorter, "stream": False,
+                                           "options": {"num_predict": 4, "temperature": 0}})  # fmt: skip
+    assert r.json()["message"]["content"] == whole.json()["message"]["content"]
+    assert 0 < r.json()["prompt_eval_count"] <= 156  # the tokens computed (less what the prefix cache had)
