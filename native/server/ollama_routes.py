@@ -3,6 +3,7 @@ version. The final object of a generation carries Ollama's counts and durations 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .errors import STATUSES, bad_request
 from .limits import MAX_EMBED_INPUTS
+from .openai_routes import _token_entry
 from .params import from_ollama
 from .schemas import (
     OllamaChatRequest,
@@ -52,7 +54,7 @@ async def generate(body: OllamaGenerateRequest, request: Request, service: Servi
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if not body.prompt and not body.context:
         return {"model": model.id, "created_at": _now(), "response": "", "done": True, "done_reason": "load"}
-    params = from_ollama(body.options, body.format)
+    params = _logprobs(service, body, from_ollama(body.options, body.format))
     if body.think is not None and (body.raw or body.template or body.context):
         raise bad_request("think needs the model's own template (not raw, template or context)", "think")
     own_template = not (body.raw or body.template or body.context)  # only then is the reply's reasoning known
@@ -72,7 +74,26 @@ async def generate(body: OllamaGenerateRequest, request: Request, service: Servi
     reply: dict[str, Any] = {"model": model.id, "created_at": _now(), "response": gen.text(0)}
     if thinks:
         reply["thinking"], reply["response"] = split(gen.text(0), opened)
+    if params.logprobs is not None:
+        reply["logprobs"] = _entries(service, gen.choices[0].logprobs)
     return {**reply, **final()}
+
+
+def _logprobs(service: Service, body: Any, params: Any) -> Any:
+    """`params` asking for the log-probabilities the request wants (`logprobs`, `top_logprobs` k)."""
+    if body.top_logprobs is not None and not body.logprobs:
+        raise bad_request("top_logprobs needs logprobs: true", "top_logprobs", "conflicting_fields")
+    return dataclasses.replace(params, logprobs=(body.top_logprobs or 0) if body.logprobs else None)
+
+
+def _entries(service: Service, lps: Any) -> list[dict[str, Any]]:
+    """Ollama's `logprobs` items: each token's text, log-probability and bytes, and its `top_logprobs`."""
+    out = []
+    for tok, lp, top in lps:
+        entry = _token_entry(service, tok, lp)
+        entry["top_logprobs"] = [_token_entry(service, t, v) for t, v in top]
+        out.append(entry)
+    return out
 
 
 def _thinks(service: Service, model: ServedModel, think: bool | None) -> bool:
@@ -166,11 +187,15 @@ async def _stream(gen: Generation, model: ServedModel, key: str, final: Any,
             out = {"message": {"role": "assistant", "content": text, **({"thinking": thinking} if thinking else {})}}
         return {"model": model.id, "created_at": _now(), **out}
 
+    held: list[dict[str, Any]] = []  # log-probabilities of tokens whose text is not out yet
     async for piece in gen.pieces():
+        if piece.token is not None and piece.logprob is not None:
+            held += _entries(gen.service, [(piece.token, piece.logprob, piece.top)])
         thinking, text = think.feed(piece.text, piece.finish is not None) if think else ("", piece.text)
         if text or thinking:
-            yield {**line(text, thinking), "done": False}
-    yield {**line(""), **final()}
+            yield {**line(text, thinking), "done": False, **({"logprobs": held} if held else {})}
+            held = []
+    yield {**line(""), **final(), **({"logprobs": held} if held else {})}
 
 
 # -- chat -----------------------------------------------------------------------------------------------------
@@ -186,7 +211,7 @@ async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
     if any(m.images for m in body.messages):
         raise bad_request("images are not supported: the served model reads text only", "messages")
     tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
-    params = from_ollama(body.options, body.format)
+    params = _logprobs(service, body, from_ollama(body.options, body.format))
     thinks = _thinks(service, model, body.think)
     num_ctx, truncate, _, _ = _window(service, body)
     window = (num_ctx or service.n_ctx) if truncate else None
@@ -210,6 +235,8 @@ async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
         if calls:
             message = {**message, "content": content or "", "tool_calls": ollama_calls(calls)}
     reply = {"model": model.id, "created_at": _now(), "message": message, **final()}
+    if params.logprobs is not None:
+        reply["logprobs"] = _entries(service, gen.choices[0].logprobs)
     if body.stream:  # with tools the reply is parsed whole, then sent as a one-line stream
         return StreamingResponse(ndjson_stream(_one(reply)), media_type=NDJSON)
     return reply

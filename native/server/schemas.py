@@ -572,6 +572,8 @@ class OllamaMessage(_Lenient):
 
 THINK = Field(None, description="reason before answering (templates that reason, with <think>): the reasoning "
               "comes back in `thinking`; false: answer at once")  # fmt: skip
+OLLAMA_LOGPROBS = Field(None, description="each generated token's log-probability (`logprobs` of the reply)")
+OLLAMA_TOP_LOGPROBS = Field(None, ge=0, le=MAX_TOP_LOGPROBS, description="with logprobs: the k most likely tokens")
 OLLAMA_TRUNCATE = Field(None, description="with options.num_ctx: an over-long prompt keeps num_keep and its end "
                         "(Ollama's); false: refused")  # fmt: skip
 
@@ -579,6 +581,8 @@ OLLAMA_TRUNCATE = Field(None, description="with options.num_ctx: an over-long pr
 class OllamaGenerateRequest(_Lenient, _Checked):
     FIELDS: ClassVar[str] = "ollama.generate"
     think: bool | None = THINK
+    logprobs: bool | None = OLLAMA_LOGPROBS
+    top_logprobs: Int | None = OLLAMA_TOP_LOGPROBS
     truncate: bool | None = OLLAMA_TRUNCATE
     model: str
     prompt: str = ""
@@ -599,6 +603,8 @@ class OllamaGenerateRequest(_Lenient, _Checked):
 class OllamaChatRequest(_Lenient, _Checked):
     FIELDS: ClassVar[str] = "ollama.chat"
     think: bool | None = THINK
+    logprobs: bool | None = OLLAMA_LOGPROBS
+    top_logprobs: Int | None = OLLAMA_TOP_LOGPROBS
     truncate: bool | None = OLLAMA_TRUNCATE
     model: str
     messages: list[OllamaMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)

@@ -149,7 +149,7 @@ OLLAMA_REFUSED = [
     ("/api/chat", {"messages": MSG, "colour": 1}, "colour"),
     ("/api/chat", {"messages": [{**MSG[0], "colour": 1}]}, "messages.0.colour"),
     ("/api/chat", {"messages": MSG, "shift": False}, "shift"),
-    ("/api/chat", {"messages": MSG, "logprobs": True}, "logprobs"),
+    ("/api/chat", {"messages": MSG, "debug_render_only": True}, "debug_render_only"),
     ("/api/generate", {"prompt": "Once", "width": 64}, "width"),
     ("/api/generate", {"prompt": "Once", "options": {"logits_all": True}}, "options.logits_all"),
     ("/api/generate", {"prompt": "Once", "options": {"tfs_z": 0.5}}, "options.tfs_z"),

@@ -218,3 +218,26 @@ def test_a_served_file_whose_name_is_gone_is_still_listed_and_served(tmp_path):
             assert r.status_code == 200 and r.json()["eval_count"] == 3, r.text
     finally:
         live.stop()
+
+
+def test_logprobs_on_ollamas_routes_are_the_completions_ones(server, client):
+    """`logprobs` + `top_logprobs` on /api/generate (whole and streamed) and /api/chat: each generated token's
+    log-probability, the same the OpenAI completions route gives for the same tokens."""
+    ollama = pytest.importorskip("ollama")
+    c = ollama.Client(host=server.url)
+    opts = {"num_predict": 6, "temperature": 0}
+    r = c.generate(model=STORIES_ID, prompt="Once upon a time", raw=True, options=opts, logprobs=True, top_logprobs=2)
+    oa = client.post("/v1/completions", json={"model": STORIES_ID, "prompt": "Once upon a time", "max_tokens": 6,
+                                              "temperature": 0, "logprobs": 2}).json()  # fmt: skip
+    want = oa["choices"][0]["logprobs"]
+    assert [x.token for x in r.logprobs] == want["tokens"]
+    assert [x.logprob for x in r.logprobs] == pytest.approx(want["token_logprobs"])
+    assert all(len(x.top_logprobs) == 2 and x.top_logprobs[0].logprob >= x.top_logprobs[1].logprob for x in r.logprobs)
+    streamed = [lp for part in c.generate(model=STORIES_ID, prompt="Once upon a time", raw=True, options=opts,
+                                          logprobs=True, stream=True) for lp in (part.logprobs or [])]  # fmt: skip
+    assert [x.token for x in streamed] == want["tokens"]
+    chat = c.chat(model=STORIES_ID, messages=[{"role": "user", "content": "Once"}], options=opts, logprobs=True)
+    assert len(chat.logprobs) == chat.eval_count
+    r = client.post("/api/chat", json={"model": STORIES_ID, "messages": [{"role": "user", "content": "x"}],
+                                       "stream": False, "top_logprobs": 2})  # fmt: skip
+    assert r.status_code == 400 and r.json()["error"].startswith("top_logprobs needs logprobs")
