@@ -207,7 +207,8 @@ TABLES: dict[str, dict[str, F]] = {
         "images": only(([], None), TEXT_ONLY, "ollama"),
         "keep_alive": noop("the model stays loaded for the server's lifetime", "ollama"),
         "truncate": yes("ollama", "with options.num_ctx: an over-long prompt keeps num_keep and its end"),
-        "shift": no("no context shift during generation", "ollama"),
+        "shift": only((False,), "no context shift during generation: a reply ends at the context's end (done_reason "
+                     "length), which is Ollama's shift: false", "ollama"),
         "logprobs": yes("ollama"), "top_logprobs": yes("ollama"),
         "debug_render_only": no("no render-only mode", "ollama"),
         "width": no("no image generation", "ollama"), "height": no("no image generation", "ollama"),
@@ -220,7 +221,8 @@ TABLES: dict[str, dict[str, F]] = {
         "think": yes("ollama", "templates that reason (<think>)"),
         "keep_alive": noop("the model stays loaded for the server's lifetime", "ollama"),
         "truncate": yes("ollama", "with options.num_ctx: an over-long prompt keeps num_keep and its end"),
-        "shift": no("no context shift during generation", "ollama"),
+        "shift": only((False,), "no context shift during generation: a reply ends at the context's end (done_reason "
+                     "length), which is Ollama's shift: false", "ollama"),
         "logprobs": yes("ollama"), "top_logprobs": yes("ollama"),
         "debug_render_only": no("no render-only mode", "ollama"),
     },

@@ -583,6 +583,7 @@ class OllamaGenerateRequest(_Lenient, _Checked):
     think: bool | None = THINK
     logprobs: bool | None = OLLAMA_LOGPROBS
     top_logprobs: Int | None = OLLAMA_TOP_LOGPROBS
+    shift: Literal[False] | None = Field(None, description="no context shift: only false")
     truncate: bool | None = OLLAMA_TRUNCATE
     model: str
     prompt: str = ""
@@ -605,6 +606,7 @@ class OllamaChatRequest(_Lenient, _Checked):
     think: bool | None = THINK
     logprobs: bool | None = OLLAMA_LOGPROBS
     top_logprobs: Int | None = OLLAMA_TOP_LOGPROBS
+    shift: Literal[False] | None = Field(None, description="no context shift: only false")
     truncate: bool | None = OLLAMA_TRUNCATE
     model: str
     messages: list[OllamaMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)

@@ -148,7 +148,7 @@ def test_openai_client_extra_body_fields_are_refused_by_name(server):
 OLLAMA_REFUSED = [
     ("/api/chat", {"messages": MSG, "colour": 1}, "colour"),
     ("/api/chat", {"messages": [{**MSG[0], "colour": 1}]}, "messages.0.colour"),
-    ("/api/chat", {"messages": MSG, "shift": False}, "shift"),
+    ("/api/chat", {"messages": MSG, "shift": True}, "shift"),
     ("/api/chat", {"messages": MSG, "debug_render_only": True}, "debug_render_only"),
     ("/api/generate", {"prompt": "Once", "width": 64}, "width"),
     ("/api/generate", {"prompt": "Once", "options": {"logits_all": True}}, "options.logits_all"),
