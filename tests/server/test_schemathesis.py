@@ -47,7 +47,7 @@ OLLAMA_REFUSALS = {
     "template_error": ("the chat template cannot render",),
     "invalid_response_format": ("response_format: ",),
     "constraint_limit_exceeded": ("response_format: ",),
-    "conflicting_fields": ("think needs the model's own template",),
+    "conflicting_fields": ("think needs the model's own template", "top_logprobs needs logprobs"),
 }
 
 
