@@ -13,6 +13,7 @@ import pytest
 
 from tests import paths
 from tests.browser.native import STORIES_PROMPT, STORIES_TEXT
+from tests.openai_shapes import check_openai_shape
 
 pytestmark = pytest.mark.native_only
 
@@ -48,6 +49,11 @@ def test_the_javascript_api(web_app, site):
     assert c["choices"][0]["finish_reason"] == "length"
     assert c["usage"]["completion_tokens"] == 27 and c["usage"]["total_tokens"] == c["usage"]["prompt_tokens"] + 27
     assert c["timings"]["predicted_n"] == 27 and c["timings"]["ttft_ms"] > 0
+
+    # the same check as the server's objects (tests/server/test_openai_shapes.py): openai's own types
+    for whole in (c, r["chat"], *r["chatChunks"]):
+        check_openai_shape(whole)
+    assert r["chat"]["object"] == "chat.completion" and r["chat"]["choices"][0]["message"]["role"] == "assistant"
 
     chunks = r["chatChunks"]
     assert all(ch["object"] == "chat.completion.chunk" for ch in chunks)
