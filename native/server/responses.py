@@ -140,7 +140,11 @@ def _response(gen: Generation, head: dict[str, Any], mid: str, text: str) -> dic
     u = gen.usage()
     usage = {
         "input_tokens": u["prompt_tokens"],
-        "input_tokens_details": {"cached_tokens": u["llamay_cached_prompt_tokens"]},
+        # computed now (not from the prefix cache), and handed to it when the sequence ends
+        "input_tokens_details": {
+            "cached_tokens": u["llamay_cached_prompt_tokens"],
+            "cache_write_tokens": u["prompt_tokens"] - u["llamay_cached_prompt_tokens"],
+        },
         "output_tokens": u["completion_tokens"],
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": u["total_tokens"],

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.openai_shapes import check_openai_shape, check_response_event
 from tests.server.conftest import STORIES_ID
 from tests.server.test_bad_input import error_of
 
@@ -82,3 +83,16 @@ def test_unprefixed_route_truncation_and_refusals(server, client):
     with pytest.raises(openai.BadRequestError) as e:
         server.openai().responses.create(model=STORIES_ID, input="Once", previous_response_id="resp_x")
     assert "previous_response_id" in e.value.body["message"]
+
+
+def test_responses_and_their_events_are_openais_shapes(client):
+    """The whole response and every streamed event validate as the `openai` package's own types."""
+    body = {"model": STORIES_ID, "input": "Once upon a time", "max_output_tokens": 5}
+    check_openai_shape(client.post("/v1/responses", json=body).json())
+    text = client.post("/v1/responses", json={**body, "stream": True}).text
+    blocks = text.strip().split("\n\n")
+    events = [json.loads(b.split("data: ", 1)[1]) for b in blocks if "data: [DONE]" not in b]
+    assert len(events) > 6
+    for event in events:
+        check_response_event(event)
+    assert events[-1]["type"] == "response.incomplete"
