@@ -35,6 +35,7 @@ class Request:
     sampler: Sampler
     stop_at_eog: bool = True
     logprobs: int | None = None  # report the sampled token's logprob and this many top alternatives
+    reuse_cache: bool = True  # adopt the prefix cache's pages (False: llama-server's cache_prompt false)
     id: int = field(default_factory=lambda: next(_ids))
     seq: int | None = None
     prefilled: int = 0  # prompt positions in the cache (cached + computed)
@@ -122,7 +123,7 @@ class Batcher:
             return False
         try:
             with st.kv.claimed() as seq:  # given back on any error below
-                reused = st.kv.reuse_prefix(seq, req.prompt)
+                reused = st.kv.reuse_prefix(seq, req.prompt) if req.reuse_cache else 0
                 s = st.kv.sequences[seq]
                 for g, table in zip(st.kv.groups, s.tables, strict=True):
                     if not g.window:  # window groups allocate as they go (old pages freed meanwhile)

@@ -203,6 +203,65 @@ class Engine:
         """One L2-normalised, pooled embedding per text (encoder models)."""
         return self.embed_ids([self.tokenizer.encode(text) for text in texts])
 
+    @property
+    def pooling(self) -> str | None:
+        """How an encoder pools its token states ("mean", "cls", "last", "none"); None for a generative model."""
+        params = getattr(self.model.cfg, "params", None)
+        value = getattr(params, "pooling", None)
+        return None if value is None else str(value)
+
+    def embed_tokens(self, inputs: Sequence[Sequence[int]]) -> list[list[list[float]]]:
+        """Each input's token states (one n_embd vector per token, not normalised), as the last layer leaves
+        them: an encoder without pooling's output, and what any encoder pools."""
+        model, st = self.model, self.state
+        if model.cfg.causal:
+            raise LlamayError(f"{model.name}: {model.cfg.arch!r} is a generative model: no token embeddings here")
+        from .model import forward
+
+        e, out = model.cfg.n_embd, []
+        for ids in inputs:
+            if len(ids) > st.n_ctx:
+                raise LlamayError(f"text of {len(ids)} tokens exceeds the model's context of {st.n_ctx}")
+            st.kv.reset(0)
+            forward(model, st, list(ids), outputs=())
+            out.append([model.backend.read_f32(st.x, j * e, e) for j in range(len(ids))])
+        st.kv.reset(0)
+        return out
+
+    def scores(self, inputs: Sequence[Sequence[int]]) -> list[list[float]]:
+        """A reranker's scores (n_cls_out each, unnormalised) of each input: a query and a document as one
+        token list (`rerank_ids`)."""
+        model, st = self.model, self.state
+        if self.pooling != "rank":
+            raise LlamayError(f"{model.name} is not a reranker (pooling {self.pooling}): it has no scores")
+        from .model import forward
+
+        n_out, out = model.cfg.params.n_cls_out, []
+        for ids in inputs:
+            if len(ids) > st.n_ctx:
+                raise LlamayError(f"a pair of {len(ids)} tokens exceeds the model's context of {st.n_ctx}")
+            st.kv.reset(0)
+            forward(model, st, list(ids), outputs=())
+            out.append(model.backend.read_f32(st.scratch.pooled, 0, n_out))
+        st.kv.reset(0)
+        return out
+
+    def rerank_ids(self, query: str, document: str) -> list[int]:
+        """A query-document pair as llama.cpp's server feeds a reranker: [BOS] query [EOS] [SEP] document [EOS],
+        each special token where the vocabulary adds it."""
+        tok = self.tokenizer
+        v, ids = tok.vocab, tok.vocab.ids
+        out: list[int] = [ids["bos"]] if v.add_bos and ids.get("bos") is not None else []
+        out += tok.encode(query, add_special=False, parse_special=False)
+        if v.add_eos and ids.get("eos") is not None:
+            out.append(ids["eos"])
+        if v.add_sep and ids.get("sep") is not None:
+            out.append(ids["sep"])
+        out += tok.encode(document, add_special=False, parse_special=False)
+        if v.add_eos and ids.get("eos") is not None:
+            out.append(ids["eos"])
+        return out
+
     def embed_ids(self, inputs: Sequence[Sequence[int]]) -> list[list[float]]:
         """One L2-normalised, pooled embedding per list of token ids, read as given (encoder models)."""
         model, st = self.model, self.state
@@ -213,6 +272,12 @@ class Engine:
             )
         from .model import forward
 
+        if self.pooling == "rank":
+            raise LlamayError(f"{model.name} is a reranker (rank pooling): it scores query-document pairs "
+                              "(scores), it has no embeddings")  # fmt: skip
+        if self.pooling == "none":
+            raise LlamayError(f"{model.name} has no pooling (pooling_type none): it gives one embedding per token "
+                              "(embed_tokens), not one per text")  # fmt: skip
         out = []
         for ids in inputs:
             if len(ids) > st.n_ctx:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import ModelError
@@ -25,6 +26,11 @@ class Params:
     causal: bool = key(Keys.CAUSAL, "bool", False)
     n_token_types: int = key(TOKEN_TYPE_COUNT, "int", 2, hi=MAX_VOCAB)
     qkv_bias: bool = True
+    n_cls_out: int = 1  # a reranker's scores per pair (llama.cpp's default without classifier.output_labels)
+
+
+def _ranks(cfg: ModelConfig) -> bool:
+    return cfg.params.pooling == Pooling.RANK
 
 
 def config(f: GGUFFile, arch: str = "bert") -> ModelConfig:
@@ -47,7 +53,8 @@ def config(f: GGUFFile, arch: str = "bert") -> ModelConfig:
 SCRATCH = (
     Buffer("zero_ids", "i32", ("n_batch",), "token type 0 for every token"),
     Buffer("tmp_e", "f32", ("n_batch", "n_embd"), "position / token-type embeddings"),
-    Buffer("pooled", "f32", ("n_embd",), "the pooled sentence embedding"),
+    Buffer("pooled", "f32", ("n_embd",), "the pooled sentence embedding (a reranker's scores)"),
+    Buffer("cls_hidden", "f32", ("n_embd",), "a reranker's classifier input, then its hidden state"),
 )
 TENSORS = (
     TOKEN_EMBD,
@@ -68,6 +75,11 @@ TENSORS = (
     w(T.FFN_DOWN, "n_ff", "n_embd", slot="ffn.down"),
     b(T.FFN_DOWN, "n_embd", slot="ffn.down_bias"),
     *norm_w(T.LAYER_OUT_NORM, "layer_out_norm", with_bias=True),
+    # a reranker's classifier head (rank pooling): the hidden projection is optional, as in llama.cpp
+    w(T.CLS, "n_embd", "n_embd", slot="cls", required=False, when=_ranks),
+    b(T.CLS, "n_embd", slot="cls_bias", required=False, when=_ranks),
+    w(T.CLS_OUT, "n_embd", "n_cls_out", slot="cls_out", when=_ranks),
+    b(T.CLS_OUT, "n_cls_out", slot="cls_out_bias", required=False, when=_ranks),
 )
 
 
@@ -94,9 +106,15 @@ def block(p: Pass, layer: LayerWeights, il: int) -> None:
 
 
 def output(p: Pass) -> None:
-    """pooled (n_embd) = the sequence's token states pooled (mean, first or last token), L2-normalised."""
+    """pooled (n_embd) = the sequence's token states pooled (mean, first or last token), L2-normalised; with no
+    pooling the token states themselves (x: n × n_embd) are the output."""
     be, st, e = p.be, p.st, p.cfg.n_embd
     pooling = p.cfg.params.pooling
+    if pooling == Pooling.NONE:
+        return
+    if pooling == Pooling.RANK:
+        rank(p)
+        return
     if pooling == Pooling.MEAN:
         be.mean_pool(st.scratch.pooled, st.x, p.n, e)
     elif pooling == Pooling.CLS:
@@ -106,3 +124,20 @@ def output(p: Pass) -> None:
     else:
         raise ModelError(f"{p.cfg.arch}: pooling {pooling.value!r} gives no sentence embedding")
     be.l2_normalize(st.scratch.pooled, e)
+
+
+def rank(p: Pass) -> None:
+    """pooled[:n_cls_out] = cls_out · tanh(cls · x[0] + cls_bias) + cls_out_bias: the first token's state through
+    the classifier head (the tanh layer only where the file has it), unnormalised: the pair's scores."""
+    be, st, wt, e = p.be, p.st, p.w, p.cfg.n_embd
+    h = st.scratch.cls_hidden
+    be.copy(h, 0, st.x, 0, e)  # the first token ([CLS])
+    if wt.cls is not None:
+        be.matmul(st.scratch.pooled, wt.cls, h, 1)
+        if wt.cls_bias is not None:
+            be.add_bias(st.scratch.pooled, wt.cls_bias, 1)
+        # tanh of one n_embd vector per pair, on the host: no backend has a tanh kernel
+        be.write_f32(h, [math.tanh(v) for v in be.read_f32(st.scratch.pooled, 0, e)])
+    be.matmul(st.scratch.pooled, wt.cls_out, h, 1)
+    if wt.cls_out_bias is not None:
+        be.add_bias(st.scratch.pooled, wt.cls_out_bias, 1)

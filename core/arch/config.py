@@ -34,9 +34,10 @@ class Pooling(StrEnum):
     MEAN = "mean"
     CLS = "cls"
     LAST = "last"
+    RANK = "rank"  # the first token's state through the classifier head: a relevance score (rerankers)
 
 
-POOLING_TYPES = {0: Pooling.NONE, 1: Pooling.MEAN, 2: Pooling.CLS, 3: Pooling.LAST}
+POOLING_TYPES = {0: Pooling.NONE, 1: Pooling.MEAN, 2: Pooling.CLS, 3: Pooling.LAST, 4: Pooling.RANK}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 class T:
     TOKEN_EMBD = "token_embd"
     TOKEN_TYPES = "token_types"
+    CLS = "cls"  # a classifier head's hidden projection (rerankers)
+    CLS_OUT = "cls.output"  # and its output projection: one score per label
     POS_EMBD = "position_embd"
     TOKEN_EMBD_NORM = "token_embd_norm"
     OUTPUT_NORM = "output_norm"

@@ -68,6 +68,10 @@ class ModelWeights:
     token_types: Tensor | None = None  # (n_embd, n_token_types): BERT
     pos_embd: Tensor | None = None  # (n_embd, n_ctx): BERT
     embd_norm: NormWeights | None = None  # norm right after the embeddings: BERT
+    cls: Tensor | None = None  # (n_embd, n_embd): a reranker's classifier head (BERT, rank pooling)
+    cls_bias: Tensor | None = None  # (n_embd,)
+    cls_out: Tensor | None = None  # (n_embd, n_cls_out)
+    cls_out_bias: Tensor | None = None  # (n_cls_out,)
     rope_freqs: Tensor | None = None  # (rope_dims / 2,): per-frequency divisors (llama 3.1 style)
 
     @property

@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 from llamay import __version__
 from llamay.errors import LlamayError
 
-from . import contexts, ollama_routes, openai_routes, responses
+from . import contexts, llamacpp_routes, llamacpp_slots, ollama_routes, openai_routes, responses
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .docs_page import docs_router
@@ -53,6 +53,7 @@ OpenAI routes and NDJSON on the Ollama routes.
 TAGS = [
     {"name": "OpenAI", "description": "OpenAI-compatible API (`/v1`)."},
     {"name": "Ollama", "description": "Ollama-compatible API (`/api`)."},
+    {"name": "llama.cpp", "description": "llama-server's own routes (`/completion`, `/props`, `/slots`...)."},
     {"name": "Contexts", "description": "Named KV contexts: create, fork, snapshot, restore, continue, delete."},
     {"name": "Server", "description": "Health, metrics, tokenization."},
 ]
@@ -79,7 +80,7 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
                   openapi_url=None)  # fmt: skip
     app.state.service = service
     key = [Depends(_bearer(api_key))] if api_key else []
-    for module in (openai_routes, responses, ollama_routes, contexts):
+    for module in (openai_routes, responses, ollama_routes, contexts, llamacpp_routes, llamacpp_slots):
         app.include_router(module.router, dependencies=key)
     app.include_router(_server_router(), dependencies=key)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],
@@ -158,9 +159,17 @@ def _tokenize(tok: Any, body: TokenizeRequest) -> bytes:
     ids = tok.encode(body.content, add_special=body.add_special, parse_special=body.parse_special)
     items: list[Any] = ids
     if body.with_pieces:
-        items = [{"id": i, "piece": tok.token_bytes(i).decode("utf-8", "replace")} for i in ids]
+        items = [{"id": i, "piece": _piece(tok.token_bytes(i))} for i in ids]
     parts = (json.dumps(items[k : k + JSON_SLICE], ensure_ascii=False)[1:-1] for k in range(0, len(items), JSON_SLICE))
     return ('{"tokens": [' + ", ".join(parts) + "]}").encode()
+
+
+def _piece(data: bytes) -> str | list[int]:
+    """A token's piece as llama-server writes it: its text, or its bytes where they are not UTF-8 by themselves."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return list(data)
 
 
 # -- errors ---------------------------------------------------------------------------------------------------

@@ -79,6 +79,8 @@ def validation_errors(errors: list[dict[str, Any]], body: Any) -> list[tuple[str
 
 
 def _place(loc: Any, body: Any, missing: bool) -> tuple[list[Any], bool]:
+    if loc and loc[0] in ("query", "path", "header"):  # a parameter: its name
+        return list(loc[1:]), True
     parts = list(loc[1:] if loc and loc[0] == "body" else loc)
     path: list[Any] = []
     value, fits = body, True

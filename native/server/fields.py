@@ -79,7 +79,6 @@ LLAMACPP_NEUTRAL: dict[str, tuple[tuple[Any, ...], str]] = {
     "cache_prompt": ((True,), "the prefix cache is always on"),
     "id_slot": ((-1,), "slots are not addressable here: -1 (any) only"),
     "n_probs": ((0,), "use logprobs / top_logprobs"),
-    "timings_per_token": ((False,), "no per-token timings"),
     "ignore_eos": ((False,), "generation always stops at the end-of-generation token"),
     "return_tokens": ((False,), "token ids are not returned on these routes"),
     "post_sampling_probs": ((False,), "probabilities are before sampling"),
@@ -106,6 +105,7 @@ SAMPLING_OPENAI = {
     **{name: no(f"llama-server's field: {why}", "llama.cpp") for name, why in LLAMACPP_NOT_YET.items()},
     **{name: only(values, f"llama-server's field: {why}", "llama.cpp")
        for name, (values, why) in LLAMACPP_NEUTRAL.items()},
+    "timings_per_token": yes("llama.cpp", "llama-server's timings in every stream chunk"),
     "n_keep": yes("llama.cpp", "with truncation: the prompt's first tokens kept (llama-server's n_keep)"),
     "truncation": yes("llamay", "'auto': an over-long prompt keeps its end (and n_keep first tokens); default "
                       "'disabled': refused"),
@@ -271,14 +271,15 @@ ROUTES = {
     "ollama.show": "POST /api/show",
 }
 
-# the routes of the three APIs that are not served here (404), and why; llama-server's own routes are being
-# added (issue 16), each with its table when it lands
+# the routes of the three APIs that are not served here (404), and why (llama-server's own routes have their
+# fields in llamacpp_schemas.py, which refuses unknown fields by name)
 NOT_SERVED = {
     "POST /api/pull, POST /api/push": ("ollama", "models come from `llamay pull` (its registry) and the -m file"),
     "POST /api/create, POST /api/copy, DELETE /api/delete, HEAD/POST /api/blobs/{digest}": (
         "ollama", "the served models are chosen at start-up (`llamay create`, `cp`, `rm` manage the store)"),
-    "POST /completion, GET /props, GET /slots, POST /slots/{id}, POST /apply-template, POST /infill, "
-    "POST /embedding, POST /rerank, POST /v1/rerank": ("llama.cpp", "not served as of this table: being added"),
+    "GET /lora-adapters, POST /lora-adapters": ("llama.cpp", "no LoRA adapters here"),
+    "POST /v1/messages, POST /v1/messages/count_tokens": ("llama.cpp", "Anthropic's Messages API, which "
+                                                          "llama-server also speaks, is not spoken here"),
     "/v1/audio/*, /v1/images/*": ("openai", "the served models read and write text only"),
     "/v1/files, /v1/uploads, /v1/batches, /v1/fine_tuning/*, /v1/vector_stores, /v1/assistants, /v1/threads, "
     "/v1/conversations, GET/DELETE /v1/responses/{id}, /v1/chat/completions/{id}": (

@@ -17,6 +17,7 @@ from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .errors import bad_request
 from .limits import MAX_BATCH, MAX_EMBED_INPUTS
+from .llamacpp_prompts import timings
 from .params import from_openai
 from .schemas import (
     ChatCompletion,
@@ -84,7 +85,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _chat_chunks(gen, head, tool_names, include_usage)
+        events = _timed(_chat_chunks(gen, head, tool_names, include_usage), gen, body.timings_per_token)
         return StreamingResponse(sse_stream(events), media_type="text/event-stream", headers=SSE_HEADERS)
     await gen.collect(request.is_disconnected)
     choices = []
@@ -98,7 +99,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
                 finish = "tool_calls"
         choices.append({"index": i, "message": message, "logprobs": _chat_logprobs(service, ch.job, gen, i),
                         "finish_reason": finish})  # fmt: skip
-    return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage()}
+    return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
 async def _chat_chunks(gen: Generation, head: dict[str, Any], tool_names: set[str],
@@ -133,6 +134,22 @@ async def _chat_chunks(gen: Generation, head: dict[str, Any], tool_names: set[st
                                          "finish_reason": piece.finish}]}  # fmt: skip
     if include_usage:
         yield {**chunk, "choices": [], "usage": gen.usage()}
+
+
+def _timings(gen: Generation, index: int = 0) -> dict[str, Any]:
+    ch = gen.choices[index]
+    return timings(ch.job, len(ch.tokens), time.monotonic())
+
+
+async def _timed(chunks: AsyncIterator[dict[str, Any]], gen: Generation,
+                 every: bool) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    """llama-server's `timings` in stream chunks: in the chunk that ends a choice (every chunk with
+    timings_per_token), of the choice it is about."""
+    async for chunk in chunks:
+        choices = chunk.get("choices") or []
+        if choices and (every or choices[0].get("finish_reason") is not None):
+            chunk = {**chunk, "timings": _timings(gen, choices[0]["index"])}
+        yield chunk
 
 
 def _token_entry(service: Service, tok: int, lp: float) -> dict[str, Any]:
@@ -189,7 +206,7 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _completion_chunks(gen, head, echo, include_usage)
+        events = _timed(_completion_chunks(gen, head, echo, include_usage), gen, body.timings_per_token)
         return StreamingResponse(sse_stream(events), media_type="text/event-stream", headers=SSE_HEADERS)
     await gen.collect(request.is_disconnected)
     choices = []
@@ -197,7 +214,7 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
         prefix = echo[i // params.n]
         choices.append({"index": i, "text": prefix + gen.text(i), "finish_reason": ch.finish,
                         "logprobs": _completion_logprobs(service, gen, i, len(prefix))})  # fmt: skip
-    return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage()}
+    return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
 def truncation(body: Any) -> tuple[bool, int]:
@@ -287,11 +304,14 @@ async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, A
 # -- the same routes without /v1 --------------------------------------------------------------------------------
 
 
+LLAMA_SERVER_OWN = ("/v1/completions",)  # /completions is llama-server's own route there (llamacpp_routes)
+
+
 def _unprefixed(router: APIRouter) -> None:
     """Each /v1 route also without the prefix (`OpenAI(base_url="http://host:port")`, as llama-server allows):
     the same handler, left out of the description, where the /v1 operation names it (`x-aliases`)."""
     for route in list(router.routes):
-        if not (isinstance(route, APIRoute) and route.path.startswith("/v1/")):
+        if not (isinstance(route, APIRoute) and route.path.startswith("/v1/")) or route.path in LLAMA_SERVER_OWN:
             continue
         alias = route.path.removeprefix("/v1")
         router.add_api_route(alias, route.endpoint, methods=sorted(route.methods), response_model=route.response_model,

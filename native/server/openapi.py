@@ -63,6 +63,10 @@ def _exact(doc: dict[str, Any], service: Any) -> None:
         mark = node.pop("x-llamay", None)
         if mark == "token-id":
             node["maximum"] = n_vocab - 1
+        elif mark == "slot-id":  # llama-server's slots are the scheduler's sequences
+            node["maximum"] = service.scheduler.cfg.n_seq - 1
+        elif mark == "embd-normalize":  # -1 (none) only where the output is not normalised inside: no pooling
+            node["minimum"] = -1 if engine is not None and engine.pooling == "none" else 0
         elif mark == "embed-token-id":  # the embedding model's vocabulary (none served: every request is a 400)
             node["maximum"] = embed_vocab - 1
         elif mark == "logit-bias":
@@ -101,7 +105,7 @@ def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
         for variant in _variants(props.get("model")):
             if variant.get("type") == "string" and others:
                 variant["not"] = {"enum": others}
-    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens", "num_predict", "num_ctx"):
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens", "num_predict", "num_ctx", "n_predict"):
         _bound(props.get(key), service.n_ctx)
     if "think" in props and not reasons(service.tokenizer.chat_template_source):  # refused: the template cannot
         props["think"] = {"type": "null", "description": "the model's template does not reason: not available"}

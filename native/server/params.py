@@ -37,6 +37,7 @@ class GenParams:
     n: int = 1
     logprobs: int | None = None  # None: no logprobs; k: the sampled token's and the k most likely
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} / {"type": "json_schema", ...}
+    grammar: str | None = None  # llama.cpp's GBNF `grammar` (when no response_format is given)
 
 
 def response_format(fmt: Any) -> dict[str, Any] | None:
@@ -117,26 +118,27 @@ def _config_fields() -> set[str]:
 def constraint_for(p: GenParams, tokenizer: Any) -> Any:
     """The constraint a `response_format` asks for (None for plain text); 400 where it cannot be built (a
     compile limit names itself: `limit`). Runs on a preparation thread: compiling costs time."""
-    if p.response_format is None:
+    if p.response_format is None and not p.grammar:
         return None
+    field = "response_format" if p.response_format is not None else "grammar"
+    req = {"response_format": p.response_format} if p.response_format is not None else {"grammar": p.grammar}
     try:
         from llamay.constraints import constraint_from_request
     except ImportError:
         constraint_from_request = None
     if constraint_from_request is None or not _sampler_takes("constraint"):
         raise bad_request(
-            f"response_format {p.response_format['type']!r} needs the constraint engine, which this build's "
-            "sampler does not have yet",
-            "response_format",
+            f"{field} needs the constraint engine, which this build's sampler does not have yet",
+            field,
             "unsupported_parameter",
         )
     try:
-        return constraint_from_request({"response_format": p.response_format}, tokenizer)
+        return constraint_from_request(req, tokenizer)
     except LlamayError as e:
-        code = "constraint_limit_exceeded" if getattr(e, "limit", None) else "invalid_response_format"
-        raise bad_request(f"response_format: {e}", "response_format", code) from None
+        code = "constraint_limit_exceeded" if getattr(e, "limit", None) else f"invalid_{field}"
+        raise bad_request(f"{field}: {e}", field, code) from None
     except RecursionError:  # a compiler without a nesting limit
-        raise bad_request("response_format: the schema is nested too deeply to compile", "response_format",
+        raise bad_request(f"{field}: the schema is nested too deeply to compile", field,
                           "constraint_limit_exceeded") from None  # fmt: skip
 
 

@@ -374,6 +374,7 @@ class ChatCompletionRequest(Sampling, _Truncatable):
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    timings_per_token: bool = Field(False, description="llama.cpp extension: `timings` in every stream chunk")
 
 
 # -- OpenAI: completions --------------------------------------------------------------------------------------
@@ -392,6 +393,7 @@ class CompletionRequest(Sampling, _Truncatable):
     suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
     best_of: Int | None = Field(None, ge=1, le=MAX_N)
     response_format: ResponseFormat | None = None
+    timings_per_token: bool = Field(False, description="llama.cpp extension: `timings` in every stream chunk")
 
 
 # -- OpenAI: embeddings, models -------------------------------------------------------------------------------
@@ -462,6 +464,9 @@ class ChatChoice(BaseModel):
     finish_reason: str | None
 
 
+TIMINGS = "llama-server's timings of the first choice: cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms..."
+
+
 class ChatCompletion(BaseModel):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
@@ -470,6 +475,7 @@ class ChatCompletion(BaseModel):
     system_fingerprint: str | None = None
     choices: list[ChatChoice]
     usage: Usage
+    timings: dict[str, float] | None = Field(None, description=TIMINGS)
 
 
 class CompletionChoice(BaseModel):
@@ -487,6 +493,7 @@ class Completion(BaseModel):
     system_fingerprint: str | None = None
     choices: list[CompletionChoice]
     usage: Usage
+    timings: dict[str, float] | None = Field(None, description=TIMINGS)
 
 
 # -- llama.cpp-style utilities --------------------------------------------------------------------------------
@@ -502,7 +509,7 @@ class TokenizeRequest(_Lenient):
 
 class TokenPiece(BaseModel):
     id: int
-    piece: str
+    piece: str | list[int] = Field(description="the text, or its bytes where they are not UTF-8 by themselves")
 
 
 class TokenizeResponse(BaseModel):

@@ -169,6 +169,7 @@ class Service:
         self.model_fingerprint = model.fingerprint  # what saved KV snapshots must match
         self.snapshots = SnapshotStore(self.snapshot_dir, self.model_fingerprint, max_snapshots, max_snapshot_bytes)
         self.contexts = ContextStore()
+        self.slot_params: dict[int, dict[str, Any]] = {}  # llama-server's slots: the last request's settings
         m = self.metrics
         st = self.scheduler.state
         # what a snapshot file must fit (token ids the tokenizer and the embedding both know)
@@ -260,6 +261,8 @@ class Service:
                 raise bad_request(f"model is required (the server runs with --strict-model-name); served: {known}",
                                   param)  # fmt: skip
             self.find(name, param)  # a 404
+        if kind == "rerank":
+            return self._reranker(named, param)
         m = named or (self.generator if kind == "generate" else self.embedder)
         if kind == "generate" and m is not None and m.kind != "generate":
             raise bad_request(f"{m.id} is an embedding model: it does not generate text", param, "wrong_model")
@@ -275,6 +278,16 @@ class Service:
             raise bad_request(f"{m.id} is a generative model without pooling: it has no embeddings{hint}", param,
                               "model_not_embedding")  # fmt: skip
         assert m is not None
+        return m
+
+    def _reranker(self, named: ServedModel | None, param: str) -> ServedModel:
+        """The reranker a /rerank asks for: the embedding model, when it pools by rank (a classifier head)."""
+        m = named or self.embedder or self.generator
+        engine = self.embed_engine if m is self.embedder else None
+        if engine is None or engine.pooling != "rank":
+            raise bad_request(f"{m.id} is not a reranker: /rerank needs an encoder with a classification head and "
+                              "rank pooling (pooling_type 4, such as bge-reranker), served with --embedding-model",
+                              param, "model_not_reranker")  # fmt: skip
         return m
 
     def generative(self, name: str | None) -> ServedModel:
@@ -394,13 +407,20 @@ class Service:
     # -- embeddings -----------------------------------------------------------------------------------------
 
     async def embed(
-        self, name: str | None, inputs: list[str] | list[list[int]]
-    ) -> tuple[ServedModel, list[list[float]], int]:
+        self, name: str | None, inputs: list[str] | list[list[int]], per_token: bool = False
+    ) -> tuple[ServedModel, list[Any], int]:
         """The embedding of each input: a text, or token ids of the embedding model's vocabulary (as OpenAI's
-        `input` allows), read as given."""
+        `input` allows), read as given; with `per_token`, each input's token states instead (llama-server's
+        /embedding of a model without pooling)."""
         m = self.resolve(name, "embed")
         engine = self.embed_engine
         assert engine is not None
+        if engine.pooling == "rank":
+            raise bad_request(f"{m.id} is a reranker (rank pooling): it scores query-document pairs; ask POST "
+                              "/rerank", "model", "model_is_reranker")  # fmt: skip
+        if not per_token and engine.pooling == "none":
+            raise bad_request(f"{m.id} has no pooling (pooling_type none): its embeddings are one per token; ask "
+                              "POST /embedding for them", "model", "model_not_pooled")  # fmt: skip
         n_ctx = engine.state.n_ctx
         ids = await self.offload(_embedding_ids, engine, inputs, m.id)
         for i, x in enumerate(ids):
@@ -408,9 +428,9 @@ class Service:
                 raise bad_request(f"input {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}", "input",
                                   "context_length_exceeded")  # fmt: skip
 
-        def run(_state: Any = None) -> list[list[float]]:
+        def run(_state: Any = None) -> list[Any]:
             with self._embed_lock:
-                return engine.embed_ids(ids)
+                return engine.embed_tokens(ids) if per_token else engine.embed_ids(ids)
 
         if self.scheduler.alive:  # on the model thread, between steps: kernels run on one thread only (above)
             vectors = await asyncio.wrap_future(self.scheduler.call(run))
@@ -418,6 +438,35 @@ class Service:
             vectors = await asyncio.to_thread(run)
         note_tokens(sum(map(len, ids)))  # in the request's log line
         return m, vectors, sum(map(len, ids))
+
+    async def rerank(self, name: str | None, query: str, documents: list[str]) -> tuple[ServedModel, list[float], int]:
+        """Each document's relevance score to `query` (the reranker's first score), in the documents' order; the
+        pair tokens counted."""
+        m = self.resolve(name, "rerank")
+        engine = self.embed_engine
+        assert engine is not None
+        n_ctx = engine.state.n_ctx
+
+        def pairs() -> list[list[int]]:  # on a preparation thread
+            self.check_chars(len(query) * len(documents) + sum(map(len, documents)), "documents")
+            return [engine.rerank_ids(query, d) for d in documents]
+
+        ids = await self.offload(pairs)
+        for i, x in enumerate(ids):
+            if len(x) > n_ctx:
+                raise bad_request(f"the query with document {i} has {len(x)} tokens; {m.id} reads at most {n_ctx}",
+                                  "documents", "context_length_exceeded")  # fmt: skip
+
+        def run(_state: Any = None) -> list[list[float]]:
+            with self._embed_lock:
+                return engine.scores(ids)
+
+        if self.scheduler.alive:  # on the model thread, between steps (see embed)
+            scores = await asyncio.wrap_future(self.scheduler.call(run))
+        else:
+            scores = await asyncio.to_thread(run)
+        note_tokens(sum(map(len, ids)))
+        return m, [s[0] for s in scores], sum(map(len, ids))
 
 
 def _embedding_ids(engine: Engine, inputs: list[str] | list[list[int]], name: str) -> list[list[int]]:

@@ -109,10 +109,13 @@ class SnapshotStore:
     # -- quota ----------------------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def reserving(self, nbytes: int) -> AsyncIterator[str]:
-        """A new snapshot's id, its bytes counted against the quota from now on (so snapshots made at once
-        cannot pass it together) until it is written or given up; 507 at once when it does not fit."""
-        sid = uuid.uuid4().hex[:16]
+    async def reserving(self, nbytes: int, sid: str | None = None) -> AsyncIterator[str]:
+        """A new snapshot's id (or `sid`, which a write then replaces: a slot's file), its bytes counted against
+        the quota from now on (so snapshots made at once cannot pass it together) until it is written or given
+        up; 507 at once when it does not fit; 409 while another write of `sid` is in flight."""
+        if sid is not None and sid in self._reserved:
+            raise ApiError(409, "this snapshot file is being written by another request", code="snapshot_busy")
+        sid = sid or uuid.uuid4().hex[:16]
         self._reserved[sid] = nbytes
         try:
             await self._check_room(sid)

@@ -68,7 +68,7 @@ class Generation:
     """The jobs of one request (n choices × prompts), submitted together and followed to their end."""
 
     def __init__(self, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,
-                 keep: bool = False, pin: Pin | None = None,
+                 keep: bool = False, pin: Pin | None = None, reuse_cache: bool = True,
                  prepared: tuple[list[Any], StopStrings] | None = None) -> None:  # fmt: skip
         samplers, stop_strings = prepared or prepare(service, prompts, params)
         self.service = service
@@ -83,7 +83,8 @@ class Generation:
             for i in range(params.n):
                 index = p * params.n + i
                 job = Job(prompt, budget, samplers[index], logprobs=params.logprobs, index=index,
-                          sink=self.sink, keep=keep, pin=pin.hold() if pin else None)  # fmt: skip
+                          sink=self.sink, keep=keep, pin=pin.hold() if pin else None,
+                          reuse_cache=reuse_cache)  # fmt: skip
                 self.choices.append(Choice(job, self.tokenizer.detokenizer(), StopMatcher(stop_strings)))
         self._open = len(self.choices)
         self._closed = False
@@ -92,7 +93,7 @@ class Generation:
 
     @classmethod
     async def create(cls, service: Any, prompts: list[list[int]], params: GenParams, budgets: list[int], *,
-                     keep: bool = False, pin: Pin | None = None) -> Generation:  # fmt: skip
+                     keep: bool = False, pin: Pin | None = None, reuse_cache: bool = True) -> Generation:  # fmt: skip
         """A Generation whose constraint and samplers are built on a preparation thread, off the event loop
         (a schema may take a while to compile); the pin is held here, on the loop."""
         if pin is not None:
@@ -101,7 +102,9 @@ class Generation:
             # a stored model's PARAMETERs under what the request set (store.options.Options, or None)
             params = with_defaults(params, getattr(service, "defaults", None))
             prepared = await service.offload(prepare, service, prompts, params)
-            return cls(service, prompts, params, budgets, keep=keep, pin=pin, prepared=prepared)
+            return cls(
+                service, prompts, params, budgets, keep=keep, pin=pin, reuse_cache=reuse_cache, prepared=prepared
+            )
         finally:
             if pin is not None:
                 pin.let_go()

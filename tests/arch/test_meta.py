@@ -132,7 +132,7 @@ def test_gemma3_keys(tiny_gemma3, key, vtype, value, says):
 @pytest.mark.parametrize(
     ("key", "vtype", "value", "says"),
     [
-        ("bert.pooling_type", V.UINT32, 7, r"UINT32 7: must be at least 0 and at most 3"),
+        ("bert.pooling_type", V.UINT32, 7, r"UINT32 7: must be at least 0 and at most 4"),
         ("bert.attention.causal", V.UINT8, 0, r"UINT8 0: must be a BOOL"),
         ("bert.attention.layer_norm_epsilon", V.FLOAT32, math.inf, r"FLOAT32 inf: must be a finite number"),
     ],

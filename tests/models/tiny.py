@@ -59,11 +59,12 @@ class TinySpec:
     encoder: bool = False  # BERT: no head_count_kv key, no LM head
     embd_gain: float = EMBD_GAIN
     hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
+    optional_slots: tuple[str, ...] = ()  # other optional tensors it writes (a reranker's classifier head)
 
     @property
     def optional(self) -> tuple[str, ...]:
         """Slots of the optional declared tensors this model writes."""
-        return ("output",) if self.untied_output else ()
+        return (("output",) if self.untied_output else ()) + self.optional_slots
 
 
 SPECS: dict[str, TinySpec] = {

@@ -123,7 +123,7 @@ def test_documented_noop_and_value_fields_are_accepted(client):
     body = {"model": STORIES_ID, "messages": MSG, "max_tokens": 2, "temperature": 0, "user": "u1", "store": False,
             "metadata": {"k": "v"}, "service_tier": "auto", "modalities": ["text"], "prompt_cache_key": "k",
             "audio": None, "safety_identifier": "s", "cache_prompt": True, "id_slot": -1, "n_probs": 0,
-            "timings_per_token": False}  # fmt: skip
+            "ignore_eos": False}  # fmt: skip
     r = client.post("/v1/chat/completions", json=body)
     assert r.status_code == 200, r.text
     plain = client.post("/v1/chat/completions", json={"model": STORIES_ID, "messages": MSG, "max_tokens": 2,

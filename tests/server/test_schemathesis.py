@@ -40,6 +40,10 @@ RUNTIME_REFUSALS = {
     "template_error": "the model's chat template refusing these messages (e.g. roles out of order)",
     "invalid_response_format": "a JSON Schema the constraint compiler does not support",
     "constraint_limit_exceeded": "a JSON Schema beyond the constraint compiler's limits",
+    "invalid_grammar": "a GBNF grammar the constraint compiler cannot parse",
+    "fim_not_supported": "/infill on a model without fill-in-the-middle tokens",
+    "model_not_reranker": "/rerank on a server whose embedding model is not a reranker",
+    "slot_empty": "saving a slot that holds no prompt cache (its state, known at run time)",
 }
 # Ollama's error body is its message alone: how those messages begin or what they say, for each code
 OLLAMA_REFUSALS = {
