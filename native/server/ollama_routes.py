@@ -16,16 +16,16 @@ from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .errors import STATUSES, bad_request
 from .limits import MAX_EMBED_INPUTS
-from .openai_routes import _token_entry
-from .params import from_ollama
-from .schemas import (
+from .ollama_schemas import (
     OllamaChatRequest,
     OllamaEmbeddingsRequest,
     OllamaEmbedRequest,
-    OllamaErrorResponse,
     OllamaGenerateRequest,
     OllamaShowRequest,
 )
+from .openai_routes import _token_entry
+from .params import from_ollama
+from .schemas import OllamaErrorResponse
 from .service import ServedModel, Service
 from .streaming import Generation, ndjson_stream
 from .thinking import ThinkSplit, reasons, split

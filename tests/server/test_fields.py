@@ -16,6 +16,7 @@ pytestmark = pytest.mark.native_only
 
 fields = pytest.importorskip("llamay.native.server.fields")
 schemas = pytest.importorskip("llamay.native.server.schemas")
+ollama_schemas = pytest.importorskip("llamay.native.server.ollama_schemas")
 
 MSG = [{"role": "user", "content": "Once"}]
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "server.md"
@@ -36,13 +37,13 @@ MODELS = {
     "openai.function": schemas.ToolFunction,
     "openai.completions": schemas.CompletionRequest,
     "openai.embeddings": schemas.EmbeddingRequest,
-    "ollama.generate": schemas.OllamaGenerateRequest,
-    "ollama.chat": schemas.OllamaChatRequest,
-    "ollama.message": schemas.OllamaMessage,
-    "ollama.embed": schemas.OllamaEmbedRequest,
-    "ollama.embeddings": schemas.OllamaEmbeddingsRequest,
-    "ollama.show": schemas.OllamaShowRequest,
-    "ollama.options": schemas.OllamaOptions,
+    "ollama.generate": ollama_schemas.OllamaGenerateRequest,
+    "ollama.chat": ollama_schemas.OllamaChatRequest,
+    "ollama.message": ollama_schemas.OllamaMessage,
+    "ollama.embed": ollama_schemas.OllamaEmbedRequest,
+    "ollama.embeddings": ollama_schemas.OllamaEmbeddingsRequest,
+    "ollama.show": ollama_schemas.OllamaShowRequest,
+    "ollama.options": ollama_schemas.OllamaOptions,
 }
 responses = pytest.importorskip("llamay.native.server.responses")
 MODELS.update({
