@@ -9,6 +9,7 @@ from typing import Any
 from .arch import bind_weights, get_architecture
 from .errors import LlamayError
 from .gguf import GGUFFile, Keys
+from .gguf.constants import FILE_TYPE_GUESSED, FILE_TYPES
 from .gguf.reader import GGUFArray
 from .tokenizer.vocab import check_vocab
 
@@ -115,3 +116,42 @@ def parameter_size(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f}{unit}".replace(".0", "")
     return str(n)
+
+
+def summary(f: GGUFFile) -> dict[str, Any]:
+    """What a model is, in a line a model picker shows: architecture, parameter count, the quantisation
+    (`general.file_type` by llama.cpp's name; without it, the tensor type holding the most bytes), the trained
+    context, and its kind: "chat" (a chat template), "text" (a decoder without one: it continues text) or
+    "embedding" (an encoder)."""
+    arch_name = f.architecture
+    n_params = sum(t.n_elements for t in f.tensors.values())
+    by_bytes: Counter[str] = Counter()
+    for t in f.tensors.values():
+        by_bytes[t.type.name] += t.nbytes
+    out: dict[str, Any] = {
+        "title": f.get(Keys.NAME),
+        "architecture": arch_name,
+        "supported": True,
+        "parameters": n_params,
+        "parameter_size": parameter_size(n_params),
+        "quantization": quantization(f.get(Keys.FILE_TYPE), by_bytes),
+        "context_length": None,
+        "kind": "chat" if f.get(Keys.CHAT_TEMPLATE) is not None else "text",
+    }
+    try:
+        cfg = get_architecture(arch_name).config(f, arch_name)
+    except LlamayError as e:
+        return out | {"supported": False, "error": str(e)}
+    out["context_length"] = cfg.n_ctx_train
+    if not cfg.causal:
+        out["kind"] = "embedding"
+    return out
+
+
+def quantization(file_type: Any, by_bytes: Counter[str]) -> str | None:
+    """The name of a file's quantisation: its `general.file_type`, else its commonest tensor type by bytes."""
+    if isinstance(file_type, int):
+        name = FILE_TYPES.get(file_type & ~FILE_TYPE_GUESSED)
+        if name is not None:
+            return name
+    return by_bytes.most_common(1)[0][0] if by_bytes else None

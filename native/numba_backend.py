@@ -38,6 +38,7 @@ from llamay.kernels.ops import OPS, Op
 
 from .kernels import attention as att
 from .kernels import elementwise as ew
+from .kernels import moe
 from .kernels import strips as st
 from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
 from .kernels.panels import PANEL
@@ -45,7 +46,7 @@ from .kernels.table import KERNELS
 from .kernels.traits import FLOAT, Q8, Q8K
 
 STRIPS = "strips"  # the scratch of the strip matmuls (beside the activation formats FLOAT, Q8, Q8K)
-OP_MODULES = (ew, att)  # where the kernel of a plain op is found, by its name
+OP_MODULES = (ew, att, moe)  # where the kernel of a plain op is found, by its name
 
 
 def available_cores() -> int:

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .host_rule import host_allowed, host_name
+from .model_facts import model_facts
 
 TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -83,14 +84,16 @@ def resolve(root: Path, rel: str, hidden: Iterable[str] = ()) -> Path | None:
 
 
 def model_index(models: Path) -> list[dict]:
-    """The servable .gguf files directly in `models`: [{name, url, size}], by name."""
+    """The servable .gguf files directly in `models`, by name: [{name, url, size, architecture, parameters,
+    quantization, kind, ...}] (`model_facts`: what each is, or the error that names why it cannot be used)."""
     if not models.is_dir():
         return []
     out = []
     for p in sorted(models.iterdir()):
         real = resolve(models, p.name) if p.suffix == ".gguf" else None
         if real is not None and real.is_file():
-            out.append({"name": p.name, "url": f"{MODELS}/{p.name}", "size": real.stat().st_size})
+            entry = {"name": p.name, "url": f"{MODELS}/{p.name}", "size": real.stat().st_size}
+            out.append(entry | model_facts(real, p.name))
     return out
 
 
@@ -110,7 +113,10 @@ class StoredModels:
         self.listing, self.folder = listing, folder
 
     def index(self) -> list[dict]:
-        named = [{"name": n, "url": f"{MODELS}/{n}.gguf", "size": p.stat().st_size} for n, p in self.listing().items()]
+        named = [
+            {"name": n, "url": f"{MODELS}/{n}.gguf", "size": p.stat().st_size} | model_facts(p, f"{n}.gguf")
+            for n, p in self.listing().items()
+        ]
         return named + (model_index(self.folder) if self.folder else [])
 
     def find(self, rel: str) -> Found | None:

@@ -4,6 +4,7 @@ drive: nothing here samples or decodes by itself."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from ..errors import LlamayError
 from ..model import Model as CoreModel
 from ..sampling import SamplerConfig
 from ..tokenizer import StreamDecoder, Tokenizer
+from ..tools import detect_syntax, parse_reply, plan_tools
 from .context import Context
 from .errors import ContextClosedError, TokenError
 from .sampler import Sampler, sampler_config
@@ -172,14 +174,32 @@ class Model:
         sampler: Sampler | None = None,
         constraint: Any = None,
         tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool | None = None,
         **sampling: Any,
     ) -> str | Iterator[str]:
         """The assistant's reply to `messages` ([{"role": ..., "content": ...}], rendered with the model's chat
-        template): a str, or with `stream` an iterator of text pieces."""
+        template): a str, or with `stream` an iterator of text pieces. `tools` (OpenAI's shape) with
+        `tool_choice` ("auto", "required", "none" or {"type": "function", "function": {"name": ...}}) and
+        `parallel_tool_calls` as the server honours them (llamay.tools): the reply is in the model's tool-call
+        syntax; `tool_calls(reply)` reads it."""
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise LlamayError('chat takes a list of messages: [{"role": "user", "content": "..."}]')
-        return self._run(lambda e, n, cfg, stops, c: e.chat(messages, n, cfg, stops, tools, constraint=c),
+        plan = plan_tools(self.tokenizer.chat_template_source, tools, tool_choice, parallel_tool_calls)
+        template_tools = None
+        if plan is not None:
+            if constraint is not None or (sampler is not None and sampler.constraint is not None):
+                raise LlamayError("a constraint cannot hold a reply that may call tools: the tools' grammar does")
+            messages, template_tools = plan.messages(messages), plan.template_tools
+            constraint = plan.constraint(self.tokenizer)
+        return self._run(lambda e, n, cfg, stops, c: e.chat(messages, n, cfg, stops, template_tools, constraint=c),
                          max_tokens, 512, stream, stop, sampler, constraint, sampling)  # fmt: skip
+
+    def tool_calls(self, reply: str) -> tuple[str | None, list[dict[str, Any]]]:
+        """(content, calls) of a `chat` reply with tools, in this model's syntax: each call {"name", "arguments"
+        (an object)}; a call cut short by max_tokens is left out."""
+        content, calls = parse_reply(detect_syntax(self.tokenizer.chat_template_source), reply)
+        return content, [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls if c["complete"]]
 
     def _run(
         self,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedArchitectureError
 from ..gguf import GGUFFile, GGUFValueType, Keys
-from . import bert, gemma3, llama, qwen2, qwen3
+from . import bert, deepseek, gemma3, llama, moe, qwen2, qwen2moe, qwen3, qwen3moe
 from .binder import Binder
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
@@ -35,7 +35,12 @@ ARCHITECTURES: dict[str, Architecture] = {
     a.name: a
     for a in (
         Architecture(
-            "llama", "Llama, Mistral, TinyLlama, SmolLM, llama2.c stories", llama.config, llama.TENSORS, llama.block
+            "llama",
+            "Llama, Mistral, TinyLlama, SmolLM, llama2.c stories; Mixtral-style experts",
+            llama.config,
+            llama.TENSORS,
+            llama.block,
+            scratch=moe.SCRATCH,  # sized 0 without experts
         ),
         Architecture("qwen2", "Qwen2 / Qwen2.5 (QKV biases)", qwen2.config, qwen2.TENSORS, llama.block),
         Architecture("qwen3", "Qwen3 dense (QK-norm)", qwen3.config, qwen3.TENSORS, llama.block),
@@ -51,6 +56,31 @@ ARCHITECTURES: dict[str, Architecture] = {
             embed=bert.embed,
             output=bert.output,
             scratch=bert.SCRATCH,
+        ),
+        # mixtures of experts (moe.py)
+        Architecture(
+            "qwen3moe",
+            "Qwen3 MoE (QK-norm, routed experts)",
+            qwen3moe.config,
+            qwen3moe.TENSORS,
+            llama.block,
+            scratch=moe.SCRATCH,
+        ),
+        Architecture(
+            "qwen2moe",
+            "Qwen1.5 / Qwen2 MoE (routed experts, gated shared expert)",
+            qwen2moe.config,
+            qwen2moe.TENSORS,
+            llama.block,
+            scratch=moe.SCRATCH,
+        ),
+        Architecture(
+            "deepseek",
+            "DeepSeek-MoE V1 (leading dense layers, shared experts)",
+            deepseek.config,
+            deepseek.TENSORS,
+            llama.block,
+            scratch=moe.SCRATCH,
         ),
     )
 }

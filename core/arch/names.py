@@ -32,6 +32,15 @@ class T:
     FFN_DOWN = "blk.{bid}.ffn_down"
     FFN_POST_NORM = "blk.{bid}.post_ffw_norm"  # Gemma: RMSNorm on the FFN output
     LAYER_OUT_NORM = "blk.{bid}.layer_output_norm"  # BERT: LayerNorm after the FFN residual
+    # mixture of experts (moe.py): the router, the experts stacked in 3-D tensors, the shared expert
+    FFN_GATE_INP = "blk.{bid}.ffn_gate_inp"  # router: (n_embd, n_expert)
+    FFN_GATE_EXPS = "blk.{bid}.ffn_gate_exps"  # (n_embd, n_ff_exp, n_expert)
+    FFN_UP_EXPS = "blk.{bid}.ffn_up_exps"
+    FFN_DOWN_EXPS = "blk.{bid}.ffn_down_exps"  # (n_ff_exp, n_embd, n_expert)
+    FFN_GATE_INP_SHEXP = "blk.{bid}.ffn_gate_inp_shexp"  # the shared expert's sigmoid gate: (n_embd,)
+    FFN_GATE_SHEXP = "blk.{bid}.ffn_gate_shexp"
+    FFN_UP_SHEXP = "blk.{bid}.ffn_up_shexp"
+    FFN_DOWN_SHEXP = "blk.{bid}.ffn_down_shexp"
 
 
 def weight(name: str, bid: int | None = None) -> str:

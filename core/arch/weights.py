@@ -48,15 +48,29 @@ class FFNWeights:
 
 
 @dataclass(frozen=True)
+class MoEWeights:
+    """A mixture-of-experts FFN (`moe.py`). Each `*_exps` is one 3-D file tensor (n_in, n_out, n_expert), bound as a
+    tuple of one matrix per expert (`model._to_backend`: zero-copy slices), so a token reads only its experts."""
+
+    router: Tensor  # ffn_gate_inp: (n_embd, n_expert)
+    up: Any  # (n_embd, n_ff_exp, n_expert); bound: a tuple of (n_embd, n_ff_exp)
+    down: Any  # (n_ff_exp, n_embd, n_expert)
+    gate: Any = None  # (n_embd, n_ff_exp, n_expert)
+    shared: FFNWeights | None = None  # the shared expert every token runs (qwen2moe, deepseek)
+    shared_gate: Tensor | None = None  # ffn_gate_inp_shexp (n_embd,): sigmoid gate of the shared expert (qwen2moe)
+
+
+@dataclass(frozen=True)
 class LayerWeights:
     attn: AttentionWeights
-    ffn: FFNWeights
+    ffn: FFNWeights | None = None  # None on a mixture-of-experts layer (`moe`)
     attn_norm: NormWeights | None = None  # pre-norm before attention
     ffn_norm: NormWeights | None = None  # pre-norm before the FFN
     attn_post_norm: NormWeights | None = None  # norm of the attention output (gemma)
     ffn_post_norm: NormWeights | None = None  # norm of the FFN output (gemma)
     attn_out_norm: NormWeights | None = None  # norm after the attention residual add (BERT post-norm)
     layer_out_norm: NormWeights | None = None  # norm after the FFN residual add (BERT post-norm)
+    moe: MoEWeights | None = None  # a mixture-of-experts FFN in place of `ffn`
 
 
 @dataclass(frozen=True)

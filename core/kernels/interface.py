@@ -157,3 +157,10 @@ class Backend(Protocol):
         """out (dim) = mean of the n rows of x (n, dim)."""
 
     def l2_normalize(self, x: Buf, dim: int) -> None: ...
+
+    def gather_rows(self, out: Buf, x: Buf, rows: IBuf, n: int, dim: int) -> None:
+        """out (n, dim): out[j] = x[rows[j]] (the batch rows routed to one expert)."""
+
+    def add_rows_scaled(self, out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int) -> None:
+        """out[rows[j]] += scales[j] · x[j] for j < n, rows (n, dim) of x; the product rounded to float32 before the
+        sum, as ggml multiplies an expert's output by its weight, then adds."""

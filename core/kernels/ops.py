@@ -147,5 +147,11 @@ OPS: tuple[Op, ...] = (
     op("mean_pool", "out: Buf, x: Buf, n: int, dim: int",
        "void llamay_mean_pool(float *out, const float *x, int32_t n, int32_t dim)"),
     op("l2_normalize", "x: Buf, dim: int", "void llamay_l2_normalize(float *x, int32_t dim)"),
+    # mixture of experts (core/arch/moe.py): the rows routed to one expert, gathered, and its output added back
+    op("gather_rows", "out: Buf, x: Buf, rows: IBuf, n: int, dim: int",
+       "void llamay_gather_rows(float *out, const float *x, const int32_t *rows, int32_t n, int32_t dim)"),
+    op("add_rows_scaled", "out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int",
+       "void llamay_add_rows_scaled(float *out, const float *x, const int32_t *rows, const float *scales, int32_t n, "
+       "int32_t dim)"),
 )  # fmt: skip
 BY_NAME: dict[str, Op] = {o.name: o for o in OPS}

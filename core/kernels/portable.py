@@ -271,3 +271,14 @@ class PortableBackend:
         norm = math.sqrt(sum(v * v for v in x[:dim]))
         if norm > 0:
             x[:dim] = array("f", (v / norm for v in x[:dim]))
+
+    def gather_rows(self, out: array, x: array, rows: array, n: int, dim: int) -> None:
+        for j in range(n):
+            r = rows[j] * dim
+            out[j * dim : (j + 1) * dim] = x[r : r + dim]
+
+    def add_rows_scaled(self, out: array, x: array, rows: array, scales: array, n: int, dim: int) -> None:
+        for j in range(n):
+            r = rows[j] * dim
+            products = array("f", (scales[j] * v for v in x[j * dim : (j + 1) * dim]))  # float32, as ggml_mul
+            out[r : r + dim] = array("f", map(operator.add, out[r : r + dim], products))

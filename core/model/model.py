@@ -10,6 +10,7 @@ from typing import Any
 from ..arch import bind_weights, get_architecture
 from ..arch.binder import Tensor
 from ..arch.weights import ModelWeights
+from ..ggml_types import row_bytes
 from ..gguf import GGUFFile, open_gguf
 from ..kernels import Backend, get_backend
 from ..tokenizer.vocab import check_vocab
@@ -22,6 +23,8 @@ FINGERPRINT_EDGE = 64  # bytes of each tensor's start and end that go into the f
 
 def _to_backend(node: Any, be: Backend) -> Any:
     """The weight tree with every Tensor replaced by the backend's bound Weight (same dataclasses)."""
+    if isinstance(node, Tensor) and len(node.shape) == 3:
+        return _experts(node, be)
     if isinstance(node, Tensor):
         return be.bind(node.name, node.type, node.shape, node.data())
     if isinstance(node, tuple):
@@ -31,6 +34,17 @@ def _to_backend(node: Any, be: Backend) -> Any:
             node, **{f.name: _to_backend(getattr(node, f.name), be) for f in dataclasses.fields(node)}
         )
     return node
+
+
+def _experts(t: Tensor, be: Backend) -> tuple:
+    """A 3-D tensor (n_in, n_out, n_expert) is a stack of matrices (an MoE layer's experts): one bound Weight per
+    matrix, each a zero-copy slice of the file, so the existing matmul runs an expert over just its rows."""
+    n_in, n_out, n_mat = t.shape
+    size = row_bytes(t.type, n_in) * n_out
+    data = t.data()
+    return tuple(
+        be.bind(f"{t.name}[{e}]", t.type, (n_in, n_out), data[e * size : (e + 1) * size]) for e in range(n_mat)
+    )
 
 
 class Model:

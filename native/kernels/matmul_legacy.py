@@ -1,4 +1,4 @@
-"""Matmuls of the 32-element block types against Q8_0 / Q8_1 activations: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL.
+"""Matmuls of the 32-element block types against Q8_0 / Q8_1 activations: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4.
 
 W4A8 as in llama.cpp: per block, an integer dot of the weight quants with the activation's int8 quants (`dot4`,
 eight int32 partial sums), times d_w·d_x added to a float32 vector accumulator with one rounding (an FMA), the
@@ -6,7 +6,8 @@ lanes summed at the end: the float operations of ggml's AVX2 dot products, in th
 llama.cpp's bit for bit where the integer sums do. The constant parts of a block's values:
 - Q4_0 / Q5_0: value d·(q - 8) (or q - 16): the integer dot of q - 8 with x, exactly (`dot4_offset`);
 - Q4_1 / Q5_1: value d·q + m: Σ = d·dx·(Σq·x) + m·s, s = Q8_1's fp16(dx·Σx) (what ggml multiplies m by);
-- Q8_0 / IQ4_NL: signed quants (IQ4_NL's from its 16-level table).
+- Q8_0 / IQ4_NL / MXFP4: signed quants (IQ4_NL's and MXFP4's from their 16-level tables); MXFP4's block scale is
+  an E8M0 exponent byte (`block_scale`: 2^(e - 128), exact in float32) where the others hold an fp16 d.
 
 Per type, only what its block holds: the integer dot of a block with 32 activation quants (`*_dot`), its 32
 quants one per byte (`*_quants`), and its entry in TRAITS (its block layout from `llamay.quants`: where d and m
@@ -20,8 +21,10 @@ import numpy as np
 from numba import njit
 
 from llamay.ggml_types import GGMLType
+from llamay.quants.fp4 import MXFP4
 from llamay.quants.iquants import IQ4_NL
 from llamay.quants.legacy import Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+from llamay.quants.minifloat import E8M0_HALF
 
 from . import blocks as bl
 from .activations import QK8_0
@@ -31,6 +34,7 @@ from .quantops import (
     dot4_offset,
     dot4_signed,
     iq4_levels,
+    mxfp4_levels,
     nibbles,
     offset_by,
     or_shifted,
@@ -121,6 +125,30 @@ def iq4_nl_quants(w, o):
     return iq4_levels(nibbles(load_u8x16(w, o + bl.IQ4_NL_QS)))
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def mxfp4_dot(w, o, x):
+    return dot4_signed(mxfp4_levels(nibbles(load_u8x16(w, o + bl.MXFP4_QS))), x)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def mxfp4_quants(w, o):
+    """int8: the levels."""
+    return mxfp4_levels(nibbles(load_u8x16(w, o + bl.MXFP4_QS)))
+
+
+E8M0_HALF_F32 = np.array(E8M0_HALF, np.float32)  # every E8M0 byte's halved scale (a constant of the kernels)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def e8m0_scale(tr, w, o):
+    return E8M0_HALF_F32[w[o + bl.MXFP4_E]]
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def f16_scale(tr, w, o):
+    return load_f16(w, o + tr.d_at)
+
+
 # -- the family's row kernels, for the type tr: a block is d, its quants (and m) ------------------------------------
 
 
@@ -131,7 +159,7 @@ def legacy_dot(tr, w, wo, xq, xo, xd, xs, so, nb):
     mins = ZERO
     for b in range(nb):
         o = wo + b * tr.block_bytes
-        acc = fma_i32(acc, tr.block_dot(w, o, load_i8x32(xq, xo + b * QK)), load_f16(w, o + tr.d_at) * xd[so + b])
+        acc = fma_i32(acc, tr.block_dot(w, o, load_i8x32(xq, xo + b * QK)), tr.block_scale(w, o) * xd[so + b])
         if tr.has_min:
             mins = fma(load_f16(w, o + tr.m_at), xs[so + b], mins)
     return fsum(acc) + mins if tr.has_min else fsum(acc)
@@ -144,20 +172,22 @@ def legacy_unpack(tr, w, wo, nb, q, qo, d, e, do, ds):
     for b in range(nb):
         o = wo + b * tr.block_bytes
         store_vec(q, qo + QK * b, tr.block_quants(w, o))
-        d[do + ds * b] = load_f16(w, o + tr.d_at)
+        d[do + ds * b] = tr.block_scale(w, o)
         e[do + ds * b] = load_f16(w, o + tr.m_at) if tr.has_min else ZERO
 
 
 # -- the family's types: their entries of the traits table (their matmuls and get_rows: `drivers`) ------------
 
 TRAITS = {
-    t: Traits(t, Q8, block, signed, strip, block_dot=block_dot, block_quants=block_quants)
-    for t, block, block_dot, block_quants, signed, strip in (
-        (GGMLType.Q4_0, Q4_0, q4_0_dot, q4_0_quants, True, StripFormat(NIBBLES, Q4_OFFSET, False)),
-        (GGMLType.Q4_1, Q4_1, q4_1_dot, q4_1_quants, False, StripFormat(NIBBLES, 0, True)),
-        (GGMLType.Q5_0, Q5_0, q5_0_dot, q5_0_quants, True, StripFormat(BYTES, Q5_OFFSET, False)),
-        (GGMLType.Q5_1, Q5_1, q5_1_dot, q5_1_quants, False, StripFormat(BYTES, 0, True)),
-        (GGMLType.Q8_0, Q8_0, q8_0_dot, q8_0_quants, True, StripFormat(BYTES, INT8_BIAS, False)),
-        (GGMLType.IQ4_NL, IQ4_NL, iq4_nl_dot, iq4_nl_quants, True, StripFormat(NIBBLES_IQ4, IQ4_BIAS, False)),
+    t: Traits(t, Q8, block, signed, strip, block_dot=block_dot, block_quants=block_quants, block_scale=scale)
+    for t, block, block_dot, block_quants, signed, strip, scale in (
+        (GGMLType.Q4_0, Q4_0, q4_0_dot, q4_0_quants, True, StripFormat(NIBBLES, Q4_OFFSET, False), f16_scale),
+        (GGMLType.Q4_1, Q4_1, q4_1_dot, q4_1_quants, False, StripFormat(NIBBLES, 0, True), f16_scale),
+        (GGMLType.Q5_0, Q5_0, q5_0_dot, q5_0_quants, True, StripFormat(BYTES, Q5_OFFSET, False), f16_scale),
+        (GGMLType.Q5_1, Q5_1, q5_1_dot, q5_1_quants, False, StripFormat(BYTES, 0, True), f16_scale),
+        (GGMLType.Q8_0, Q8_0, q8_0_dot, q8_0_quants, True, StripFormat(BYTES, INT8_BIAS, False), f16_scale),
+        (GGMLType.IQ4_NL, IQ4_NL, iq4_nl_dot, iq4_nl_quants, True, StripFormat(NIBBLES_IQ4, IQ4_BIAS, False),
+         f16_scale),
+        (GGMLType.MXFP4, MXFP4, mxfp4_dot, mxfp4_quants, True, None, e8m0_scale),  # not in strips: plain rows
     )
-}
+}  # fmt: skip

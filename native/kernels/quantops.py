@@ -12,6 +12,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from llamay.quants.iq_tables import KVALUES_MXFP4
+
 from .simd import (
     DOT4_IMPL,
     HAS_AVX2,
@@ -121,6 +123,20 @@ def iq4_levels(typingctx, idx):
 
     def codegen(context, builder, sig, args):
         return _lookup16(builder, IQ4_LEVELS, args[0])
+
+    return i8x32(u8x32), codegen
+
+
+# MXFP4's E2M1 levels, doubled (ggml's kvalues_mxfp4; llamay.quants.iq_tables.KVALUES_MXFP4)
+MXFP4_LEVELS = KVALUES_MXFP4
+
+
+@intrinsic
+def mxfp4_levels(typingctx, idx):
+    """The MXFP4 level (int8) of each 4-bit index."""
+
+    def codegen(context, builder, sig, args):
+        return _lookup16(builder, MXFP4_LEVELS, args[0])
 
     return i8x32(u8x32), codegen
 

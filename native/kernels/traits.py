@@ -62,6 +62,7 @@ class Traits:
     strip: object | None = None  # `strips.StripFormat` of the types repacked in strips of eight rows
     block_dot: Callable | None = None  # the block at w[o] · its activation block: Q8 (w, o, x), Q8K (w, o, xq, xb)
     block_quants: Callable | None = None  # its quants one per byte: Q8 (w, o) all 32, Q4_K / Q5_K (w, o, c) chunk c
+    block_scale: Callable | None = None  # Q8: the block's scale as float32, (w, o): its fp16 d, MXFP4's E8M0 e
     block_mins: Callable | None = None  # Q8K with mins: (w, o, bsum, gb) -> the mins' dot with the bsums
     min_lanes: bool = False  # Q8K: the mins' dot is eight lanes (Q4_K, Q5_K), else one integer (Q2_K)
     block_unpack: Callable | None = None  # Q8K: a super-block's quants one per byte, its group ints and floats
@@ -157,7 +158,7 @@ def _constant(name: str) -> None:
         return lambda tr: value
 
 
-for _name in ("block_dot", "block_quants", "block_mins", "block_unpack", "load8", "load1", "rounded"):
+for _name in ("block_dot", "block_quants", "block_scale", "block_mins", "block_unpack", "load8", "load1", "rounded"):
     _method(_name)
 for _name in ("has_min", "min_lanes", "block_bytes", "d_at", "dmin_at", "m_at", "elem_bytes"):
     _constant(_name)

@@ -131,8 +131,8 @@ TABLES: dict[str, dict[str, F]] = {
         "reasoning_effort": no("no reasoning budget here"),
         "verbosity": no("no verbosity control here"),
         "web_search_options": no(NO_HOSTED_TOOLS),
-        "functions": no("the deprecated functions API: send tools"),
-        "function_call": no("the deprecated functions API: send tool_choice"),
+        "functions": yes(why="the deprecated functions API, read as tools"),
+        "function_call": yes(why="the deprecated functions API, read as tool_choice"),
     },
     "openai.message": {
         "role": yes(), "content": yes(sub="openai.content_part"), "name": yes(), "tool_calls": yes(),

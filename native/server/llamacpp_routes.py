@@ -47,7 +47,7 @@ from .params import GenParams, refused
 from .scheduler import Pin
 from .service import Service
 from .streaming import SSE_HEADERS, Generation, sse
-from .tools import message_dicts
+from .tools import message_dicts, plan_for
 
 router = APIRouter(tags=["llama.cpp"], route_class=StrictJsonRoute)
 SAMPLING = frozenset(sampling_request.accepted("llamacpp")) - {"n_predict", "n_probs"}  # read from the body
@@ -275,24 +275,10 @@ async def infill(body: InfillBody, request: Request, service: ServiceDep) -> Any
 @router.post("/apply-template", summary="The chat template applied to messages: the prompt /completion takes")
 async def apply_template(body: ApplyTemplateBody, service: ServiceDep) -> dict[str, Any]:
     service.generative(body.model)
-    tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
-    return {"prompt": await service.offload(render, service, message_dicts(body.messages), tools,
+    # the tools go in as the chat route puts them: the template's own syntax, or the generic format's system text
+    plan = plan_for(service.chat_template, body.tools)
+    return {"prompt": await service.offload(service.chat_text, message_dicts(body.messages), plan,
                                             body.add_generation_prompt)}  # fmt: skip
-
-
-def render(service: Service, messages: list[dict[str, Any]], tools: Any, add_generation_prompt: bool) -> str:
-    from llamay.errors import LlamayError
-
-    if tools and not service.supports_tools:
-        raise bad_request(f"{service.generator.id}'s chat template does not support tools", "tools",
-                          "tools_not_supported")  # fmt: skip
-    service.check_chars(sum(len(m.get("content") or "") for m in messages), "messages")
-    try:
-        return service.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
-                                                     tools=tools)  # fmt: skip
-    except LlamayError as e:
-        raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
-                          "template_error") from None  # fmt: skip
 
 
 # -- /embedding -----------------------------------------------------------------------------------------------

@@ -82,7 +82,10 @@ async def props(service: ServiceDep) -> dict[str, Any]:
         "model_path": str(service.generator.path),
         "model_alias": service.generator.id,
         "chat_template": source,
-        "chat_template_caps": {"supports_tools": service.supports_tools, "supports_system_role": "system" in source},
+        "chat_template_caps": {
+            "supports_tools": True,  # every model: its own syntax or the generic format
+            "supports_system_role": "system" in source,
+        },
         "bos_token": tok.token_text(tok.bos_id) if tok.bos_id is not None else "",
         "eos_token": tok.token_text(tok.eos_id) if tok.eos_id is not None else "",
         "modalities": {"vision": False, "audio": False},

@@ -12,6 +12,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from llamay.tools import ToolPlan
+
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
 from .errors import STATUSES, bad_request
@@ -29,7 +31,7 @@ from .schemas import OllamaErrorResponse
 from .service import ServedModel, Service
 from .streaming import Generation, ndjson_stream
 from .thinking import ThinkSplit, reasons, split
-from .tools import message_dicts, ollama_calls, parse_tool_calls
+from .tools import OllamaPieces, message_dicts, ollama_message, plan_for
 
 ERRORS = {code: {"model": OllamaErrorResponse} for code in STATUSES}
 router = APIRouter(tags=["Ollama"], route_class=StrictJsonRoute, responses=ERRORS)  # Ollama's error shape
@@ -210,40 +212,51 @@ async def chat(body: OllamaChatRequest, request: Request, service: ServiceDep):
                 "done": True, "done_reason": "load"}  # fmt: skip
     if any(m.images for m in body.messages):
         raise bad_request("images are not supported: the served model reads text only", "messages")
-    tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
-    params = _logprobs(service, body, from_ollama(body.options, body.format))
+    plan = plan_for(service.chat_template, body.tools)  # Ollama has no tool_choice: the model may call
+    if plan is not None and body.format:
+        raise bad_request("format cannot constrain a reply that may call tools: the tool calls' grammar does",
+                          "format", "conflicting_fields")  # fmt: skip
+    params = _logprobs(service, body, dataclasses.replace(from_ollama(body.options, body.format), tools=plan))
     thinks = _thinks(service, model, body.think)
     num_ctx, truncate, _, _ = _window(service, body)
     window = (num_ctx or service.n_ctx) if truncate else None
-    prompt = await service.offload(_chat_prompt, service, message_dicts(body.messages), tools, body.think, window,
+    prompt = await service.offload(_chat_prompt, service, message_dicts(body.messages), plan, body.think, window,
                                    params.max_tokens)  # fmt: skip
     gen, prompt = await _generation(service, body, prompt, params)
-    names = {t["function"]["name"] for t in tools} if tools else set()
     opened = thinks and _opens_thinking(service, prompt)
 
     def final() -> dict[str, Any]:
         return {"done": True, "done_reason": gen.choices[0].finish, **gen.timings_ns()}
 
-    if body.stream and not names:
-        events = _stream(gen, model, "message", final, ThinkSplit(opened) if thinks else None)
+    if body.stream:
+        if plan is None:
+            events = _stream(gen, model, "message", final, ThinkSplit(opened) if thinks else None)
+        else:
+            events = _tool_stream(gen, model, plan, final)
         return StreamingResponse(ndjson_stream(events), media_type=NDJSON)
     await gen.collect(request.is_disconnected)
     thinking, text = split(gen.text(0), opened) if thinks else ("", gen.text(0))
-    message: dict[str, Any] = {"role": "assistant", "content": text, **({"thinking": thinking} if thinking else {})}
-    if names:
-        content, calls = parse_tool_calls(text, names)
-        if calls:
-            message = {**message, "content": content or "", "tool_calls": ollama_calls(calls)}
+    message = {"role": "assistant", "content": text} if plan is None else ollama_message(plan, text)
+    if thinking:
+        message["thinking"] = thinking
     reply = {"model": model.id, "created_at": _now(), "message": message, **final()}
     if params.logprobs is not None:
         reply["logprobs"] = _entries(service, gen.choices[0].logprobs)
-    if body.stream:  # with tools the reply is parsed whole, then sent as a one-line stream
-        return StreamingResponse(ndjson_stream(_one(reply)), media_type=NDJSON)
     return reply
 
 
-async def _one(item: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    yield item
+async def _tool_stream(gen: Generation, model: ServedModel, plan: ToolPlan,
+                       final: Any) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    """Content as it comes; each tool call, once complete, in a message of its own (as Ollama streams them)."""
+    parser = OllamaPieces(plan)
+    async for piece in gen.pieces():
+        content, calls = parser.feed(piece.text, piece.finish is not None)
+        if content or calls:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            yield {"model": model.id, "created_at": _now(), "message": message, "done": False}
+    yield {"model": model.id, "created_at": _now(), "message": {"role": "assistant", "content": ""}, **final()}
 
 
 # -- embed ----------------------------------------------------------------------------------------------------
@@ -322,8 +335,8 @@ async def show(body: OllamaShowRequest, service: ServiceDep) -> dict[str, Any]:
         "llamay.context_length": service.n_ctx if m.kind == "generate" else cfg.n_ctx_train,
     }
     caps = ["completion"] if m.kind == "generate" else ["embedding"]
-    if m.kind == "generate" and service.supports_tools:
-        caps.append("tools")
+    if m.kind == "generate":
+        caps.append("tools")  # every model: its template's syntax, else the generic format in the prompt
     template = model.tokenizer.chat_template_source or "" if m.kind == "generate" else ""
     return {
         "license": model.file.get("general.license") or "",

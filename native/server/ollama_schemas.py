@@ -51,7 +51,7 @@ class OllamaMessage(_Lenient):
     thinking: str | None = Field(None, description="an earlier reply's reasoning (passed to the template)")
     images: list[str] | None = NO_IMAGES
     tool_calls: list[ToolCall] | None = None
-    tool_name: str | None = None
+    tool_name: str | None = Field(None, description="the tool whose result a `tool` message is")
     tool_call_id: str | None = None
 
 

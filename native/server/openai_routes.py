@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import struct
 import time
 import uuid
@@ -12,6 +13,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
+
+from llamay.tools import ToolPlan
 
 from .bodies import StrictJsonRoute
 from .deps import ServiceDep
@@ -31,7 +35,7 @@ from .schemas import (
 )
 from .service import Service
 from .streaming import SSE_HEADERS, Generation, Piece, sse_stream
-from .tools import message_dicts, openai_calls, parse_tool_calls
+from .tools import OpenAIDeltas, finish_of, message_dicts, openai_message, plan_for
 
 router = APIRouter(tags=["OpenAI"], route_class=StrictJsonRoute)
 
@@ -64,9 +68,8 @@ def _card(m: Any) -> dict[str, Any]:
 )
 async def chat_completions(body: ChatCompletionRequest, request: Request, service: ServiceDep):
     model = service.generative(body.model)
-    tools = [t.model_dump(exclude_none=True) for t in body.tools] if body.tools else None
-    if body.tool_choice == "none":
-        tools = None
+    choice = body.tool_choice.model_dump() if isinstance(body.tool_choice, BaseModel) else body.tool_choice
+    plan = plan_for(service.chat_template, body.tools, choice, body.parallel_tool_calls)
     max_tokens = body.max_completion_tokens or body.max_tokens
     param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
     if body.top_logprobs is not None and not body.logprobs:  # as OpenAI: never silently ignored
@@ -74,35 +77,32 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
     logprobs = (body.top_logprobs or 0) if body.logprobs else None
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=max_tokens, logprobs=logprobs,
                          fmt=body.response_format)  # fmt: skip
-    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), tools)
+    params = dataclasses.replace(params, tools=plan)
+    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), plan)
     truncate, n_keep = truncation(body)
     prompt, budget, cut = service.fit(prompt, max_tokens, param, truncate=truncate, n_keep=n_keep)
     gen = await Generation.create(service, [prompt], params, [budget])
     gen.truncated = cut
     gen.start()
-    tool_names = {t["function"]["name"] for t in tools} if tools else set()
     head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _timed(_chat_chunks(gen, head, tool_names, include_usage), gen, body.timings_per_token)
+        events = _timed(_chat_chunks(gen, head, plan, include_usage), gen, body.timings_per_token)
         return StreamingResponse(sse_stream(events), media_type="text/event-stream", headers=SSE_HEADERS)
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):
         message: dict[str, Any] = {"role": "assistant", "content": gen.text(i)}
         finish = ch.finish
-        if tool_names:
-            content, calls = parse_tool_calls(gen.text(i), tool_names)
-            if calls:
-                message = {"role": "assistant", "content": content, "tool_calls": openai_calls(calls)}
-                finish = "tool_calls"
+        if plan is not None:
+            message, finish = openai_message(plan, gen.text(i), finish)
         choices.append({"index": i, "message": message, "logprobs": _chat_logprobs(service, ch.job, gen, i),
                         "finish_reason": finish})  # fmt: skip
     return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
-async def _chat_chunks(gen: Generation, head: dict[str, Any], tool_names: set[str],
+async def _chat_chunks(gen: Generation, head: dict[str, Any], plan: ToolPlan | None,
                        include_usage: bool) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
     chunk = {**head, "object": "chat.completion.chunk"}
     if include_usage:
@@ -111,27 +111,22 @@ async def _chat_chunks(gen: Generation, head: dict[str, Any], tool_names: set[st
     for i in range(len(gen.choices)):
         yield {**chunk, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                      "finish_reason": None}]}  # fmt: skip
-    held: dict[int, list[str]] = {i: [] for i in range(len(gen.choices))}  # with tools: the reply, parsed at its end
+    # with tools: each choice's text through the parser (content, then each call's name and argument pieces)
+    tools = {i: OpenAIDeltas(plan) for i in range(len(gen.choices))} if plan is not None else {}
     async for piece in gen.pieces():
         logprobs = _chat_logprob_piece(service, piece)
-        if tool_names:
-            held[piece.index].append(piece.text)
-            if piece.finish is None:
-                continue
-            content, calls = parse_tool_calls("".join(held[piece.index]), tool_names)
-            delta: dict[str, Any] = {"content": content}
-            if calls:
-                delta["tool_calls"] = [{"index": k, **c} for k, c in enumerate(openai_calls(calls))]
-            finish = "tool_calls" if calls else piece.finish
-            yield {**chunk, "choices": [{"index": piece.index, "delta": delta, "logprobs": None,
-                                         "finish_reason": finish}]}  # fmt: skip
-            continue
-        if piece.text or logprobs:
-            yield {**chunk, "choices": [{"index": piece.index, "delta": {"content": piece.text},
-                                         "logprobs": logprobs, "finish_reason": None}]}  # fmt: skip
-        if piece.finish is not None:
+        last = piece.finish is not None
+        if plan is not None:
+            delta = tools[piece.index].feed(piece.text, last)
+        else:
+            delta = {"content": piece.text} if piece.text or logprobs else None
+        if delta or logprobs:
+            yield {**chunk, "choices": [{"index": piece.index, "delta": delta or {}, "logprobs": logprobs,
+                                         "finish_reason": None}]}  # fmt: skip
+        if last:
+            finish = finish_of(tools[piece.index].calls, piece.finish) if plan is not None else piece.finish
             yield {**chunk, "choices": [{"index": piece.index, "delta": {}, "logprobs": None,
-                                         "finish_reason": piece.finish}]}  # fmt: skip
+                                         "finish_reason": finish}]}  # fmt: skip
     if include_usage:
         yield {**chunk, "choices": [], "usage": gen.usage()}
 

@@ -114,10 +114,6 @@ def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
         _bound(props["dimensions"], dim, dim)
     if "stop" in props:
         _stop_limits(props["stop"])
-    if "tools" in props and not service.supports_tools:
-        for variant in _variants(props["tools"]):
-            if variant.get("type") == "array":
-                variant["maxItems"] = 0
 
 
 def _stop_limits(prop: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from llamay.errors import LlamayError
 from llamay.sampling import Sampler, SamplerConfig, SamplerConfigError, request
 from llamay.sampling.request import RequestFieldError, RequestSampling, sampling_from_request
+from llamay.tools import ToolRequestError
 
 from .errors import ApiError, bad_request
 from .ollama_schemas import OllamaOptions
@@ -39,6 +40,7 @@ class GenParams:
     logprobs: int | None = None  # None: no logprobs; k: the sampled token's and the k most likely
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} / {"type": "json_schema", ...}
     grammar: str | None = None  # llama.cpp's GBNF `grammar` (when no response_format is given)
+    tools: Any = None  # a llamay.tools.ToolPlan: the reply's grammar is its tool calls'
 
 
 def response_format(fmt: Any) -> dict[str, Any] | None:
@@ -118,7 +120,18 @@ def _config_fields() -> set[str]:
 
 def constraint_for(p: GenParams, tokenizer: Any) -> Any:
     """The constraint a `response_format` asks for (None for plain text); 400 where it cannot be built (a
-    compile limit names itself: `limit`). Runs on a preparation thread: compiling costs time."""
+    compile limit names itself: `limit`). Runs on a preparation thread: compiling costs time. A tool plan's
+    grammar constrains the reply instead (either of the others together with it is refused)."""
+    if p.tools is not None:
+        for given, name in ((p.response_format, "response_format"), (p.grammar, "grammar")):
+            if given:
+                raise bad_request(f"{name} cannot constrain a reply that may call tools: the tool calls' "
+                                  "grammar does (give one of them, or tool_choice: none)", name,
+                                  "conflicting_fields")  # fmt: skip
+        try:
+            return p.tools.constraint(tokenizer)
+        except ToolRequestError as e:
+            raise bad_request(str(e), e.field, "invalid_tools") from None
     if p.response_format is None and not p.grammar:
         return None
     field = "response_format" if p.response_format is not None else "grammar"

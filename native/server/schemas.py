@@ -333,6 +333,15 @@ class Tool(_Lenient):
     function: ToolFunction
 
 
+class NamedFunction(_Lenient):
+    name: str
+
+
+class NamedToolChoice(_Lenient):
+    type: Literal["function"]
+    function: NamedFunction
+
+
 MODEL_NAME = (
     "the served model's name; optional: any other name, or none, is the served model (llama-server's way), "
     "unless the server runs with --strict-model-name"
@@ -372,8 +381,12 @@ class ChatCompletionRequest(Sampling, _Truncatable):
     top_logprobs: Int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     response_format: ResponseFormat | None = None
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = Field(
+        None, description="enforced: the reply's calls follow a grammar of the model's tool-call syntax"
+    )
+    parallel_tool_calls: bool | None = Field(None, description="false: at most one call (enforced)")
+    functions: list[Any] | None = Field(None, max_length=0, description="not supported (deprecated): send `tools`")
+    function_call: None = Field(None, description="not supported (deprecated): send `tool_choice`")
     timings_per_token: bool = Field(False, description="llama.cpp extension: `timings` in every stream chunk")
 
 

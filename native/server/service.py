@@ -326,30 +326,37 @@ class Service:
         self.check_chars(len(text), param)
         return self.tokenizer.encode(text, add_special=add_special, parse_special=True)
 
-    def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
-                 think: bool | None = None) -> list[int]:  # fmt: skip
-        """The chat's prompt as token ids; `think` sets the template's `enable_thinking` (Qwen3's name)."""
-        tok = self.tokenizer
-        if tools and not self.supports_tools:
-            raise bad_request(
-                f"{self.generator.id}'s chat template does not support tools", "tools", "tools_not_supported"
-            )
-        self.check_chars(sum(len(m.get("content") or "") for m in messages), "messages")
+    def chat_text(self, messages: list[dict[str, Any]], tools: Any = None, add_generation_prompt: bool = True,
+                  think: bool | None = None) -> str:  # fmt: skip
+        """The prompt text of a chat; `tools` (a llamay.tools.ToolPlan) puts the tools in it: the template renders
+        them, or (the generic format) the system message describes them. Their JSON counts in the precheck.
+        `think` sets the template's `enable_thinking` (Qwen3's name)."""
+        template_tools = None
+        extra = 0
+        if tools is not None:
+            messages = tools.messages(messages)
+            template_tools = tools.template_tools
+            extra = tools.prompt_chars
+        self.check_chars(sum(len(m.get("content") or "") for m in messages) + extra, "messages")
         try:
             kw = {} if think is None else {"enable_thinking": think}
-            text = tok.apply_chat_template(messages, add_generation_prompt=True, tools=tools or None, **kw)
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
+                                                      tools=template_tools, **kw)  # fmt: skip
         except LlamayError as e:
             raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
                               "template_error") from None  # fmt: skip
-        ids = self.encode(text, param="messages")
-        if len(ids) > 1 and ids[0] == ids[1] == tok.bos_id:  # the template wrote the BOS text itself
+
+    def chat_ids(self, messages: list[dict[str, Any]], tools: Any = None, think: bool | None = None) -> list[int]:
+        """The prompt of a chat (`chat_text`), as token ids."""
+        ids = self.encode(self.chat_text(messages, tools, think=think), param="messages")
+        if len(ids) > 1 and ids[0] == ids[1] == self.tokenizer.bos_id:  # the template wrote the BOS text itself
             del ids[0]
         return ids
 
     @property
-    def supports_tools(self) -> bool:
-        source = self.tokenizer.chat_template_source or ""
-        return "tools" in source
+    def chat_template(self) -> str | None:
+        """The source of the generative model's chat template (None: the ChatML fallback)."""
+        return self.tokenizer.chat_template_source
 
     def check_ids(self, ids: list[int], param: str = "prompt") -> list[int]:
         n_vocab = self.tokenizer.n_vocab

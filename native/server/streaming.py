@@ -22,6 +22,7 @@ from .errors import ApiError
 from .params import GenParams, check_supported, constraint_for, sampler_for, with_defaults
 from .request_log import note_generation
 from .scheduler import Job, JobFailed, Pin, QueueFull, Sink, Update
+from .tools import reply_decoder
 
 log = logging.getLogger("llamay.server")
 DISCONNECT_POLL = 0.25  # seconds between checks that a non-streaming client is still there
@@ -85,7 +86,7 @@ class Generation:
                 job = Job(prompt, budget, samplers[index], logprobs=params.logprobs, index=index,
                           sink=self.sink, keep=keep, pin=pin.hold() if pin else None,
                           reuse_cache=reuse_cache)  # fmt: skip
-                self.choices.append(Choice(job, self.tokenizer.detokenizer(), StopMatcher(stop_strings)))
+                self.choices.append(Choice(job, reply_decoder(self.tokenizer, params.tools), StopMatcher(stop_strings)))
         self._open = len(self.choices)
         self._closed = False
         self.truncated = 0  # prompt tokens cut (a request's truncation)

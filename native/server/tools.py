@@ -1,8 +1,9 @@
-"""Chat messages into the shape chat templates expect, and tool calls out of generated text.
+"""Chat messages into the shape chat templates expect; tool calls of a reply in OpenAI's and Ollama's shapes.
 
-Templates that support tools (Qwen, Hermes, Llama 3.x, SmolLM3 ...) are given the request's `tools`; the model
-then answers with calls written inside `<tool_call>...</tool_call>` (the Hermes convention most templates use)
-or as a bare JSON object `{"name": ..., "arguments": ...}`. Both are recognised here; anything else is text.
+The syntaxes, grammars and parsing are the core's (`llamay.tools`): a template with tools of a known syntax
+(Hermes/Qwen, Llama 3.x, Mistral) renders them itself, any other model gets llama-server's generic JSON format
+in its prompt. Here: the request's fields into a `ToolPlan` (400s naming the field), the parser's events into
+OpenAI's message and `tool_calls` deltas, and into Ollama's `message.tool_calls` (arguments as objects).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import json
 import uuid
 from typing import Any
 
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
+from llamay.tokenizer import StreamDecoder
+from llamay.tools import ToolPlan, ToolRequestError, ToolStream, collect, plan_tools
+
+from .errors import bad_request
 
 
 def message_dicts(messages: list[Any]) -> list[dict[str, Any]]:
@@ -21,8 +25,9 @@ def message_dicts(messages: list[Any]) -> list[dict[str, Any]]:
     out = []
     for m in messages:
         d: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
-        if getattr(m, "name", None) or getattr(m, "tool_name", None):  # Ollama names a tool's result tool_name
-            d["name"] = getattr(m, "name", None) or m.tool_name
+        name = getattr(m, "name", None) or getattr(m, "tool_name", None)  # Ollama names a result's tool so
+        if name:
+            d["name"] = name
         reasoning = getattr(m, "reasoning_content", None) or getattr(m, "thinking", None)
         if reasoning:  # an earlier reply's reasoning, as the templates that render it name it
             d["reasoning_content"] = reasoning
@@ -52,64 +57,119 @@ def _call_for_template(call: Any) -> dict[str, Any]:
     return d
 
 
-def parse_tool_calls(text: str, names: set[str]) -> tuple[str | None, list[dict[str, Any]]]:
-    """(content left, calls) of a reply; calls name one of the request's tools, arguments as parsed JSON."""
-    calls = []
-    bodies, rest = _tagged(text)
-    for body in bodies:
-        call = _call(body, names)
-        if call:
-            calls.append(call)
-    if calls:
-        return rest.strip() or None, calls
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        call = _call(stripped, names)
-        if call:
-            return None, [call]
-    return text, []
-
-
-def _tagged(text: str) -> tuple[list[str], str]:
-    """The bodies of `<tool_call>...</tool_call>` (an unclosed last one runs to the end) and the text around
-    them, in one pass (a regex with a lazy group rescans to the end from every unclosed opening: quadratic)."""
-    bodies, rest = [], []
-    i = 0
-    while True:
-        start = text.find(OPEN, i)
-        if start < 0:
-            rest.append(text[i:])
-            return bodies, "".join(rest)
-        rest.append(text[i:start])
-        end = text.find(CLOSE, start + len(OPEN))
-        stop = len(text) if end < 0 else end
-        bodies.append(text[start + len(OPEN) : stop].strip())
-        if end < 0:
-            return bodies, "".join(rest)
-        i = end + len(CLOSE)
-
-
-def _call(body: str, names: set[str]) -> dict[str, Any] | None:
+def plan_for(template: str | None, tools: list[Any] | None, tool_choice: Any = None,
+             parallel: bool | None = None) -> ToolPlan | None:  # fmt: skip
+    """The request's tool plan (None: no tool may be called); what cannot be honoured is a 400 naming it."""
+    specs = [t.model_dump(exclude_none=True) for t in tools] if tools else None
     try:
-        obj = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(obj, dict) or obj.get("name") not in names:
-        return None
-    args = obj.get("arguments", obj.get("parameters", {}))
-    return {"name": obj["name"], "arguments": args if isinstance(args, dict) else {"value": args}}
+        return plan_tools(template, specs, tool_choice, parallel)
+    except ToolRequestError as e:
+        raise bad_request(str(e), e.field, "invalid_tools") from None
 
 
-def openai_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"call_{uuid.uuid4().hex[:24]}",
-            "type": "function",
-            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)},
-        }
-        for c in calls
-    ]
+def reply_decoder(tokenizer: Any, plan: ToolPlan | None) -> StreamDecoder:
+    """The streaming decoder of a reply; with tools, the syntax's control-token markers show as their text (the
+    parser reads `[TOOL_CALLS]`), other control tokens as nothing."""
+    shown = plan.shown_tokens(tokenizer) if plan is not None else ()
+    if not shown:
+        return tokenizer.detokenizer()
+    return StreamDecoder(lambda i: tokenizer.token_bytes(i, i in shown))
+
+
+def call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def finish_of(calls: list[dict[str, Any]], finish: str | None) -> str | None:
+    """ "tool_calls" when the reply ended (not cut by max_tokens) with every call it began complete."""
+    if calls and finish == "stop" and all(c["complete"] for c in calls):
+        return "tool_calls"
+    return finish
+
+
+def openai_message(plan: ToolPlan, text: str, finish: str | None) -> tuple[dict[str, Any], str | None]:
+    """The assistant message of a whole reply, and its finish_reason; a call cut short (max_tokens, a stop
+    string) is left out: its arguments are no JSON."""
+    stream = ToolStream(plan.syntax)
+    content, calls = collect(stream.feed(text) + stream.end())
+    out = [{"id": call_id(), "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+           for c in calls if c["complete"]]  # fmt: skip
+    if not out:
+        return {"role": "assistant", "content": content or ""}, finish
+    return {"role": "assistant", "content": content, "tool_calls": out}, finish_of(calls, finish)
+
+
+class OpenAIDeltas:
+    """One choice's stream as OpenAI streams tool calls: content deltas, then per call a first delta with its
+    index, id and name (arguments ""), then deltas of argument pieces."""
+
+    def __init__(self, plan: ToolPlan) -> None:
+        self.stream = ToolStream(plan.syntax)
+        self.calls: list[dict[str, Any]] = []
+
+    def feed(self, text: str, last: bool = False) -> dict[str, Any] | None:
+        events = self.stream.feed(text) if text else []
+        if last:
+            events += self.stream.end()
+        content: list[str] = []
+        deltas: list[dict[str, Any]] = []
+        for e in events:
+            if e[0] == "content":
+                content.append(e[1])
+            elif e[0] == "name":
+                self.calls.append({"name": e[2], "complete": False})
+                deltas.append({"index": e[1], "id": call_id(), "type": "function",
+                               "function": {"name": e[2], "arguments": ""}})  # fmt: skip
+            elif e[0] == "args":
+                if deltas and deltas[-1]["index"] == e[1]:
+                    deltas[-1]["function"]["arguments"] += e[2]
+                else:
+                    deltas.append({"index": e[1], "function": {"arguments": e[2]}})
+            elif e[0] == "end":
+                self.calls[e[1]]["complete"] = True
+        delta: dict[str, Any] = {}
+        if content:
+            delta["content"] = "".join(content)
+        if deltas:
+            delta["tool_calls"] = deltas
+        return delta or None
+
+
+def ollama_message(plan: ToolPlan, text: str) -> dict[str, Any]:
+    stream = ToolStream(plan.syntax)
+    content, calls = collect(stream.feed(text) + stream.end())
+    message: dict[str, Any] = {"role": "assistant", "content": content or ""}
+    done = ollama_calls([c for c in calls if c["complete"]])
+    if done:
+        message["tool_calls"] = done
+    return message
 
 
 def ollama_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
+    """Complete calls in Ollama's shape: arguments as an object."""
+    return [{"function": {"name": c["name"], "arguments": json.loads(c["arguments"])}} for c in calls]
+
+
+class OllamaPieces:
+    """One reply's stream for Ollama: content as it comes, each call in a message of its own once complete."""
+
+    def __init__(self, plan: ToolPlan) -> None:
+        self.stream = ToolStream(plan.syntax)
+        self.calls: list[dict[str, Any]] = []
+
+    def feed(self, text: str, last: bool = False) -> tuple[str, list[dict[str, Any]]]:
+        events = self.stream.feed(text) if text else []
+        if last:
+            events += self.stream.end()
+        content, done = [], []
+        for e in events:
+            if e[0] == "content":
+                content.append(e[1])
+            elif e[0] == "name":
+                self.calls.append({"name": e[2], "arguments": "", "complete": False})
+            elif e[0] == "args":
+                self.calls[e[1]]["arguments"] += e[2]
+            elif e[0] == "end":
+                self.calls[e[1]]["complete"] = True
+                done.append(self.calls[e[1]])
+        return "".join(content), ollama_calls(done)

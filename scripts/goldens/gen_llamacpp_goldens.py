@@ -11,7 +11,8 @@ What it records, per model file (name, sha256, size) and llama.cpp build:
 - gemma-3-270m: 8 greedy tokens with the same per-step data.
 - the tiny random-weight models of `tests.models.tiny` (one per architecture; their sha256 lets a test check its
   own rewrite is byte-identical): the full log-softmax over the 512-token vocabulary at the last prompt position,
-  then 8 greedy steps; for BERT the pooled, L2-normalised embeddings of two sentences.
+  then 8 greedy steps; for BERT the pooled, L2-normalised embeddings of two sentences. The mixture-of-experts
+  models also quantised (`tiny-<arch>-q8_0`, and qwen3moe in MXFP4: every matrix but the router).
 - all-MiniLM-L6-v2: only printed, the cosine of llama.cpp's embeddings with `expected.json`.
 
 Settings: 1 thread, fixed n_ctx, temperature 0 (greedy), seed 0, no prompt cache reuse between requests; the KV
@@ -57,8 +58,9 @@ sys.path.insert(0, str(REPO))
 
 import xllamacpp as xlc  # noqa: E402
 
+from llamay.ggml_types import GGMLType  # noqa: E402
 from tests import paths  # noqa: E402
-from tests.models.tiny import ARCHES, SPECS, write_tiny  # noqa: E402
+from tests.models.tiny import ARCHES, MOE_VARIANTS, SPECS, write_tiny  # noqa: E402
 
 OUT = REPO / "tests" / "goldens"
 N_THREADS = 1
@@ -324,19 +326,19 @@ def gemma3_golden() -> dict:
         return golden(info, llm.settings, cases)
 
 
-def tiny_info(arch: str, path: Path) -> dict:
+def tiny_info(arch: str, path: Path, type_name: str = "F32") -> dict:
     return {
         "file": path.name,
-        "where": "written by tests.models.tiny.write_tiny(arch, path, seed=0, ggml_type=F32)",
+        "where": f"written by tests.models.tiny.write_tiny(arch, path, seed=0, ggml_type={type_name})",
         "arch": arch,
         "seed": 0,
-        "ggml_type": "F32",
+        "ggml_type": type_name,
         "size": path.stat().st_size,
         "sha256": sha256(path),
     }
 
 
-def tiny_decoder_golden(arch: str, path: Path) -> dict:
+def tiny_decoder_golden(arch: str, path: Path, type_name: str = "F32") -> dict:
     with LlamaCpp(path, n_ctx=SPECS[arch].n_ctx) as llm:
         ids = llm.tokenize(TINY_PROMPT)
         n_vocab = 512
@@ -351,7 +353,7 @@ def tiny_decoder_golden(arch: str, path: Path) -> dict:
             "last_logprobs": [rounded(first[i]) for i in range(n_vocab)],  # log-softmax after the prompt, by id
             **g,
         }
-        return golden(tiny_info(arch, path), llm.settings, [case])
+        return golden(tiny_info(arch, path, type_name), llm.settings, [case])
 
 
 def tiny_bert_golden(path: Path) -> dict:
@@ -405,6 +407,15 @@ def jobs(tmp: Path) -> list[tuple[str, Any]]:
             return tiny_bert_golden(path) if arch == "bert" else tiny_decoder_golden(arch, path)
 
         out.append((f"tiny-{arch}", run))
+    for arch, t in MOE_VARIANTS:  # mixtures of experts: also quantised variants (experts in Q8_0, MXFP4)
+        name = f"tiny-{arch}-{t.name.lower()}"
+        path = tmp / f"{name}.gguf"
+
+        def run_q(arch: str = arch, path: Path = path, t: GGMLType = t) -> dict:
+            write_tiny(arch, path, ggml_type=t)
+            return tiny_decoder_golden(arch, path, t.name)
+
+        out.append((name, run_q))
     return out
 
 

@@ -136,3 +136,32 @@ def test_embeddings_equal_the_servers():
         live.stop()
     with llamay.load(paths.MINILM) as encoder:
         assert encoder.embed(texts) == served  # the same path: equal to the last bit JSON carries
+
+
+def test_chat_with_tools_as_the_server_honours_them():
+    """tool_choice required and named always give calls whose arguments validate (jsonschema where it is); a
+    constraint beside tools is refused; tool_choice none leaves the tools out."""
+    model = llamay.load(paths.stories("f32"))
+    props = {"a": {"type": "integer", "minimum": 0, "maximum": 99}, "b": {"enum": [1, 2]}}
+    add = {"type": "object", "properties": props, "required": ["a", "b"]}
+    tools = [{"type": "function", "function": {"name": "add", "parameters": add}}]
+    msgs = [{"role": "user", "content": "Add 2 and 3."}]
+    named = {"type": "function", "function": {"name": "add"}}
+    for seed in range(3):
+        reply = model.chat(msgs, tools=tools, tool_choice=named, max_tokens=150, temperature=1.0, seed=seed)
+        assert model.stats.finish_reason == "stop"
+        content, calls = model.tool_calls(reply)
+        assert content is None and [c["name"] for c in calls] == ["add"]
+        assert json.loads(reply)["tool_call"]["arguments"] == calls[0]["arguments"]  # the generic format
+        try:
+            import jsonschema
+        except ImportError:
+            assert set(calls[0]["arguments"]) == {"a", "b"}
+        else:
+            jsonschema.validate(calls[0]["arguments"], add)
+    with pytest.raises(llamay.LlamayError, match="constraint"):
+        model.chat(msgs, tools=tools, tool_choice="required", constraint=llamay.constraints.json_object())
+    with pytest.raises(llamay.LlamayError, match="tool_choice"):
+        model.chat(msgs, tools=tools, tool_choice={"type": "function", "function": {"name": "nope"}})
+    plain = model.chat(msgs, tools=tools, tool_choice="none", max_tokens=8, temperature=0)
+    assert plain == model.chat(msgs, max_tokens=8, temperature=0)

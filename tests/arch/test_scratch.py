@@ -9,7 +9,7 @@ from llamay.arch import ARCHITECTURES, load_config
 from llamay.gguf import GGUFFile
 from llamay.kernels import get_backend
 from llamay.model import State
-from tests.models.tiny import ARCHES, build_tiny
+from tests.models.tiny import ARCHES, SPECS, build_tiny
 
 
 def _cfg(arch: str):
@@ -21,7 +21,7 @@ def _cfg(arch: str):
 def test_a_state_holds_the_buffers_its_architecture_declares(arch):
     cfg = _cfg(arch)
     st = State(cfg, get_backend("portable"), n_ctx=16, n_batch=4)
-    declared = ARCHITECTURES[arch].scratch
+    declared = ARCHITECTURES[SPECS[arch].arch].scratch
     assert st.scratch.names == tuple(b.name for b in declared)
     for b in declared:
         assert len(getattr(st.scratch, b.name)) == b.length(cfg, 4)

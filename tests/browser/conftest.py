@@ -127,11 +127,25 @@ def web_app(web_models):
     srv.close()
 
 
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}  # a phone's CSS pixels (iPhone 12-15)
+
+
 @pytest.fixture
 def site(browser, web_app):
     """A page in a fresh browser context (its own, empty Cache API) that can reach nothing but web_app's origin:
     any other request is aborted and recorded in `page.outside`; uncaught page errors go to `page.errors`."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    yield from open_site(browser, web_app, {"width": 1280, "height": 860})
+
+
+@pytest.fixture
+def phone_site(browser, web_app):
+    """`site` on a phone: 390 x 844 CSS pixels, touch, a device scale of 3."""
+    yield from open_site(browser, web_app, PHONE, is_mobile=True, has_touch=True, device_scale_factor=3)
+
+
+def open_site(browser, web_app, viewport: dict, **options):
+    context = browser.new_context(viewport=viewport, **options)
     origin = web_app.url.rstrip("/")
     outside: list[str] = []
 

@@ -26,7 +26,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 def test_the_javascript_api(web_app, site):
     expected = json.loads((paths.MINILM.parent / "expected.json").read_text())
     query = {"model": "/models/stories260K-f32.gguf", "embed": "/models/all-MiniLM-L6-v2-f16.gguf",
-             "sentences": json.dumps(expected["sentences"])}  # fmt: skip
+             "sentences": json.dumps(expected["sentences"]), "unsupported": "/models/mamba.gguf"}  # fmt: skip
     site.goto(f"{web_app.url}test/api.html?{urlencode(query)}")
     site.wait_for_function("window.llamayApiResult !== undefined", polling=250)
     r = site.evaluate("window.llamayApiResult")
@@ -82,6 +82,18 @@ def test_the_javascript_api(web_app, site):
     assert r["nError"]["kind"] == "bad-request" and r["nError"]["message"].startswith("n: ")
     assert r["nOne"] == 1
     assert r["noModel"]["kind"] == "no-model"
+
+    assert r["threads"] == 1
+    assert r["threadsCreate"]["kind"] == "bad-request" and r["threadsCreate"]["message"].startswith("threads: 2 ")
+    assert (
+        r["threadsLoad"]["kind"] == "bad-request"
+        and "threads: 0 is not a positive whole number" in (r["threadsLoad"]["message"])
+    )
+    # the failed loads kept stories260K: still loaded, still greedy-equal to the native text
+    assert [(k["kind"], k["kept"], k["model"]) for k in r["kept"]] == [
+        ("not-gguf", True, m["name"]), ("unsupported-architecture", True, m["name"])]  # fmt: skip
+    assert STORIES_TEXT.startswith(STORIES_PROMPT + r["afterFailedLoads"]["choices"][0]["text"])
+    assert r["afterFailedLoads"]["choices"][0]["text"] == after
 
     data = r["embeddings"]["data"]
     assert [d["index"] for d in data] == list(range(len(expected["sentences"])))

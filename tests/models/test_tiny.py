@@ -30,7 +30,12 @@ def test_binds_with_nothing_unread(arch, tmp_path):
         cfg, weights, binder = bind_weights(f)
         assert [t.name for t in binder.unread()] == []
         spec = SPECS[arch]
-        assert (cfg.arch, cfg.n_layer, cfg.n_embd, cfg.head_dim) == (arch, spec.n_layer, spec.n_embd, spec.head_dim)
+        assert (cfg.arch, cfg.n_layer, cfg.n_embd, cfg.head_dim) == (
+            spec.arch,
+            spec.n_layer,
+            spec.n_embd,
+            spec.head_dim,
+        )
         assert cfg.n_vocab == (30522 if arch == "bert" else 512)
         assert (weights.output is not None) == spec.untied_output
 

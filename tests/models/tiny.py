@@ -32,7 +32,10 @@ from tests import paths
 
 V = GGUFValueType
 ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "bert")
-UNQUANTIZED = frozenset({"token_types", "pos_embd"})  # BERT's position and token-type embeddings stay F32
+# BERT's position and token-type embeddings stay F32, and so do MoE routers (llama.cpp's quantizer leaves
+# ffn_gate_inp alone: a rounded router flips near-tied expert choices)
+UNQUANTIZED = frozenset({"token_types", "pos_embd", "moe.router", "moe.shared_gate"})
+ROW_MATRICES = frozenset({"moe.shared_gate"})  # 1-D tensors that are a one-row matrix, not a norm's weight
 
 EMBD_GAIN = 2.0  # token embeddings (and the LM head when tied)
 HEAD_GAIN = 2.5  # an untied LM head: logits get a standard deviation of about this
@@ -59,6 +62,7 @@ class TinySpec:
     encoder: bool = False  # BERT: no head_count_kv key, no LM head
     embd_gain: float = EMBD_GAIN
     hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
+    name: str = ""  # the model's name in SPECS when it is not its architecture's (mixtral: a llama file)
     optional_slots: tuple[str, ...] = ()  # other optional tensors it writes (a reranker's classifier head)
 
     @property
@@ -130,6 +134,68 @@ SPECS: dict[str, TinySpec] = {
 }
 
 
+# mixtures of experts (llamay.arch.moe): 4 experts of width 32, 2 chosen per token
+MOE_KEYS = (
+    ("expert_count", 4, V.UINT32),
+    ("expert_used_count", 2, V.UINT32),
+    ("expert_feed_forward_length", 32, V.UINT32),
+)
+MOE_SPECS = (
+    TinySpec(
+        "qwen3moe",
+        n_layer=2,
+        head_dim=32,
+        untied_output=True,
+        hparams=(
+            ("rope.freq_base", 1000000.0, V.FLOAT32),
+            ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
+            *MOE_KEYS,
+        ),
+    ),
+    TinySpec(
+        "qwen2moe",
+        n_layer=2,
+        untied_output=True,
+        hparams=(
+            ("rope.freq_base", 1000000.0, V.FLOAT32),
+            ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
+            *MOE_KEYS,
+            ("expert_shared_feed_forward_length", 64, V.UINT32),
+        ),
+    ),
+    TinySpec(
+        "llama",
+        name="mixtral",
+        n_layer=2,
+        hparams=(
+            ("rope.dimension_count", 16, V.UINT32),
+            ("rope.freq_base", 1000000.0, V.FLOAT32),
+            ("attention.layer_norm_rms_epsilon", 1e-5, V.FLOAT32),
+            *MOE_KEYS[:2],  # the experts are as wide as feed_forward_length
+        ),
+    ),
+    TinySpec(
+        "deepseek",
+        n_layer=3,
+        untied_output=True,
+        hparams=(
+            ("rope.dimension_count", 16, V.UINT32),
+            ("rope.freq_base", 10000.0, V.FLOAT32),
+            ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
+            *MOE_KEYS,
+            ("leading_dense_block_count", 1, V.UINT32),
+            ("expert_shared_count", 2, V.UINT32),
+            ("expert_weights_scale", 1.5, V.FLOAT32),
+        ),
+    ),
+)
+SPECS.update((s.name or s.arch, s) for s in MOE_SPECS)
+MOE_ARCHES = tuple(s.name or s.arch for s in MOE_SPECS)
+# their quantised variants with goldens: every MoE model in Q8_0, and qwen3moe in MXFP4 (gpt-oss's expert type)
+MOE_VARIANTS = (*((a, GGMLType.Q8_0) for a in MOE_ARCHES), ("qwen3moe", GGMLType.MXFP4))
+ARCHES += MOE_ARCHES
+
+
 def vocab_source(spec: TinySpec) -> str:
     return os.fspath(paths.MINILM if spec.vocab_from == "wordpiece" else paths.stories("f32"))
 
@@ -160,13 +226,15 @@ class _Weights:
         self.w.add_tensor(name, t, shape, data)
 
     def matrix(
-        self, name: str, n_in: int, n_out: int, gain: float = PROJ_GAIN, *, quantize: bool = True, zero_rows=()
+        self, name: str, shape: tuple[int, ...], gain: float = PROJ_GAIN, *, quantize: bool = True, zero_rows=()
     ) -> None:
-        """A weight matrix, ggml shape (n_in, n_out); stored as the chosen type when its rows allow."""
-        values = self._uniform(n_in * n_out, 0.0, gain / math.sqrt(n_in))
+        """A weight matrix, ggml shape (n_in, n_out), a stack of them (n_in, n_out, n_expert: an MoE layer's
+        experts) or one row (n_in,); stored as the chosen type when its rows allow."""
+        n_in = shape[0]
+        values = self._uniform(math.prod(shape), 0.0, gain / math.sqrt(n_in))
         for row in zero_rows:
             values[row * n_in : (row + 1) * n_in] = array("f", bytes(4 * n_in))
-        self._add(name, (n_in, n_out), values, quantize)
+        self._add(name, shape, values, quantize)
 
     def norm(self, name: str, dim: int, bias: bool = False) -> None:
         self._add(f"{name}.weight", (dim,), self._uniform(dim, 1.0, NORM_SPREAD), False)
@@ -220,12 +288,12 @@ def build_tiny(arch: str, seed: int = 0, ggml_type: GGMLType = GGMLType.F32) -> 
         shape = d.dims(cfg)
         if name.endswith(".bias"):
             x.bias(name.removesuffix(".bias"), *shape)
-        elif len(shape) == 1:
+        elif len(shape) == 1 and d.slot not in ROW_MATRICES:
             x.norm(name.removesuffix(".weight"), *shape)
         else:
             gain = {"token_embd": spec.embd_gain, "output": HEAD_GAIN}.get(d.slot, PROJ_GAIN)
             zero_rows = eos if d.slot == ("output" if spec.untied_output else "token_embd") else ()
-            x.matrix(name, *shape, gain, quantize=d.slot not in UNQUANTIZED, zero_rows=zero_rows)
+            x.matrix(name, shape, gain, quantize=d.slot not in UNQUANTIZED, zero_rows=zero_rows)
     return w
 
 

@@ -197,13 +197,6 @@ def test_generating_with_the_embedding_model_is_a_400(client):
     assert r.status_code == 400 and r.json()["error"]["code"] == "wrong_model"
 
 
-def test_tools_refused_when_the_template_has_none(client):
-    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
-    r = client.post("/v1/chat/completions", json={"model": STORIES_ID, "messages": [{"role": "user", "content": "x"}],
-                                                  "tools": tools})  # fmt: skip
-    assert r.status_code == 400 and r.json()["error"]["code"] == "tools_not_supported"
-
-
 SCHEMA = {"type": "object", "properties": {"a": {"type": "boolean"}, "n": {"type": "integer"}}, "required": ["a", "n"],
           "additionalProperties": False}  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""The server's small parts on their own: tool-call parsing, the Prometheus page, request-to-sampler mapping."""
+"""The server's small parts on their own: the Prometheus page, request-to-sampler mapping."""
 
 from __future__ import annotations
 
@@ -14,30 +14,8 @@ from llamay.native.server.errors import ApiError
 from llamay.native.server.metrics import Metrics
 from llamay.native.server.ollama_schemas import OllamaOptions
 from llamay.native.server.schemas import CompletionRequest
-from llamay.native.server.tools import ollama_calls, openai_calls, parse_tool_calls
 
 pytestmark = pytest.mark.native_only
-
-
-def test_tool_calls_in_hermes_tags():
-    text = 'Let me look.\n<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-    content, calls = parse_tool_calls(text, {"weather"})
-    assert content == "Let me look."
-    assert calls == [{"name": "weather", "arguments": {"city": "Paris"}}]
-    oa = openai_calls(calls)[0]
-    assert oa["type"] == "function" and json.loads(oa["function"]["arguments"]) == {"city": "Paris"}
-    assert oa["id"].startswith("call_")
-    assert ollama_calls(calls) == [{"function": {"name": "weather", "arguments": {"city": "Paris"}}}]
-
-
-def test_tool_calls_bare_json_and_non_calls():
-    assert parse_tool_calls('{"name": "f", "parameters": {"x": 1}}', {"f"})[1] == [{"name": "f", "arguments": {"x": 1}}]
-    assert parse_tool_calls('{"name": "other"}', {"f"}) == ('{"name": "other"}', [])
-    assert parse_tool_calls("plain text", {"f"}) == ("plain text", [])
-    assert parse_tool_calls("<tool_call>not json</tool_call>", {"f"})[1] == []
-    two = '<tool_call>{"name": "f", "arguments": {}}</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>'
-    content, calls = parse_tool_calls(two, {"f", "g"})
-    assert content is None and [c["name"] for c in calls] == ["f", "g"]
 
 
 def test_prometheus_page():
@@ -119,7 +97,6 @@ def test_a_step_wakes_each_event_loop_once_and_keeps_every_sinks_order():
 def test_tokenize_answers_written_in_slices_are_the_whole_json(n, with_pieces):
     """/tokenize writes its JSON a slice at a time (one json.dumps of a huge list holds the GIL): the text is
     the JSON of the whole answer."""
-    import json
     from types import SimpleNamespace
 
     from llamay.native.server.app import _tokenize

@@ -44,6 +44,8 @@ RUNTIME_REFUSALS = {
     "fim_not_supported": "/infill on a model without fill-in-the-middle tokens",
     "model_not_reranker": "/rerank on a server whose embedding model is not a reranker",
     "slot_empty": "saving a slot that holds no prompt cache (its state, known at run time)",
+    "invalid_tools": "tools and tool_choice that disagree (a named or required call without its tool, two tools of "
+    "one name), or a tool's parameters the constraint compiler cannot enforce",
 }
 # Ollama's error body is its message alone: how those messages begin or what they say, for each code
 OLLAMA_REFUSALS = {
@@ -51,7 +53,12 @@ OLLAMA_REFUSALS = {
     "template_error": ("the chat template cannot render",),
     "invalid_response_format": ("response_format: ",),
     "constraint_limit_exceeded": ("response_format: ",),
-    "conflicting_fields": ("think needs the model's own template", "top_logprobs needs logprobs"),
+    "invalid_tools": ("two tools are named", "the tools' parameters"),
+    "conflicting_fields": (
+        "think needs the model's own template",
+        "top_logprobs needs logprobs",
+        "format cannot constrain a reply that may call tools",
+    ),
 }
 
 

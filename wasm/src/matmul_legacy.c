@@ -1,4 +1,4 @@
-/* The 32-element block types against Q8_0/Q8_1 activations: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL.
+/* The 32-element block types against Q8_0/Q8_1 activations: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4.
  *
  * Per block, the integer dot of the weight quants with the activation quants, then one float step:
  * acc += (float)dot * (d_w * d_x). The 4- and 5-bit quants are unsigned; their offset (8 or 16) comes off
@@ -13,29 +13,33 @@
 #define LOW4 wasm_i8x16_splat(0x0f)
 
 static const int8_t IQ4_LEVELS[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+static const int8_t MXFP4_LEVELS[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}; /* E2M1, doubled */
 
 /* How each type keeps its 32 quants and what their value adds: the per-type facts of the kernels below, as data
  * (the type is a constant in each kernel, so these fold into its code). */
-enum { NIBBLES, FIFTH_BIT, INT8, LEVELS }; /* nibbles; nibbles and a fifth bit from qh; int8; IQ4 level indices */
+/* nibbles; nibbles and a fifth bit from qh; int8; IQ4 level indices; MXFP4 level indices */
+enum { NIBBLES, FIFTH_BIT, INT8, LEVELS, MX_LEVELS };
 
 typedef struct {
     int8_t quants;  /* one of the above */
     int8_t qs;      /* byte offset of the quants (of qh for FIFTH_BIT, the nibbles follow) */
     int8_t has_min; /* d and m lead the block: value d * q + m */
     int8_t offset;  /* value d * (q - offset) */
+    int8_t e8m0;    /* the scale is an E8M0 byte first (MXFP4: 2^(e - 128)), not an fp16 d */
 } legacy_layout;
 
 /* the family's types, X(id, name, quants, where they start, has_min, offset): their layouts below and, at the end
  * of this file, their kernels are made from this list */
 #define LEGACY_TYPES(X)                                                                                            \
-    X(T_Q4_0, q4_0, NIBBLES, offsetof(block_q4_0, qs), 0, 8)                                                       \
-    X(T_Q4_1, q4_1, NIBBLES, offsetof(block_q4_1, qs), 1, 0)                                                       \
-    X(T_Q5_0, q5_0, FIFTH_BIT, offsetof(block_q5_0, qh), 0, 16)                                                    \
-    X(T_Q5_1, q5_1, FIFTH_BIT, offsetof(block_q5_1, qh), 1, 0)                                                     \
-    X(T_Q8_0, q8_0, INT8, offsetof(block_q8_0, qs), 0, 0)                                                          \
-    X(T_IQ4_NL, iq4_nl, LEVELS, offsetof(block_iq4_nl, qs), 0, 0)
+    X(T_Q4_0, q4_0, NIBBLES, offsetof(block_q4_0, qs), 0, 8, 0)                                                    \
+    X(T_Q4_1, q4_1, NIBBLES, offsetof(block_q4_1, qs), 1, 0, 0)                                                    \
+    X(T_Q5_0, q5_0, FIFTH_BIT, offsetof(block_q5_0, qh), 0, 16, 0)                                                 \
+    X(T_Q5_1, q5_1, FIFTH_BIT, offsetof(block_q5_1, qh), 1, 0, 0)                                                  \
+    X(T_Q8_0, q8_0, INT8, offsetof(block_q8_0, qs), 0, 0, 0)                                                       \
+    X(T_IQ4_NL, iq4_nl, LEVELS, offsetof(block_iq4_nl, qs), 0, 0, 0)                                               \
+    X(T_MXFP4, mxfp4, MX_LEVELS, offsetof(block_mxfp4, qs), 0, 0, 1)
 
-#define LAYOUT_OF(T, name, quants, at, has_min, offset) [T] = {quants, at, has_min, offset},
+#define LAYOUT_OF(T, name, quants, at, has_min, offset, e8m0) [T] = {quants, at, has_min, offset, e8m0},
 static const legacy_layout LAYOUT[T_COUNT] = {LEGACY_TYPES(LAYOUT_OF)};
 
 INLINE size_t block_bytes(int T) { return (size_t)TYPE_TRAITS[T].bytes; }
@@ -45,7 +49,8 @@ INLINE void decode(int T, const uint8_t *blk, v128_t *q0, v128_t *q1) {
     const uint8_t *at = blk + LAYOUT[T].qs;
     switch (LAYOUT[T].quants) {
     case NIBBLES:
-    case LEVELS: {
+    case LEVELS:
+    case MX_LEVELS: {
         v128_t q = wasm_v128_load(at);
         *q0 = wasm_v128_and(q, LOW4);
         *q1 = wasm_u8x16_shr(q, 4);
@@ -72,6 +77,21 @@ INLINE v128_t dot_iq4(v128_t idx, v128_t x, v128_t acc) {
     return dot_i8(lookup16(levels, idx), x, acc);
 }
 
+/* acc + sum(level[idx] * x) for MXFP4's levels (the plain dot, as dot_iq4) */
+INLINE v128_t dot_mxfp4(v128_t idx, v128_t x, v128_t acc) {
+    const v128_t levels = wasm_i8x16_make(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    return dot_i8(lookup16(levels, idx), x, acc);
+}
+
+/* E8M0 byte e -> 2^(e - 128) as float32 bits: (e - 1) << 23, or the subnormals 0x00200000 << e for e < 2 */
+INLINE float e8m0_half(uint32_t e) { return bits_f32(e >= 2 ? (e - 1) << 23 : 0x00200000u << e); }
+
+INLINE v128_t e8m0_half_x4(v128_t e) {
+    v128_t normal = wasm_i32x4_shl(wasm_i32x4_sub(e, wasm_i32x4_splat(1)), 23);
+    v128_t sub = wasm_i32x4_mul(wasm_i32x4_splat(0x00200000), wasm_i32x4_add(e, wasm_i32x4_splat(1))); /* e 0, 1 */
+    return wasm_v128_bitselect(normal, sub, wasm_i32x4_gt(e, wasm_i32x4_splat(1)));
+}
+
 /* the integer dot of one block's quants with 32 activation quants, as i32x4 partial sums */
 INLINE v128_t block_dot(int T, v128_t q0, v128_t q1, v128_t x0, v128_t x1) {
     const v128_t zero = wasm_i32x4_splat(0);
@@ -80,6 +100,8 @@ INLINE v128_t block_dot(int T, v128_t q0, v128_t q1, v128_t x0, v128_t x1) {
         return dot_i8(q1, x1, dot_i8(q0, x0, zero));
     case LEVELS:
         return dot_iq4(q1, x1, dot_iq4(q0, x0, zero));
+    case MX_LEVELS:
+        return dot_mxfp4(q1, x1, dot_mxfp4(q0, x0, zero));
     default: /* unsigned 4- or 5-bit quants: i16 partial sums stay below 4 * 31 * 127 */
         return widen(wasm_i16x8_add(dot_u6(q0, x0), dot_u6(q1, x1)));
     }
@@ -102,7 +124,7 @@ INLINE void legacy_quad(int T, int NA, const uint8_t *w, const act_q8 *a, int b,
     v128_t q[4][2];
     UNROLL for (int i = 0; i < 4; i++) decode(T, blk[i], &q[i][0], &q[i][1]);
     v128_t dm = has_min(T) ? gather4_u32(blk, 0) : gather4_u16(blk, 0); /* d (and m) lead each block */
-    v128_t d = h2f_x4_lo(dm);
+    v128_t d = LAYOUT[T].e8m0 ? e8m0_half_x4(wasm_v128_and(dm, wasm_i32x4_splat(0xff))) : h2f_x4_lo(dm);
     v128_t mn = has_min(T) ? h2f_x4_hi(dm) : d;
     UNROLL for (int j = 0; j < NA; j++) {
         v128_t s[4];
@@ -139,14 +161,16 @@ INLINE void legacy_dequant(int T, const uint8_t *w, float *out, int k) {
     const legacy_layout L = LAYOUT[T];
     for (int b = 0; b < k / QK; b++, out += QK) {
         const uint8_t *blk = w + (size_t)b * block_bytes(T);
-        float d = h2f(load_u16(blk)), m = L.has_min ? h2f(load_u16(blk + 2)) : 0.0f; /* d (and m) lead a block */
+        float d = L.e8m0 ? e8m0_half(blk[0]) : h2f(load_u16(blk)); /* d (and m) lead a block */
+        float m = L.has_min ? h2f(load_u16(blk + 2)) : 0.0f;
         v128_t q[2];
         uint8_t qs[QK];
         decode(T, blk, &q[0], &q[1]);
         wasm_v128_store(qs, q[0]);
         wasm_v128_store(qs + 16, q[1]);
         for (int j = 0; j < QK; j++) {
-            float v = L.quants == LEVELS ? (float)IQ4_LEVELS[qs[j]]
+            float v = L.quants == LEVELS      ? (float)IQ4_LEVELS[qs[j]]
+                      : L.quants == MX_LEVELS ? (float)MXFP4_LEVELS[qs[j]]
                       : L.quants == INT8 ? (float)(int8_t)qs[j]
                                          : (float)(qs[j] - L.offset);
             out[j] = L.has_min ? d * v + m : d * v;

@@ -3,18 +3,25 @@
 //
 // Query parameters: ?model=URL loads a model at once; &prompt=TEXT then sends it; &backend=wasm|portable;
 // &max-tokens, &temperature, &top-p, &seed, &system set the controls; &max-model-bytes=N refuses larger models
-// (to see the message without a huge file).
+// (to see the message without a huge file); &threads=N asks for N kernel threads (more than the build has is
+// refused by name).
+// Replies of chat models are rendered as Markdown (../src/markdown.mjs: DOM nodes, never HTML); conversations
+// are kept in this browser (conversations.mjs).
 // window.llamayDemo exposes the state and a timeline of the last load and reply (bench/browser_first_token.py).
 
 import { createEngine, deleteCachedModel, listCachedModels } from "../src/llamay.mjs";
+import { copyText, renderMarkdown } from "../src/markdown.mjs";
+import { Conversations } from "./conversations.mjs";
+import { $, el, mb, ms } from "./dom.mjs";
+import { renderCached, renderCard, renderConversations, renderServed } from "./panels.mjs";
 
-const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
 const LAST_URL = "llamay-demo:last-url";
 
 const timeline = { bootStart: performance.now(), phases: [] };
-const state = { engine: null, model: null, chatMode: true, history: [], generating: false, loading: false };
-window.llamayDemo = { state, timeline };
+const state = { engine: null, model: null, chatMode: true, generating: false, loading: false, served: [] };
+const conversations = new Conversations();
+window.llamayDemo = { state, timeline, conversations };
 
 const enginePromise = createEngine({
   onStdout: () => {},
@@ -26,6 +33,8 @@ const enginePromise = createEngine({
     timeline.boot = engine.bootTimings;
     const iso = engine.crossOriginIsolated ? "cross-origin isolated" : "not isolated: stop acts between tokens";
     setStatus(`Engine ready · ${iso}`, "ready");
+    const cores = navigator.hardwareConcurrency;
+    $("threads").textContent = `${engine.threads}${cores ? ` of ${cores} cores` : ""}`;
     return engine;
   },
   (err) => {
@@ -55,32 +64,20 @@ const TITLES = {
   "bad-request": "The request could not be run",
 };
 
-function showError(title, err) {
+function showError(title, err, kept = undefined) {
   const kind = err?.kind;
   $("banner-title").textContent = TITLES[kind] ?? title;
   $("banner-text").textContent = err?.message ?? String(err);
   $("banner").dataset.kind = kind ?? "";
+  $("banner-kept").hidden = kept === undefined;
+  $("banner-kept").textContent = kept
+    ? `${kept} is still loaded: the conversation goes on with it.`
+    : "No model is loaded now: pick another one.";
   $("banner").hidden = false;
 }
 
 function hideError() {
   $("banner").hidden = true;
-}
-
-const mb = (n) =>
-  n >= 1e9 ? `${(n / 1e9).toFixed(2)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${(n / 1e3).toFixed(1)} kB`;
-const ms = (t) => (t >= 1000 ? `${(t / 1000).toFixed(2)} s` : `${Math.round(t)} ms`);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  node.append(...children);
-  return node;
 }
 
 // ---------- loading ----------
@@ -120,15 +117,15 @@ async function loadModel(source, opts = {}) {
   timeline.phases = [];
   const label = typeof source === "string" ? source : source.name;
   showProgress({ phase: "boot", fraction: null });
+  const before = state.model;
   try {
     const engine = await enginePromise;
-    state.model = null; // the worker lets go of the old model first
-    resetChat();
     const maxModelBytes = query.has("max-model-bytes") ? Number(query.get("max-model-bytes")) : undefined;
     const model = await engine.load(source, {
       backend: $("backend").value || undefined,
       maxModelBytes,
       name: opts.name,
+      threads: query.has("threads") ? Number(query.get("threads")) : undefined,
       onProgress: showProgress,
     });
     timeline.loadEnd = performance.now();
@@ -137,19 +134,25 @@ async function loadModel(source, opts = {}) {
     state.model = model;
     state.chatMode = !!model.card.tokenizer.chat_template;
     if (typeof source === "string" && model.source !== "file") localStorage.setItem(LAST_URL, source);
+    state.loadedKey = model.cacheKey ?? null;
     renderCard(model.card, model);
     $("progress").hidden = true;
-    resetChat();
+    showConversation(); // the conversation goes on with the new model
     setStatus(`${model.name} · ${model.backend}${model.variant ? `/${model.variant}` : ""}`, "ready");
     if (model.cacheError && model.source !== "cache" && model.source !== "bytes") {
       console.warn(`llamay: ${label} was not cached: ${model.cacheError}`);
     }
   } catch (err) {
     $("progress").hidden = true;
-    showError(`${label} could not be loaded`, err);
+    state.model = state.engine?.model ?? null; // kept when the worker kept it (err.details.kept)
+    if (!state.model) state.loadedKey = null;
+    showError(`${label} could not be loaded`, err, before ? (state.model?.name ?? null) : undefined);
     if (err.details?.card) renderCard(err.details.card, null);
+    else if (state.model) renderCard(state.model.card, state.model);
     else $("card").hidden = true;
-    setStatus(state.engine ? "Engine ready · no model" : "Starting the engine…", state.engine ? "ready" : "");
+    if (!state.model) {
+      setStatus(state.engine ? "Engine ready · no model" : "Starting the engine…", state.engine ? "ready" : "");
+    }
   } finally {
     setBusy(false);
     refreshCached();
@@ -177,87 +180,25 @@ function loadURL(value) {
   loadModel(url.origin === location.origin ? url.pathname + url.search : url.href);
 }
 
-// ---------- the model card ----------
+// ---------- cached models, the server's models, conversations ----------
 
-function renderCard(card, model) {
-  const arch = card.architecture;
-  const hp = arch.hyperparameters ?? {};
-  const general = (key) => card.metadata?.[key]?.value;
-  $("card").hidden = false;
-  $("card-name").textContent = general("general.name") ?? card.file;
-  const src = $("card-source");
-  src.replaceChildren();
-  if (model) {
-    const how = { cache: "from the browser cache", url: "downloaded", file: "from a local file", bytes: "from memory" }[
-      model.source
-    ];
-    src.append(el("span", { class: "tag", text: how }), ` · ${card.file} · loaded in ${ms(model.timings.total_ms)}`);
-    if (model.source !== "cache" && model.cached) src.append(" · now cached");
-  } else {
-    src.append(el("span", { class: "unsupported", text: "not loaded" }), ` · ${card.file}`);
-  }
-  const archCell = $("card-architecture");
-  archCell.replaceChildren(el("strong", { text: arch.name }));
-  if (arch.supported) archCell.append(` (${arch.summary})`);
-  else archCell.append(" ", el("span", { class: "unsupported", text: "not supported" }));
-  $("card-size").textContent = `${mb(card.size)} · ${card.n_tensors} tensors`;
-  $("card-context").textContent = hp.n_ctx_train ? `${hp.n_ctx_train.toLocaleString("en")} tokens (trained)` : "–";
-  $("card-shape").textContent = hp.n_layer
-    ? `${hp.n_layer} layers · dim ${hp.n_embd} · ${hp.n_head}/${hp.n_head_kv} heads · ` +
-      `vocab ${hp.n_vocab?.toLocaleString("en")}`
-    : "–";
-  const tok = card.tokenizer;
-  $("card-tokenizer").textContent =
-    `${tok.kind ?? tok.model ?? "–"}${tok.pre ? ` (${tok.pre})` : ""}` +
-    (tok.chat_template ? " · chat template" : " · no chat template");
-  $("card-backend").textContent = model ? `${model.backend}${model.variant ? ` (${model.variant})` : ""}` : "–";
-  $("card-types").replaceChildren(
-    ...Object.entries(card.tensor_types).map(([t, n]) => el("span", { class: "chip", text: `${t} ×${n}` })),
-  );
-  const audit = card.audit;
-  const a = $("card-audit");
-  a.className = audit.status === "clean" ? "audit-clean" : "audit-bad";
-  a.textContent = `${audit.status === "clean" ? "✓" : "⚠"} ${audit.message}`;
-  if (audit.unread?.length) a.title = audit.unread.join("\n");
-  const rows = Object.entries(card.metadata ?? {}).map(([k, v]) => {
-    const value = typeof v.value === "object" ? JSON.stringify(v.value) : String(v.value);
-    return el("tr", {}, el("td", { text: k }), el("td", { text: value }));
-  });
-  $("card-meta").replaceChildren(...rows);
-}
-
-// ---------- cached models and the server's models ----------
+let cachedKeys = new Set();
 
 async function refreshCached() {
   const list = await listCachedModels().catch(() => []);
-  $("cached-count").textContent = list.length ? `(${list.length})` : "";
-  const items = list.map((m) =>
-    el(
-      "li",
-      {},
-      el("span", { class: "name", text: m.name, title: m.key }),
-      el("span", { class: "size", text: mb(m.size) }),
-      el("button", {
-        type: "button",
-        class: "secondary small",
-        text: "Load",
-        "aria-label": `Load ${m.name} from the cache`,
-        onclick: () => loadModel(m.key, { name: m.name }),
-      }),
-      el("button", {
-        type: "button",
-        class: "icon",
-        text: "×",
-        "aria-label": `Remove ${m.name} from the cache`,
-        onclick: async () => {
-          await deleteCachedModel(m.key);
-          refreshCached();
-        },
-      }),
-    ),
-  );
-  $("cached-list").replaceChildren(...items);
-  if (!list.length) $("cached-list").append(el("li", { class: "hint", text: "nothing yet" }));
+  cachedKeys = new Set(list.map((m) => m.key));
+  renderCached(list, {
+    load: (m) => loadModel(m.key, { name: m.name }),
+    remove: async (m) => {
+      await deleteCachedModel(m.key);
+      refreshCached();
+    },
+  });
+  showServed();
+}
+
+function showServed() {
+  renderServed(state.served, { cached: cachedKeys, loadedKey: state.model ? state.loadedKey : null, load: loadURL });
 }
 
 async function listServerModels() {
@@ -266,26 +207,30 @@ async function listServerModels() {
     if (!res.ok) return;
     const models = await res.json();
     if (!models.length) return;
+    state.served = models;
     $("model-list").replaceChildren(
       ...models.map((m) => el("option", { value: new URL(m.url, location.href).pathname })),
     );
-    $("served-list").replaceChildren(
-      ...models.map((m) =>
-        el("button", {
-          type: "button",
-          class: "chip",
-          text: `${m.name} · ${mb(m.size)}`,
-          onclick: () => {
-            $("url").value = new URL(m.url, location.href).pathname;
-            loadURL($("url").value);
-          },
-        }),
-      ),
-    );
+    showServed();
     $("served").hidden = false;
   } catch {
     // static hosting without an index: fine
   }
+}
+
+function showConversations() {
+  renderConversations(conversations, {
+    open: (id) => {
+      if (state.generating) return;
+      conversations.switchTo(id);
+      showConversation();
+    },
+    remove: (id) => {
+      if (state.generating && id === conversations.currentId) state.engine?.abort();
+      conversations.remove(id);
+      showConversation();
+    },
+  });
 }
 
 // ---------- chat ----------
@@ -296,29 +241,43 @@ function updateComposer() {
   $("send").disabled = !ready || state.generating;
   $("stop").disabled = !state.generating;
   $("mode").textContent = state.model ? (state.chatMode ? "· chat template" : "· text completion") : "";
+  for (const b of document.querySelectorAll("[data-testid=regenerate]")) b.disabled = !ready || state.generating;
 }
 
-function resetChat() {
-  state.history = [];
-  $("transcript").replaceChildren(
-    el("p", {
-      class: "empty",
-      id: "empty",
-      text: !state.model
-        ? "Load a model, then say something. Models with a chat template chat; " +
-          "others (like stories260K) continue your text."
-        : state.chatMode
-          ? "Say something: the model answers with its chat template."
-          : "This model has no chat template: write the start of a text, and it continues it.",
-    }),
-  );
+function emptyNote() {
+  return el("p", {
+    class: "empty",
+    id: "empty",
+    text: !state.model
+      ? "Load a model, then say something. Models with a chat template chat; " +
+        "others (like stories260K) continue your text."
+      : state.chatMode
+        ? "Say something: the model answers with its chat template."
+        : "This model has no chat template: write the start of a text, and it continues it.",
+  });
+}
+
+/** The current conversation in the transcript (its stored messages), and the list beside it. */
+function showConversation() {
+  const c = conversations.current;
+  $("transcript").replaceChildren();
+  c.messages.forEach((m, i) => {
+    if (m.role === "user") addMessage("user", m.content);
+    else {
+      const reply = addMessage("assistant", "", m.mode);
+      fillReply(reply, m, i === c.messages.length - 1);
+    }
+  });
+  if (!c.messages.length) $("transcript").append(emptyNote());
   for (const id of ["ttft", "tps", "ntok", "prompt-stats"]) $(id).textContent = "–";
+  showConversations();
   updateComposer();
 }
 
-function addMessage(role, text) {
+function addMessage(role, text, mode = "chat") {
   $("empty")?.remove();
   const body = el("div", { class: "text", "data-testid": role === "user" ? "user-text" : "assistant-text" });
+  if (role === "assistant" && mode === "chat") body.classList.add("md");
   body.textContent = text;
   const who = role === "user" ? "You" : (state.model?.name ?? "Model");
   const node = el(
@@ -330,6 +289,50 @@ function addMessage(role, text) {
   $("transcript").append(node);
   node.scrollIntoView({ block: "end" });
   return node;
+}
+
+/** A finished reply: its text (Markdown for a chat turn; the prompt echoed, dimmed, for a continuation), the
+ * finish note, and its buttons (copy; regenerate on the last one). */
+function fillReply(reply, m, last) {
+  const out = reply.querySelector(".text");
+  if (m.mode === "chat") out.replaceChildren(renderMarkdown(m.content));
+  else out.replaceChildren(el("span", { class: "prompt-echo", text: m.prompt ?? "" }), m.content);
+  reply.querySelector(".finish")?.remove();
+  reply.querySelector(".actions")?.remove();
+  const reason = m.finish_reason;
+  if (reason) {
+    const note = { abort: "stopped", length: "max tokens reached", stop: "" }[reason] ?? reason;
+    reply.append(
+      el("span", { class: `finish ${reason}`, "data-testid": "finish-reason", "data-reason": reason, text: note }),
+    );
+  }
+  const copy = el("button", {
+    type: "button",
+    class: "secondary small",
+    text: "Copy",
+    "data-testid": "copy-reply",
+    "aria-label": "Copy this reply",
+    onclick: async () => {
+      const ok = await copyText(m.content);
+      copy.textContent = ok ? "Copied" : "Copy failed";
+      setTimeout(() => (copy.textContent = "Copy"), 1500);
+    },
+  });
+  const actions = el("div", { class: "actions" }, copy);
+  if (last) {
+    for (const b of document.querySelectorAll("[data-testid=regenerate]")) b.remove();
+    const again = el("button", {
+      type: "button",
+      class: "secondary small",
+      text: "Regenerate",
+      "data-testid": "regenerate",
+      "aria-label": "Write this reply again",
+      onclick: () => regenerate(),
+    });
+    again.disabled = !state.model || state.generating;
+    actions.append(again);
+  }
+  reply.append(actions);
 }
 
 function samplingParams() {
@@ -345,13 +348,33 @@ function samplingParams() {
   };
 }
 
+/** Write the last user turn's reply again: the old reply goes, a new one is sampled in its place. */
+function regenerate() {
+  const c = conversations.current;
+  if (state.generating || !state.model || c.messages.at(-1)?.role !== "assistant") return;
+  c.messages.pop();
+  const user = c.messages.pop();
+  const replies = $("transcript").querySelectorAll(".msg");
+  replies[replies.length - 1]?.remove();
+  replies[replies.length - 2]?.remove();
+  send(user.content);
+}
+
 async function send(text) {
   if (!state.model || state.generating || !text.trim()) return;
   const engine = state.engine;
+  const conv = conversations.current;
+  const mode = state.chatMode ? "chat" : "complete";
   state.generating = true;
   updateComposer();
+  // the turns so far, as the model sees them (a continuation sends only its prompt)
+  const history = conv.messages.filter((m) => m.mode === "chat").map(({ role, content }) => ({ role, content }));
+  const asked = { role: "user", content: text, mode };
+  conv.messages.push(asked);
+  conversations.touch(conv);
+  showConversations();
   addMessage("user", text);
-  const reply = addMessage("assistant", "");
+  const reply = addMessage("assistant", "", mode);
   reply.classList.add("streaming");
   const out = reply.querySelector(".text");
   if (!state.chatMode) out.append(el("span", { class: "prompt-echo", text }));
@@ -364,13 +387,14 @@ async function send(text) {
   let tokens = 0;
   let content = "";
   let final = null;
+  let drawn = false; // a Markdown redraw is queued for the next frame
   for (const id of ["ttft", "tps", "ntok", "prompt-stats"]) $(id).textContent = "…";
   const params = samplingParams();
   try {
     let stream;
     if (state.chatMode) {
       const system = $("system").value.trim();
-      const messages = [...(system ? [{ role: "system", content: system }] : []), ...state.history];
+      const messages = [...(system ? [{ role: "system", content: system }] : []), ...history];
       messages.push({ role: "user", content: text });
       stream = engine.chat({ messages, stream: true, ...params });
     } else {
@@ -386,7 +410,17 @@ async function send(text) {
           $("ttft").textContent = ms(firstAt - t0);
         }
         content += delta;
-        piece.appendData(delta);
+        if (state.chatMode) {
+          if (!drawn) {
+            drawn = true;
+            requestAnimationFrame(() => {
+              drawn = false;
+              if (reply.classList.contains("streaming")) out.replaceChildren(renderMarkdown(content));
+            });
+          }
+        } else {
+          piece.appendData(delta);
+        }
         tokens = chunk.llamay?.completion_tokens ?? tokens + 1;
         const secs = (performance.now() - firstAt) / 1000;
         $("ntok").textContent = String(tokens);
@@ -400,18 +434,21 @@ async function send(text) {
   } finally {
     state.generating = false;
     reply.classList.remove("streaming");
-    updateComposer();
-    $("message").focus();
   }
-  if (state.chatMode) {
-    state.history.push({ role: "user", content: text }, { role: "assistant", content });
+  const reason = final?.choices[0].finish_reason;
+  const message = { role: "assistant", content, mode, ...(reason ? { finish_reason: reason } : {}) };
+  if (mode === "complete") message.prompt = text;
+  // kept unless the conversation was cleared or deleted while the reply was written
+  if (conversations.list.includes(conv) && conv.messages.at(-1) === asked) {
+    conv.messages.push(message);
+    const unsaved = conversations.touch(conv);
+    if (unsaved) console.warn(`llamay demo: the conversation was not saved: ${unsaved.message}`);
+    if (conversations.currentId === conv.id && reply.isConnected) fillReply(reply, message, true);
   }
+  showConversations();
+  updateComposer();
+  $("message").focus();
   if (final) {
-    const reason = final.choices[0].finish_reason;
-    const note = { abort: "stopped", length: "max tokens reached", stop: "" }[reason] ?? reason;
-    reply.append(
-      el("span", { class: `finish ${reason}`, "data-testid": "finish-reason", "data-reason": reason, text: note }),
-    );
     const t = final.timings ?? {};
     timeline.reply = { ...t, finish_reason: reason, content };
     if (final.usage) $("ntok").textContent = String(final.usage.completion_tokens);
@@ -480,7 +517,16 @@ $("message").addEventListener("keydown", (e) => {
 $("stop").addEventListener("click", () => state.engine?.abort());
 $("clear").addEventListener("click", () => {
   if (state.generating) state.engine?.abort();
-  resetChat();
+  const c = conversations.current;
+  c.messages = [];
+  conversations.touch(c);
+  showConversation();
+});
+$("new-chat").addEventListener("click", () => {
+  if (state.generating) state.engine?.abort();
+  conversations.create();
+  showConversation();
+  $("message").focus();
 });
 $("temperature-range").addEventListener("input", () => ($("temperature").value = $("temperature-range").value));
 $("temperature").addEventListener("input", () => ($("temperature-range").value = $("temperature").value));
@@ -491,7 +537,7 @@ for (const name of ["max-tokens", "temperature", "top-p", "seed", "system"]) {
 }
 $("temperature-range").value = $("temperature").value;
 $("url").value = query.get("model") ?? localStorage.getItem(LAST_URL) ?? "";
-updateComposer();
+showConversation();
 refreshCached();
 listServerModels();
 

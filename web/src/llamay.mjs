@@ -15,6 +15,24 @@ import { LlamayWebError } from "./errors.mjs";
 export { LlamayWebError } from "./errors.mjs";
 export { CACHE_NAME, clearModelCache, deleteCachedModel, listCachedModels } from "./model-cache.mjs";
 
+/** The kernel threads this build can run: one (the kernels are single-threaded for now). */
+export const THREADS_AVAILABLE = 1;
+
+/** Refuses a `threads` option this build cannot honour (never runs fewer threads than asked silently). */
+export function checkThreads(threads) {
+  if (threads === undefined || threads === null) return;
+  if (!Number.isInteger(threads) || threads < 1) {
+    throw new LlamayWebError(`threads: ${JSON.stringify(threads)} is not a positive whole number`, "bad-request");
+  }
+  if (threads > THREADS_AVAILABLE) {
+    throw new LlamayWebError(
+      `threads: ${threads} asked for, but this build runs the kernels on ${THREADS_AVAILABLE} thread ` +
+        "(multi-threaded kernels are not built yet): leave threads out, or set it to 1",
+      "bad-request",
+    );
+  }
+}
+
 let nextCompletion = 1;
 const completionId = (prefix) => `${prefix}-${Date.now().toString(36)}${(nextCompletion++).toString(36)}`;
 const now = () => Math.floor(Date.now() / 1000);
@@ -32,9 +50,12 @@ const now = () => Math.floor(Date.now() / 1000);
  * @param {string|URL} [opts.distURL] where web/dist is served (default: next to this module)
  * @param {string|URL} [opts.workerURL] the engine worker (default: ./engine-worker.mjs next to this module)
  * @param {Record<string,string>} [opts.env] environment variables inside Python (e.g. LLAMAY_BACKEND)
+ * @param {number} [opts.threads] kernel threads: 1 (the default; see THREADS_AVAILABLE), any other value is
+ *   refused by name ("bad-request") until the multi-threaded kernels exist
  * @returns {Promise<LlamayEngine>}
  */
 export async function createEngine(opts = {}) {
+  checkThreads(opts.threads);
   opts.onProgress?.({ phase: "boot", done: 0, total: 0, fraction: null });
   const distURL = opts.distURL ? new URL(opts.distURL, globalThis.document?.baseURI).href : undefined;
   const client = await Engine.create({ workerURL: opts.workerURL, distURL, env: opts.env });
@@ -86,6 +107,8 @@ export class LlamayEngine {
     /** The largest model this engine accepts, in bytes. */
     this.memoryBudget = client.booted?.memoryBudget ?? null;
     this.crossOriginIsolated = client.booted?.crossOriginIsolated ?? false;
+    /** The kernel threads in use. */
+    this.threads = 1;
   }
 
   /** The loaded model's card: architecture, size, tensor types, context, tokenizer, the tensor audit. */
@@ -96,17 +119,19 @@ export class LlamayEngine {
   /**
    * Load (or replace) the model. Rejects with a LlamayWebError whose `kind` says why: "not-gguf",
    * "too-large", "unsupported-architecture", "unsupported-type", "malformed-gguf", "network", ... (for the
-   * unsupported ones, `details.card` is the model card of the file that was refused).
+   * unsupported ones, `details.card` is the model card of the file that was refused). A failed load keeps the
+   * model loaded before (`details.kept` is true), unless the two could not fit in memory together.
    * @param {string|URL|File|Blob|ArrayBuffer|File[]} model a split model: its first shard's URL, or its shards
    * @param {{backend?: string, cache?: boolean|"reload", maxModelBytes?: number, name?: string,
-   *          onProgress?: Function}} [opts]
+   *          threads?: number, onProgress?: Function}} [opts]
    */
   async load(model, opts = {}) {
+    checkThreads(opts.threads);
     let source = model;
     if (typeof model === "string" || model instanceof URL) {
       source = new URL(model, globalThis.document?.baseURI ?? globalThis.location?.href).href;
     }
-    this.model = null;
+    const before = this.model;
     const msg = {
       type: "open",
       source,
@@ -115,11 +140,16 @@ export class LlamayEngine {
       cache: opts.cache ?? true,
       maxBytes: opts.maxModelBytes,
     };
-    this.model = await this.client.request(msg, (m) => {
-      if (m.type !== "progress") return;
-      const fraction = m.total ? m.done / m.total : null;
-      opts.onProgress?.({ phase: m.phase, done: m.done, total: m.total, fraction });
-    });
+    try {
+      this.model = await this.client.request(msg, (m) => {
+        if (m.type !== "progress") return;
+        const fraction = m.total ? m.done / m.total : null;
+        opts.onProgress?.({ phase: m.phase, done: m.done, total: m.total, fraction });
+      });
+    } catch (err) {
+      this.model = err.details?.kept ? before : null;
+      throw err;
+    }
     return this.model;
   }
 

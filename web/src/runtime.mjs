@@ -46,6 +46,7 @@ export class LlamayRuntime {
     this.bootTimings = booted.timings;
     this.baseHeap = this.pyodide._module?.HEAPU8?.length ?? 0; // the heap Python needs with no model
     this.modelCard = null;
+    this.modelBytes = 0; // the loaded model's size (its shards' together)
   }
 
   /**
@@ -114,7 +115,29 @@ export class LlamayRuntime {
   }
 
   async #open(source, opts) {
-    this.unloadModel();
+    // the loaded model stays until the new one has bound (a failed load keeps it), unless both do not fit in the
+    // heap together: then it goes as the new one's bytes are allocated (`kept` in a failure's details says which)
+    const budget = this.memoryBudget();
+    let allocated = 0;
+    const web = {
+      new_model_buffer: (size) => {
+        allocated += size;
+        if (this.session && this.modelBytes + allocated > budget) this.unloadModel();
+        return this.web.new_model_buffer(size);
+      },
+    };
+    try {
+      return await this.#openKeeping(web, source, { ...opts, budget });
+    } catch (err) {
+      const e = toWebError(err);
+      e.details = { ...e.details, kept: this.session !== null };
+      if (err.fromCache) e.fromCache = err.fromCache;
+      this.pyodide.runPython("import gc; gc.collect()"); // the refused model's bytes go back to the heap now
+      throw e;
+    }
+  }
+
+  async #openKeeping(web, source, opts) {
     const progress = (phase) => (done, total) => opts.onProgress?.(phase, done, total);
     const t0 = performance.now();
     const sources = shardSources(source);
@@ -132,7 +155,7 @@ export class LlamayRuntime {
       }
     }
     const phase = { url: "download", cache: "cache-read", file: "file", bytes: "file" }[from];
-    const budget = this.memoryBudget();
+    const budget = opts.budget;
     const maxBytes = Math.min(opts.maxBytes ?? budget, budget);
     const maxBytesReason = maxBytes < budget ? "the limit this page sets" : undefined;
     const fetchInit = key ? { cache: "no-store" } : undefined; // the Cache API keeps it: not the HTTP cache too
@@ -142,7 +165,7 @@ export class LlamayRuntime {
       throw err;
     };
     const shards = split ? sources : [src];
-    const { buffers, names, size } = await streamShards(this.web, shards, progress(phase), streamOpts).catch(fail);
+    const { buffers, names, size } = await streamShards(web, shards, progress(phase), streamOpts).catch(fail);
     const [buffer] = buffers;
     const t1 = performance.now();
     let cacheError = key ? null : split ? "a split model is not cached" : "this source cannot be cached";
@@ -151,8 +174,9 @@ export class LlamayRuntime {
     try {
       opts.onProgress?.("bind", 0, 0);
       await nextTask(); // let the progress message out before the long synchronous bind
+      let session;
       try {
-        this.session = this.#session(buffers, names, opts.backend);
+        session = this.#session(buffers, names, opts.backend);
       } catch (err) {
         const e = toWebError(err);
         if (["unsupported-architecture", "unsupported-type", "model"].includes(e.kind)) {
@@ -161,7 +185,18 @@ export class LlamayRuntime {
         fail(e);
       }
       t2 = performance.now();
-      this.modelCard = toJs(this.session.card());
+      let card;
+      try {
+        card = toJs(session.card());
+      } catch (err) {
+        session.close();
+        session.destroy();
+        throw toWebError(err);
+      }
+      this.unloadModel(); // the new model bound: the old one goes
+      this.session = session;
+      this.modelBytes = size;
+      this.modelCard = card;
       t3 = performance.now();
       if (key && from !== "cache") {
         const readChunk = (offset, n) => {
@@ -209,6 +244,7 @@ export class LlamayRuntime {
       this.session.destroy();
       this.session = null;
       this.modelCard = null;
+      this.modelBytes = 0;
       this.pyodide.runPython("import gc; gc.collect()"); // the model's bytes go back to the heap now
     }
   }

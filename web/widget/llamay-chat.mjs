@@ -1,12 +1,16 @@
 // <llamay-chat>: a chat box that runs a GGUF model in the visitor's browser. One module script and one tag:
 //
 //   <script type="module" src="/llamay/widget/llamay-chat.mjs"></script>
-//   <llamay-chat model="/models/SmolLM2-135M-Instruct.Q4_1.gguf" system="You are a friendly baker."
+//   <llamay-chat model="/models/SmolLM2-135M-Instruct.Q4_1.gguf" system-prompt="You are a friendly baker."
 //                max-tokens="200" label="Ask the kitchen"></llamay-chat>
 //
-// Attributes: model (a URL on the page's origin; required), system (a system prompt), max-tokens (default 256),
-// temperature (default 0.7), top-p, seed, backend ("wasm" | "portable"), label (the heading), placeholder,
-// greeting (a first assistant line, shown, not sent). A model without a chat template continues the text sent.
+// Attributes: model (a URL on the page's origin; required), system-prompt (or system: a system prompt),
+// max-tokens (default 256), temperature (default 0.7), top-p, seed, backend ("wasm" | "portable"), threads
+// (kernel threads; 1, more is refused by name until multi-threaded kernels exist), label (the heading),
+// placeholder, greeting (a first assistant line, shown, not sent). A model without a chat template continues the
+// text sent. Chat replies are rendered as Markdown (../src/markdown.mjs: DOM nodes, never HTML).
+// A model that cannot load shows a message a visitor understands (and a Try again button) inside the widget,
+// and fires llamay-error.
 //
 // Style it from outside with CSS custom properties (it lives in a shadow root): --llamay-accent, --llamay-bg,
 // --llamay-fg, --llamay-muted, --llamay-border, --llamay-radius, --llamay-font, --llamay-font-size,
@@ -19,6 +23,19 @@
 // finish_reason, usage, timings}. Methods: send(text), stop(); property engine (the createEngine engine).
 
 import { createEngine } from "../src/llamay.mjs";
+import { renderMarkdown } from "../src/markdown.mjs";
+
+// what a visitor is told when the chat cannot start, by the error's kind (the technical message follows, small)
+const VISITOR_MESSAGES = {
+  network: "The assistant's model could not be downloaded from this site.",
+  "not-gguf": "The assistant's model file is not a model this chat can read.",
+  "malformed-gguf": "The assistant's model file is damaged.",
+  "too-large": "The assistant needs more memory than this browser can give it.",
+  "unsupported-architecture": "The assistant's model is of a kind this chat cannot run.",
+  "unsupported-type": "The assistant's model is of a kind this chat cannot run.",
+  model: "The assistant's model file is damaged.",
+  "bad-request": "This chat is set up in a way it cannot run.",
+};
 
 const STYLE = `
 :host {
@@ -88,12 +105,39 @@ button:disabled { opacity: 0.4; cursor: not-allowed; }
   white-space: nowrap;
 }
 footer { font-size: 0.7em; color: var(--_muted); padding: 0 0.8rem 0.5rem; }
+.failure {
+  margin: auto 0; padding: 0.8rem 0.9rem; border-radius: 12px; background: #fdecea; color: #5b1710;
+  border: 1px solid #f1b7ae; display: flex; flex-direction: column; gap: 0.4rem; align-items: flex-start;
+}
+.failure strong { font-size: 1em; }
+.failure p { margin: 0; }
+.failure .detail { font-size: 0.8em; opacity: 0.85; overflow-wrap: anywhere; }
+.failure button { background: #fff; color: #8c1d13; border-color: #d9897e; font-size: 0.85em; }
+.assistant.rendered { white-space: normal; }
+.md > :first-child { margin-top: 0; }
+.md > :last-child { margin-bottom: 0; }
+.md p, .md ul, .md ol, .md blockquote, .md .md-code { margin: 0.4rem 0; }
+.md ul, .md ol { padding-left: 1.2rem; }
+.md .md-heading { margin: 0.5rem 0 0.25rem; font-size: 1em; }
+.md blockquote { border-left: 3px solid var(--_border); padding-left: 0.6rem; color: var(--_muted); }
+.md code { background: rgba(0, 0, 0, 0.07); padding: 0.05rem 0.25rem; border-radius: 4px; font-size: 0.92em; }
+.md a { color: var(--_accent); }
+.md-code { border-radius: 8px; background: #151a26; color: #e6e9ef; overflow: hidden; max-width: 100%; }
+.md-code-head {
+  display: flex; justify-content: space-between; align-items: center; font-size: 0.75em; color: #aeb6c6;
+  background: #1f2636; padding: 0.15rem 0.3rem 0.15rem 0.6rem;
+}
+.md-code-head button {
+  font-size: 1em; padding: 0.05rem 0.45rem; background: transparent; border-color: #47506a; color: #dfe5f2;
+}
+.md-code pre { margin: 0; padding: 0.5rem 0.6rem; overflow-x: auto; white-space: pre; }
+.md-code pre code { background: none; padding: 0; }
 `;
 
 let instances = 0;
 
 export class LlamayChat extends HTMLElement {
-  static observedAttributes = ["model", "backend", "label", "placeholder"];
+  static observedAttributes = ["model", "backend", "threads", "label", "placeholder"];
 
   constructor() {
     super();
@@ -123,7 +167,8 @@ export class LlamayChat extends HTMLElement {
           <button type="button" class="stop" part="stop" data-testid="llamay-stop" aria-label="Stop the reply"
                   disabled>Stop</button>
         </form>
-        <footer id="${id("keys")}">Enter sends · Shift+Enter new line · Esc stops · runs in your browser</footer>
+        <footer id="${id("keys")}">Enter sends · Shift+Enter new line · Esc stops · runs in your browser<span
+          data-testid="llamay-threads"></span></footer>
       </section>`;
     this.$ = (sel) => root.querySelector(sel);
     this.ui = {
@@ -135,6 +180,7 @@ export class LlamayChat extends HTMLElement {
       input: this.$("textarea"),
       send: this.$("button[type=submit]"),
       stop: this.$("button.stop"),
+      threads: this.$("[data-testid=llamay-threads]"),
     };
     this.ui.form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -188,6 +234,18 @@ export class LlamayChat extends HTMLElement {
     reply.classList.add("streaming");
     const out = document.createTextNode("");
     reply.append(out);
+    // a chat reply is drawn as Markdown once a frame while it streams (a continuation stays plain text)
+    const body = document.createElement("div");
+    body.className = "md";
+    let queued = false;
+    const draw = () => {
+      queued = false;
+      body.replaceChildren(renderMarkdown(content));
+    };
+    if (this.chatMode) {
+      reply.classList.add("rendered");
+      out.replaceWith(body);
+    }
     let content = "";
     let final = null;
     const num = (name, dflt) => (this.hasAttribute(name) ? Number(this.getAttribute(name)) : dflt);
@@ -202,7 +260,7 @@ export class LlamayChat extends HTMLElement {
     try {
       let stream;
       if (this.chatMode) {
-        const system = this.getAttribute("system");
+        const system = this.getAttribute("system-prompt") ?? this.getAttribute("system");
         const messages = [...(system ? [{ role: "system", content: system }] : []), ...this.history];
         stream = this.engine.chat({ ...params, messages: [...messages, { role: "user", content: text }] });
       } else {
@@ -213,7 +271,11 @@ export class LlamayChat extends HTMLElement {
         const delta = this.chatMode ? (c.delta.content ?? "") : c.text;
         if (delta) {
           content += delta;
-          out.appendData(delta);
+          if (!this.chatMode) out.appendData(delta);
+          else if (!queued) {
+            queued = true;
+            requestAnimationFrame(draw);
+          }
           this.ui.transcript.scrollTop = this.ui.transcript.scrollHeight;
         }
         if (c.finish_reason) final = chunk;
@@ -224,7 +286,8 @@ export class LlamayChat extends HTMLElement {
       this.generating = false;
       reply.classList.remove("streaming");
     }
-    if (!content) out.appendData("…");
+    if (this.chatMode) draw();
+    if (!content) (this.chatMode ? body : out).append("…");
     if (this.chatMode) this.history.push({ role: "user", content: text }, { role: "assistant", content });
     const reason = final?.choices[0].finish_reason;
     if (reason === "abort" || reason === "length") {
@@ -278,8 +341,10 @@ export class LlamayChat extends HTMLElement {
       bind: "Preparing…",
     };
     try {
+      const threads = this.hasAttribute("threads") ? Number(this.getAttribute("threads")) : undefined;
       const engine = await createEngine({
         model,
+        threads,
         backend: this.getAttribute("backend") || undefined,
         onStdout: () => {},
         onProgress: (p) => {
@@ -294,6 +359,7 @@ export class LlamayChat extends HTMLElement {
         return;
       }
       this.engine = engine;
+      this.ui.threads.textContent = ` · ${engine.threads} thread${engine.threads === 1 ? "" : "s"}`;
       this.chatMode = !!engine.card?.tokenizer?.chat_template;
       const from = engine.model.source === "cache" ? " (from cache)" : "";
       this.#status(`Ready · ${name}${from}`);
@@ -307,7 +373,10 @@ export class LlamayChat extends HTMLElement {
         this.getAttribute("placeholder") ?? (this.chatMode ? "Ask something…" : "Start a story…");
       this.#emit("llamay-ready", { model: engine.model });
     } catch (err) {
-      if (token === this.loadToken) this.#fail(err);
+      if (token === this.loadToken) {
+        this.#failure(err, name);
+        this.#fail(err);
+      }
     } finally {
       if (token === this.loadToken) {
         this.loading = false;
@@ -317,8 +386,32 @@ export class LlamayChat extends HTMLElement {
     }
   }
 
+  /** The chat could not start: say so in the transcript, in words for a visitor, with a way to try again. */
+  #failure(err, name) {
+    const box = document.createElement("div");
+    box.className = "failure";
+    box.setAttribute("role", "alert");
+    box.dataset.testid = "llamay-error";
+    box.dataset.kind = err.kind ?? "internal";
+    const title = document.createElement("strong");
+    title.textContent = "The chat could not start.";
+    const what = document.createElement("p");
+    what.textContent = VISITOR_MESSAGES[err.kind] ?? "Something went wrong while the assistant was starting.";
+    const detail = document.createElement("p");
+    detail.className = "detail";
+    const message = err.message ?? String(err);
+    detail.textContent = message.includes(name) ? message : `${name}: ${message}`; // the file, named once
+    const retry = document.createElement("button");
+    retry.type = "button";
+    retry.textContent = "Try again";
+    retry.dataset.testid = "llamay-retry";
+    retry.addEventListener("click", () => this.#load());
+    box.append(title, what, detail, retry);
+    this.ui.transcript.replaceChildren(box);
+  }
+
   #fail(err) {
-    this.#status(err.message ?? String(err), true);
+    this.#status(this.engine?.model ? (err.message ?? String(err)) : "Not available", true);
     this.#emit("llamay-error", { kind: err.kind ?? "internal", message: err.message ?? String(err) });
   }
 

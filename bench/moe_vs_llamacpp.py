@@ -1,0 +1,200 @@
+"""Decode speed and memory of a mixture-of-experts model: llamay (numba) against llama.cpp (xllamacpp) in the
+same run, at 1 and 2 threads.
+
+    python bench/moe_vs_llamacpp.py [--type Q8_0|Q4_0] [--layers 12] [--tokens 64] [--threads 1 2]
+
+The model is synthetic, written with gguf-py to a temporary folder: a qwen3moe of realistic shape (n_embd 1024,
+16 heads of 64 with 4 KV heads, 8 experts of width 768 with 2 used per token, the routers F32 as llama.cpp's
+quantizer leaves them), random weights, the vocabulary of stories260K. Every measurement runs in its own child
+process: decode tokens/s over --tokens greedy steps after a short prompt (llama.cpp: its server's own
+`predicted_per_second`), and the child's peak resident memory (VmHWM), which for llamay must stay within the
+file size + the KV cache + 100 MiB. Targets: llamay/llama.cpp >= 1.0 at each thread count.
+
+The machine may be shared: the ratio is what counts (both sides run in the same minute), not the absolute rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+N_EMBD, N_HEAD, N_HEAD_KV, HEAD_DIM = 1024, 16, 4, 64
+N_EXPERT, N_EXPERT_USED, N_FF_EXP = 8, 2, 768
+N_CTX = 256
+PROMPT = "Once upon a time, there was a little girl named Lily."
+TARGET_RATIO = 1.0
+RSS_SLACK = 100 * 1024 * 1024
+GAIN = 1.5
+
+
+def write_model(path: Path, type_name: str, n_layer: int, seed: int = 0) -> None:
+    """A random qwen3moe, gguf-py's writer and quantizer."""
+    import gguf
+    import numpy as np
+
+    from llamay.gguf import GGUFFile
+    from tests import paths
+
+    rng = np.random.default_rng(seed)
+    qtype = gguf.GGMLQuantizationType[type_name]
+    w = gguf.GGUFWriter(str(path), "qwen3moe")
+    w.add_context_length(N_CTX * 16)
+    w.add_embedding_length(N_EMBD)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(N_FF_EXP * N_EXPERT_USED)
+    w.add_head_count(N_HEAD)
+    w.add_head_count_kv(N_HEAD_KV)
+    w.add_key_length(HEAD_DIM)
+    w.add_value_length(HEAD_DIM)
+    w.add_rope_freq_base(1000000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_expert_count(N_EXPERT)
+    w.add_expert_used_count(N_EXPERT_USED)
+    w.add_expert_feed_forward_length(N_FF_EXP)
+    with GGUFFile.open(paths.stories("f32")) as vocab:
+        n_vocab = len(vocab.get("tokenizer.ggml.tokens"))
+        w.add_tokenizer_model(vocab.get("tokenizer.ggml.model"))
+        w.add_token_list(list(vocab.get("tokenizer.ggml.tokens")))
+        w.add_token_scores(list(vocab.get("tokenizer.ggml.scores")))
+        w.add_token_types(list(vocab.get("tokenizer.ggml.token_type")))
+        w.add_bos_token_id(int(vocab.get("tokenizer.ggml.bos_token_id")))
+        w.add_eos_token_id(int(vocab.get("tokenizer.ggml.eos_token_id")))
+
+    def matrix(name: str, *shape: int, quantize: bool = True) -> None:  # ggml shape, innermost first
+        a = (rng.standard_normal(shape[::-1], dtype=np.float32) * (GAIN / np.sqrt(shape[0]))).astype(np.float32)
+        if quantize and qtype != gguf.GGMLQuantizationType.F32:
+            w.add_tensor(name, gguf.quants.quantize(a, qtype), raw_dtype=qtype)
+        else:
+            w.add_tensor(name, a)
+
+    def norm(name: str, dim: int) -> None:
+        w.add_tensor(name, (1.0 + 0.1 * rng.standard_normal(dim)).astype(np.float32))
+
+    matrix("token_embd.weight", N_EMBD, n_vocab)
+    for i in range(n_layer):
+        p = f"blk.{i}."
+        norm(p + "attn_norm.weight", N_EMBD)
+        matrix(p + "attn_q.weight", N_EMBD, N_HEAD * HEAD_DIM)
+        matrix(p + "attn_k.weight", N_EMBD, N_HEAD_KV * HEAD_DIM)
+        matrix(p + "attn_v.weight", N_EMBD, N_HEAD_KV * HEAD_DIM)
+        norm(p + "attn_q_norm.weight", HEAD_DIM)
+        norm(p + "attn_k_norm.weight", HEAD_DIM)
+        matrix(p + "attn_output.weight", N_HEAD * HEAD_DIM, N_EMBD)
+        norm(p + "ffn_norm.weight", N_EMBD)
+        matrix(p + "ffn_gate_inp.weight", N_EMBD, N_EXPERT, quantize=False)
+        matrix(p + "ffn_gate_exps.weight", N_EMBD, N_FF_EXP, N_EXPERT)
+        matrix(p + "ffn_up_exps.weight", N_EMBD, N_FF_EXP, N_EXPERT)
+        matrix(p + "ffn_down_exps.weight", N_FF_EXP, N_EMBD, N_EXPERT)
+    norm("output_norm.weight", N_EMBD)
+    matrix("output.weight", N_EMBD, n_vocab)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def peak_rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_llamay(path: str, threads: int, n_tokens: int) -> dict:
+    from llamay.generate import decode_step, prefill
+    from llamay.kernels import get_backend
+    from llamay.model import load_model
+
+    be = get_backend("numba")
+    be.set_threads(threads)
+    with load_model(path, be) as m:
+        ids = m.tokenizer.encode(PROMPT)
+        m.warm_up()
+        st = m.new_state(n_ctx=N_CTX)
+        prefill(m, st, ids)
+        tok = be.argmax(st.logits, 0, m.cfg.n_vocab)
+        decode_step(m, st, tok)  # the first decode step of this state outside the timing
+        tok = be.argmax(st.logits, 0, m.cfg.n_vocab)
+        t0 = time.perf_counter()
+        for _ in range(n_tokens):
+            decode_step(m, st, tok)
+            tok = be.argmax(st.logits, 0, m.cfg.n_vocab)
+        dt = time.perf_counter() - t0
+        kv = 2 * m.cfg.n_layer * N_CTX * m.cfg.n_embd_k_gqa * 4
+    return {"tok_s": n_tokens / dt, "rss": peak_rss(), "kv": kv}
+
+
+def run_llamacpp(path: str, threads: int, n_tokens: int) -> dict:
+    import xllamacpp as xlc
+
+    p = xlc.CommonParams()
+    p.model.path = path
+    p.n_ctx = N_CTX
+    p.n_parallel = 1
+    p.cpuparams.n_threads = threads
+    p.cpuparams_batch.n_threads = threads
+    p.warmup = True
+    p.verbosity = -1
+    server = xlc.Server(p)
+    body = {"prompt": PROMPT, "n_predict": n_tokens + 1, "temperature": 0.0, "top_k": 1, "seed": 0,
+            "cache_prompt": False, "ignore_eos": True}  # fmt: skip
+    server.handle_completions(body)  # warm
+    r = server.handle_completions(body)
+    timings = r["timings"] if "timings" in r else r.get("choices", [{}])[0].get("timings", {})
+    del server
+    return {"tok_s": float(timings["predicted_per_second"]), "rss": peak_rss()}
+
+
+def child(engine: str, path: str, threads: int, n_tokens: int) -> dict:
+    cmd = [sys.executable, __file__, "--child", engine, "--model", path, "--threads", str(threads),
+           "--tokens", str(n_tokens)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise SystemExit(f"{engine} at {threads} thread(s) failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--type", default="Q8_0", choices=("Q8_0", "Q4_0"))
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--child", choices=("llamay", "llamacpp"))
+    ap.add_argument("--model")
+    args = ap.parse_args(argv)
+    if args.child:
+        run = run_llamay if args.child == "llamay" else run_llamacpp
+        print(json.dumps(run(args.model, args.threads[0], args.tokens)))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"bench-qwen3moe-{args.type.lower()}.gguf"
+        t0 = time.perf_counter()
+        write_model(path, args.type, args.layers)
+        size = path.stat().st_size
+        print(f"# {path.name}: {size / 2**20:.0f} MiB, {args.layers} layers, n_embd {N_EMBD}, {N_EXPERT} experts "
+              f"of {N_FF_EXP} ({N_EXPERT_USED} used), written in {time.perf_counter() - t0:.0f} s")  # fmt: skip
+        ok = True
+        for n in args.threads:
+            ours = child("llamay", str(path), n, args.tokens)
+            ref = child("llamacpp", str(path), n, args.tokens)
+            ratio = ours["tok_s"] / ref["tok_s"]
+            limit = size + ours["kv"] + RSS_SLACK
+            ok &= ratio >= TARGET_RATIO and ours["rss"] <= limit
+            print(f"threads {n}: llamay {ours['tok_s']:.1f} tok/s, llama.cpp {ref['tok_s']:.1f} tok/s, "
+                  f"ratio {ratio:.2f} (target >= {TARGET_RATIO}); peak RSS llamay {ours['rss'] / 2**20:.0f} MiB "
+                  f"(limit {limit / 2**20:.0f} = file + KV + 100), llama.cpp {ref['rss'] / 2**20:.0f} MiB")  # fmt: skip
+        print("PASS" if ok else "BELOW TARGET")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
