@@ -57,6 +57,23 @@ def tensor_audit(f: GGUFFile) -> dict[str, Any]:
     return {"status": status, "message": message, "bound": len(binder.read), "unread": unread}
 
 
+IDENTITY_KEYS = ("general.basename", "general.name")  # what a model calls itself, most specific first
+
+
+def identity(f: GGUFFile) -> dict[str, str]:
+    """What the model identifies itself as when `general.architecture` names only the block it runs on
+    (`llama` for Mistral, TinyLlama, Falcon3): `general.basename` or `general.name`, unless it starts with the
+    architecture's name (Llama 3.2 on `llama`, Qwen2.5 on `qwen2`)."""
+    arch = (f.architecture or "").lower()
+    for key in IDENTITY_KEYS:
+        value = f.get(key)
+        if isinstance(value, str) and value.strip():
+            if arch and value.lower().replace("-", "").replace(" ", "").startswith(arch.replace("-", "")):
+                return {}
+            return {"identifies_as": value.strip(), "identified_by": key}
+    return {}
+
+
 def describe(f: GGUFFile) -> dict[str, Any]:
     arch_name = f.architecture
     try:
@@ -69,6 +86,7 @@ def describe(f: GGUFFile) -> dict[str, Any]:
             arch_info["error"] = str(e)
     except LlamayError as e:
         arch_info = {"name": arch_name, "supported": False, "error": str(e)}
+    arch_info.update(identity(f))
     tok_model = f.get(Keys.TOKENIZER_MODEL)
     tokens = f.get(Keys.TOKENS)
     by_type = Counter(t.type.name for t in f.tensors.values())

@@ -8,10 +8,36 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedArchitectureError
 from ..gguf import GGUFFile, GGUFValueType, Keys
-from . import bert, deepseek, gemma3, llama, moe, qwen2, qwen2moe, qwen3, qwen3moe
+from . import (
+    bert,
+    command_r,
+    deepseek,
+    falcon,
+    gemma,
+    gemma3,
+    gpt2,
+    gptneox,
+    granite,
+    llama,
+    llama_like,
+    moe,
+    nomic_bert,
+    olmo,
+    olmo2,
+    phi2,
+    phi3,
+    qwen2,
+    qwen2moe,
+    qwen3,
+    qwen3moe,
+    stablelm,
+    starcoder2,
+)
 from .binder import Binder
+from .blocks import embed_positions, parallel, sequential
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
+from .refused import refusal
 from .scratch import BUFFERS
 from .tensors import Declaration
 from .weights import ModelWeights, bind_declared
@@ -47,11 +73,73 @@ ARCHITECTURES: dict[str, Architecture] = {
         Architecture(
             "gemma3", "Gemma 3 text (QK-norm, sliding window, GeGLU)", gemma3.config, gemma3.TENSORS, gemma3.block
         ),
+        Architecture("gemma", "Gemma 1 (GeGLU, scaled embeddings)", gemma.config, gemma.TENSORS, sequential),
+        Architecture("phi3", "Phi-3, Phi-4 (fused QKV and gate/up)", phi3.config, phi3.TENSORS, sequential),
+        Architecture("phi2", "Phi-2 (parallel block, partial rotary, biases)", phi2.config, phi2.TENSORS, parallel),
+        Architecture(
+            "gptneox",
+            "GPT-NeoX, Pythia (parallel residual, partial rotary)",
+            gptneox.config,
+            gptneox.TENSORS,
+            gptneox.block,
+        ),
+        Architecture(
+            "stablelm", "StableLM 2, StableLM-3B (partial rotary)", stablelm.config, stablelm.TENSORS, sequential
+        ),
+        Architecture(
+            "falcon", "Falcon-7B style (parallel block, multi-query)", falcon.config, falcon.TENSORS, parallel
+        ),
+        Architecture("starcoder2", "StarCoder2 (LayerNorm, biases)", starcoder2.config, starcoder2.TENSORS, sequential),
+        Architecture("olmo", "OLMo 1 (LayerNorms without weights)", olmo.config, olmo.TENSORS, sequential),
+        Architecture("olmo2", "OLMo 2 (output norms, full-width QK-norm)", olmo2.config, olmo2.TENSORS, sequential),
+        Architecture("granite", "IBM Granite 3 dense (scale multipliers)", granite.config, granite.TENSORS, sequential),
+        Architecture(
+            "command-r",
+            "Cohere Command-R (parallel block, logit scale)",
+            command_r.config,
+            command_r.TENSORS,
+            command_r.block,
+        ),
+        Architecture("internlm2", "InternLM2", llama_like.internlm2_config, llama_like.TENSORS, sequential),
+        Architecture(
+            "exaone", "EXAONE 3 (NeoX rotary)", llama_like.exaone_config, llama_like.TENSORS_ROPE_FREQS, sequential
+        ),
+        Architecture(
+            "smollm3",
+            "SmolLM3 (NoPE every fourth layer)",
+            llama_like.smollm3_config,
+            llama_like.TENSORS_ROPE_FREQS,
+            sequential,
+        ),
+        Architecture(
+            "mistral3", "Mistral Small 3 text", llama_like.mistral3_config, llama_like.TENSORS_ROPE_FREQS, sequential
+        ),
+        Architecture(
+            "gpt2", "GPT-2 (learned positions, fused QKV)", gpt2.config, gpt2.TENSORS, sequential, embed=embed_positions
+        ),
+        Architecture(
+            "starcoder",
+            "StarCoder 1, SantaCoder (learned positions)",
+            gpt2.config,
+            gpt2.TENSORS,
+            sequential,
+            embed=embed_positions,
+        ),
         Architecture(
             "bert",
             "BERT encoders for embeddings (all-MiniLM, bge)",
             bert.config,
             bert.TENSORS,
+            bert.block,
+            embed=bert.embed,
+            output=bert.output,
+            scratch=bert.SCRATCH,
+        ),
+        Architecture(
+            "nomic-bert",
+            "nomic-embed-text encoders (rotary, SwiGLU, fused QKV)",
+            nomic_bert.config,
+            nomic_bert.TENSORS,
             bert.block,
             embed=bert.embed,
             output=bert.output,
@@ -103,6 +191,11 @@ def get_architecture(name: str | None, where: str = "") -> Architecture:
     if name is None:
         raise UnsupportedArchitectureError(f"{place}metadata key {Keys.ARCHITECTURE!r} is missing")
     arch = ARCHITECTURES.get(ALIASES.get(name, name))
+    if arch is None and refusal(name) is not None:
+        raise UnsupportedArchitectureError(
+            f"{place}architecture {name!r} is {refusal(name)}; it is refused, not half-loaded. "
+            f"Supported: {', '.join(supported())}"
+        )
     if arch is None:
         raise UnsupportedArchitectureError(
             f"{place}architecture {name!r} is not supported; supported: {', '.join(supported())}"

@@ -84,11 +84,13 @@ TENSORS = (
 
 
 def embed(p: Pass) -> None:
-    """x (n, n_embd) = LayerNorm(token + position + token-type-0 embeddings)."""
+    """x (n, n_embd) = LayerNorm(token + position + token-type-0 embeddings); no position embeddings for an
+    encoder with rotary positions (nomic-bert)."""
     be, st, count = p.be, p.st, p.n * p.cfg.n_embd
     be.get_rows(st.x, p.w.token_embd, st.ids, p.n)
-    be.get_rows(st.scratch.tmp_e, p.w.pos_embd, st.pos, p.n)
-    be.add(st.x, st.x, st.scratch.tmp_e, count)
+    if p.w.pos_embd is not None:
+        be.get_rows(st.scratch.tmp_e, p.w.pos_embd, st.pos, p.n)
+        be.add(st.x, st.x, st.scratch.tmp_e, count)
     be.get_rows(st.scratch.tmp_e, p.w.token_types, st.scratch.zero_ids, p.n)  # every token has type 0
     be.add(st.x, st.x, st.scratch.tmp_e, count)
     norm(p, st.x, st.x, p.w.embd_norm)

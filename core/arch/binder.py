@@ -9,11 +9,13 @@ shows up here, not as odd text.
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass
 
 from ..errors import ModelError, UnsupportedTypeError
 from ..ggml_types import GGMLType
 from ..gguf import GGUFFile, Keys, TensorInfo
+from ..platform import LITTLE_ENDIAN
 from .config import ModelConfig
 from .tensors import Declaration, instances
 
@@ -26,10 +28,13 @@ class Tensor:
 
     info: TensorInfo
     file: GGUFFile
+    part: tuple[int, int] | None = None  # (offset, count) along the outermost dimension: a piece of a fused tensor
 
     @property
     def name(self) -> str:
-        return self.info.name
+        if self.part is None:
+            return self.info.name
+        return f"{self.info.name}[{self.part[0]}:{self.part[0] + self.part[1]}]"
 
     @property
     def type(self) -> GGMLType:
@@ -37,10 +42,50 @@ class Tensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.info.shape
+        return self.info.shape if self.part is None else (*self.info.shape[:-1], self.part[1])
 
     def data(self) -> memoryview:
-        return self.file.tensor_data(self.info)
+        raw = self.file.tensor_data(self.info)
+        if self.part is None:
+            return raw
+        # rows (or, for a vector, elements) are whole blocks of bytes: a piece is a zero-copy slice
+        unit = len(raw) // self.info.shape[-1]
+        offset, count = self.part
+        return raw[offset * unit : (offset + count) * unit]
+
+    def piece(self, offset: int, count: int) -> Tensor:
+        """`count` rows from `offset` (a vector: elements) of this tensor: Q of a fused QKV matrix."""
+        return Tensor(self.info, self.file, (offset, count))
+
+
+@dataclass(frozen=True)
+class Constant(Tensor):
+    """A float32 vector the file does not hold (a declaration's `fill`): bound like a file tensor."""
+
+    label: str = ""
+    dims: tuple[int, ...] = ()
+    value: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} (constant {self.value:g})"
+
+    @property
+    def type(self) -> GGMLType:
+        return GGMLType.F32
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.dims
+
+    def data(self) -> memoryview:
+        n = 1
+        for d in self.dims:
+            n *= d
+        values = array("f", [self.value]) * n
+        if not LITTLE_ENDIAN:
+            values.byteswap()
+        return memoryview(values.tobytes())
 
 
 class Binder:
@@ -89,17 +134,26 @@ class Binder:
     def bind(self, decls: Declaration, cfg: ModelConfig) -> tuple[dict[str, Tensor | None], list[dict]]:
         """Every declared tensor, by slot: (the file-level ones, one dict per layer), in file order. A tensor
         the config leaves out (`when`, `layers`) or an absent optional one is None."""
-        top: dict[str, Tensor | None] = {d.slot: None for d in decls if not d.per_layer}
+        top: dict[str, Tensor | None] = {s: None for d in decls if not d.per_layer for s in d.slots}
         layers: list[dict[str, Tensor | None]] = [
-            {d.slot: None for d in decls if d.per_layer} for _ in range(cfg.n_layer)
+            {s: None for d in decls if d.per_layer for s in d.slots} for _ in range(cfg.n_layer)
         ]
         for d, bid, name in instances(decls, cfg):
             shape = d.dims(cfg)
-            if d.vocab:
+            if d.fill is not None:
+                t = Constant(None, None, None, name, shape, d.fill)
+            elif d.vocab:
                 t = self.get_vocab_matrix(name, *shape, required=d.required)
             else:
                 t = self.get(name, shape) if d.required else self.optional(name, shape)
-            (top if bid is None else layers[bid])[d.slot] = t
+            slots = top if bid is None else layers[bid]
+            if not d.split:
+                slots[d.slot] = t
+                continue
+            offset = 0  # a fused tensor: each piece to its own slot
+            for slot, count in d.pieces(cfg):
+                slots[slot] = t.piece(offset, count) if t is not None else None
+                offset += count
         return top, layers
 
     def unread(self) -> list[TensorInfo]:

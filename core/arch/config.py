@@ -72,6 +72,9 @@ class ModelConfig:
     causal: bool = True
     sliding_window: int = 0
     swa_layers: tuple[bool, ...] = field(default_factory=tuple)  # per layer: uses the sliding window
+    nope_layers: tuple[bool, ...] = field(default_factory=tuple)  # per layer: no rotary (smollm3's NoPE layers)
+    residual_scale: float = 1.0  # each block output times this before its residual add (granite)
+    logit_scale: float = 1.0  # logits times this (granite: 1 / its logit_scale key; command-r: the key)
     params: Any = None  # the architecture's own hyper-parameters (its Params dataclass)
 
     def __getattr__(self, name: str) -> Any:
@@ -100,6 +103,16 @@ class ModelConfig:
     def n_o(self) -> int:
         """Width of the attention output before its projection."""
         return self.n_head * self.head_dim_v
+
+    @property
+    def n_qkv(self) -> int:
+        """Rows of a fused QKV matrix."""
+        return self.n_q + self.n_embd_k_gqa + self.n_embd_v_gqa
+
+    @property
+    def n_ff_gate_up(self) -> int:
+        """Rows of a fused gate/up matrix."""
+        return 2 * self.n_ff
 
     @property
     def n_rope_freqs(self) -> int:

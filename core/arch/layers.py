@@ -46,12 +46,16 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
         be.add_bias(st.q, a.q_bias, n)
         be.add_bias(st.k, a.k_bias, n)
         be.add_bias(st.v, a.v_bias, n)
-    if a.q_norm is not None:  # QK-norm: RMSNorm of every head before the rotation
+    if a.q_norm is not None and a.q_norm.weight.n_in == cfg.head_dim:  # QK-norm: RMSNorm of every head
         be.head_rms_norm(st.q, a.q_norm.weight, n, cfg.n_head, cfg.head_dim, cfg.norm_eps)
         be.head_rms_norm(st.k, a.k_norm.weight, n, cfg.n_head_kv, cfg.head_dim, cfg.norm_eps)
+    elif a.q_norm is not None:  # over the full width of Q and of K (olmo2): one "head" each
+        be.head_rms_norm(st.q, a.q_norm.weight, n, 1, cfg.n_q, cfg.norm_eps)
+        be.head_rms_norm(st.k, a.k_norm.weight, n, 1, cfg.n_embd_k_gqa, cfg.norm_eps)
     swa = bool(cfg.swa_layers) and cfg.swa_layers[il]
     rope = cfg.rope
-    if rope.kind != Rope.NONE:
+    nope = bool(cfg.nope_layers) and cfg.nope_layers[il]  # a layer without positions (smollm3)
+    if rope.kind != Rope.NONE and not nope:
         base = rope.base_swa if swa and rope.base_swa else rope.base
         neox = rope.kind == Rope.NEOX
         ff = p.w.rope_freqs
@@ -105,3 +109,7 @@ def lm_head(p: Pass) -> None:
         be.copy(st.out_x, j * e, st.x, row * e, e)
     norm(p, st.out_x, st.out_x, p.w.output_norm, p.n_out)
     be.matmul(st.logits, p.w.lm_head, st.out_x, p.n_out)
+    if p.w.output_bias is not None:
+        be.add_bias(st.logits, p.w.output_bias, p.n_out)
+    if p.cfg.logit_scale != 1.0:
+        be.scale(st.logits, p.cfg.logit_scale, p.n_out * p.cfg.n_vocab)

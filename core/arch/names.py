@@ -21,6 +21,8 @@ class T:
     ATTN_Q = "blk.{bid}.attn_q"
     ATTN_K = "blk.{bid}.attn_k"
     ATTN_V = "blk.{bid}.attn_v"
+    ATTN_QKV = "blk.{bid}.attn_qkv"  # Q, K and V stacked in one matrix (rows: n_q, then K's, then V's)
+    ATTN_NORM_2 = "blk.{bid}.attn_norm_2"  # Falcon-40B: the FFN's own norm in the parallel block
     ATTN_OUT = "blk.{bid}.attn_output"
     ATTN_Q_NORM = "blk.{bid}.attn_q_norm"
     ATTN_K_NORM = "blk.{bid}.attn_k_norm"

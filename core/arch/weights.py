@@ -79,6 +79,7 @@ class ModelWeights:
     layers: tuple[LayerWeights, ...]
     output_norm: NormWeights | None = None
     output: Tensor | None = None  # (n_embd, n_vocab); None: tied to token_embd
+    output_bias: Tensor | None = None  # (n_vocab,): phi2
     token_types: Tensor | None = None  # (n_embd, n_token_types): BERT
     pos_embd: Tensor | None = None  # (n_embd, n_ctx): BERT
     embd_norm: NormWeights | None = None  # norm right after the embeddings: BERT

@@ -32,7 +32,7 @@ from .errors import ConstraintError
 from .gbnf import parse as parse_gbnf
 from .grammar import Grammar
 from .json_any import json_gbnf
-from .json_schema import schema_to_gbnf, schema_to_grammar
+from .json_schema import LLAMACPP, schema_to_gbnf, schema_to_grammar
 from .lexicon import lexicon_grammar
 from .limits import DEFAULT_LIMITS, Budget, ConstraintLimitError, ConstraintLimits
 from .spec import ConstraintSpec, gbnf_grammar, json_object, json_schema, word_list
@@ -115,11 +115,19 @@ def json_schema_constraint(
     max_string_length: int | None = None,
     max_items: int | None = None,
     limits: ConstraintLimits | None = None,
+    refuse_unknown: bool = False,
+    closed_objects: bool = False,
+    anchored_patterns: bool = False,
 ) -> GrammarConstraint:
-    """JSON valid against `schema` (a dict or JSON text); unsupported keywords raise unless strict=False.
+    """JSON valid against `schema` (a dict or JSON text); unsupported keywords raise unless strict=False;
+    keywords no draft defines are ignored unless refuse_unknown=True; closed_objects=True generates no property
+    beyond the listed ones where `additionalProperties` is absent (the spec allows them); anchored_patterns=True
+    generates a `pattern` as a whole-string match (the spec: the string contains a match).
     `max_string_length` / `max_items` cap what the schema leaves unbounded (outputs stay valid)."""
     budget = Budget(limits)  # one budget for the schema and the GBNF it writes
-    text = schema_to_gbnf(schema, strict, budget, max_string_length=max_string_length, max_items=max_items)
+    options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
+               "closed_objects": closed_objects, "anchored_patterns": anchored_patterns}  # fmt: skip
+    text = schema_to_gbnf(schema, strict, budget, **options)
     return _cached(("json-schema", text), _vocab(tokenizer), _from_gbnf(text, budget), limits)
 
 
@@ -149,14 +157,16 @@ def constraint_from_request(
     """The constraint an API request asks for, or None. Understands llama.cpp's `grammar` and `json_schema`
     fields and OpenAI's `response_format` ({"type": "json_object"}, {"type": "json_schema", "json_schema":
     {"schema": ...}}, also llama.cpp's {"type": "json_object", "schema": ...}); the browser engine passes its
-    options the same way. `limits` bound the work (ConstraintLimitError past one)."""
+    options the same way. `limits` bound the work (ConstraintLimitError past one). Schemas are generated with
+    llama.cpp's choices (`LLAMACPP`: objects without `additionalProperties` closed, patterns whole matches), a
+    subset of the valid documents: a model that may add properties or text rambles on to its token limit."""
     fmt = params.get("response_format")
     if fmt:
         kind = fmt.get("type") if isinstance(fmt, dict) else fmt
         if kind == "json_object":
             schema = fmt.get("schema") if isinstance(fmt, dict) else None
             if schema:
-                return json_schema_constraint(schema, tokenizer, limits=limits)
+                return json_schema_constraint(schema, tokenizer, limits=limits, **LLAMACPP)
             return json_constraint(tokenizer, limits=limits)
         if kind == "json_schema":
             spec = (fmt.get("json_schema") if isinstance(fmt, dict) else None) or {}
@@ -165,11 +175,11 @@ def constraint_from_request(
             schema = spec.get("schema", fmt.get("schema"))
             if schema is None:
                 raise ConstraintError("response_format json_schema needs json_schema.schema")
-            return json_schema_constraint(schema, tokenizer, limits=limits)
+            return json_schema_constraint(schema, tokenizer, limits=limits, **LLAMACPP)
         if kind not in ("text", None):
             raise ConstraintError(f"unknown response_format type {kind!r} (text, json_object, json_schema)")
     if params.get("json_schema") is not None:
-        return json_schema_constraint(params["json_schema"], tokenizer, limits=limits)
+        return json_schema_constraint(params["json_schema"], tokenizer, limits=limits, **LLAMACPP)
     if params.get("grammar"):
         return grammar_constraint(params["grammar"], tokenizer, limits=limits)
     if params.get("lexicon"):
@@ -183,6 +193,7 @@ def constraint_from_request(
 __all__ = [
     "DEFAULT_LIMITS",
     "FINISHED",
+    "LLAMACPP",
     "Budget",
     "Constraint",
     "ConstraintError",

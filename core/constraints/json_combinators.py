@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .errors import ConstraintError
-from .json_keywords import ANNOTATIONS, KEYWORD_TYPES, check_keywords, value_type
+from .json_keywords import KEYWORD_TYPES, VOCABULARY, check_keywords, value_type
 
 
 def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
@@ -27,10 +27,14 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
     c.budget.charge(len(a) + len(b), path)
     out = dict(a)
     for k, v in b.items():
-        if k not in out or out[k] == v or k in ANNOTATIONS - {"$defs", "definitions"}:
+        if k not in out or out[k] == v or k not in VOCABULARY:  # (annotations: the first part's kept)
             out.setdefault(k, v)
         else:
             out[k] = merge_keyword(c, k, out[k], v, path)
+    for x, y in ((a, b), (b, a)):
+        if y.get("patternProperties") and x.get("additionalProperties") not in (None, True):
+            raise ConstraintError(f"{path}: allOf of patternProperties and another part's additionalProperties"
+                                  " cannot be merged")  # fmt: skip
     if "properties" in a or "properties" in b:
         out["properties"], excluded = merge_properties(a, b)
         lost = [r for r in out.get("required", []) if r in excluded]
@@ -69,6 +73,8 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return v if av is True else av if v is True else {"allOf": [av, v]}
     if k in ("$defs", "definitions", "properties"):
         return {**av, **v}
+    if k == "patternProperties":  # a pattern in both: both its schemas
+        return {**av, **{p: {"allOf": [av[p], s]} if p in av else s for p, s in v.items()}}
     if k == "anyOf":
         c.budget.charge(len(av) * len(v), f"{path}/anyOf")
         return [{"allOf": [x, y]} for x in av for y in v]
@@ -130,3 +136,36 @@ def discriminated(c: Any, subs: list, path: str) -> bool:
         fixed_per_branch.append(fixed)
     common = set.intersection(*(set(f) for f in fixed_per_branch))
     return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)
+
+
+def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
+    """Whether no object valid against `a` is valid against `b`: a requires a property b forbids (b has it
+    `false` / `not: {}`, or b's additionalProperties is false without it among b's properties or patterns), or
+    both require a property fixed (const / enum) to values they do not share."""
+    from .json_objects import matches_nothing
+
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    props_a, props_b = a.get("properties", {}), b.get("properties", {})
+    for p in a.get("required", []):
+        if p in props_b:
+            if matches_nothing(c, c.deref(props_b[p], path), path):
+                return True
+        elif b.get("additionalProperties") is False and not b.get("patternProperties"):
+            return True
+        if p in b.get("required", []):
+            va, vb = _fixed(c, props_a.get(p), path), _fixed(c, props_b.get(p), path)
+            if va is not None and vb is not None and not va & vb:
+                return True
+    return False
+
+
+def _fixed(c: Any, schema: Any, path: str) -> set | None:
+    """The JSON texts a const / enum schema allows, None when it is not one."""
+    schema = c.deref(schema, path)
+    if not isinstance(schema, dict):
+        return None
+    values = [schema["const"]] if "const" in schema else schema.get("enum")
+    if not isinstance(values, list):
+        return None
+    return {json.dumps(v, sort_keys=True) for v in values}

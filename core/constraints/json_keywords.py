@@ -15,19 +15,39 @@ from typing import Any
 from .errors import ConstraintError
 from .limits import Budget
 
+# keywords the spec defines that constrain nothing (annotations, identifiers, containers of definitions)
 ANNOTATIONS = frozenset({
-    "title", "description", "default", "examples", "$comment", "$schema", "$id", "deprecated", "readOnly",
-    "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "$defs", "definitions",
+    "title", "description", "default", "examples", "$comment", "$schema", "$id", "id", "deprecated", "readOnly",
+    "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor", "$dynamicAnchor",
+    "$recursiveAnchor", "$vocabulary", "$defs", "definitions",
 })  # fmt: skip
 SUPPORTED = frozenset({
     "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
-    "minProperties", "maxProperties", "unevaluatedProperties",
+    "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties", "not", "dependencies",
+    "dependentRequired", "dependentSchemas",
 })  # fmt: skip
+# validation keywords of drafts 4 to 2020-12 not (or not always) compiled: a schema using them is refused by name
+# (strict=False ignores them, generating what the rest allows, which may then break them)
+UNSUPPORTED = frozenset({
+    "propertyNames", "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
+    "$recursiveRef", "disallow", "extends", "divisibleBy",
+})  # fmt: skip
+VOCABULARY = SUPPORTED | UNSUPPORTED  # the keywords that constrain; any other is ignored, as the spec says
+
+
+def validation_keys(schema: dict) -> dict:
+    """`schema` without annotations and unknown keywords (the part of it that constrains)."""
+    return {k: v for k, v in schema.items() if k in VOCABULARY}
+
+
 TYPES = ("string", "number", "integer", "boolean", "null", "object", "array")
 KEYWORD_TYPES = (
-    ("object", ("properties", "additionalProperties", "required", "minProperties", "maxProperties")),
+    (
+        "object",
+        ("properties", "additionalProperties", "required", "minProperties", "maxProperties", "patternProperties"),
+    ),
     ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
     ("string", ("pattern", "format", "minLength", "maxLength")),
     ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
@@ -42,7 +62,8 @@ KEYWORD_KINDS = {
     "maxProperties": "count", "pattern": "string", "format": "string", "minimum": "number", "maximum": "number",
     "exclusiveMinimum": "number-or-bool", "exclusiveMaximum": "number-or-bool", "multipleOf": "number",
     "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
-    "$defs": "schema-map", "definitions": "schema-map",
+    "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map", "not": "schema",
+    "dependencies": "schema-map", "dependentRequired": "schema-map", "dependentSchemas": "schema-map",
 }  # fmt: skip
 
 

@@ -4,18 +4,22 @@
     integer_range(15, 300) -> ("1" [5-9] | [2-9] [0-9] | [1-2] [0-9]{2} | "300")
 
 No leading zeros, no "-0"; an unbounded side stops at 16 digits (llama.cpp's limit for numbers too).
-Non-integer bounds allow integers in range plus decimals `I.F` whose every fraction stays in range (a subset
-of the valid numbers: e.g. with `maximum: 5.5`, 5.2 is never produced); bounded numbers have no exponent.
+Bounded numbers (`number_range`) are exact for decimals of at most 16 fraction digits and no exponent: with
+`minimum: 0.25` every one of 0.25, 0.3, 0.2500001, 7 is in, 0.2499 is not (`inner_bound` keeps them within
+the float bounds `jsonschema` compares with).
 """
 
 from __future__ import annotations
 
 import math
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 
 from .errors import ConstraintError
 
 MAX_DIGITS = 16
 _UNBOUNDED = 10**MAX_DIGITS - 1
+_QUANTUM = Decimal(1).scaleb(-MAX_DIGITS)
+_EXACT = Context(prec=400)  # enough digits for any float bound (below 1e309) to the 16th decimal
 
 
 def _group(alts: list[str]) -> str:
@@ -110,33 +114,108 @@ def integer_bounds(lo, lo_excl: bool, hi, hi_excl: bool) -> tuple[int | None, in
     return i_lo, i_hi
 
 
-def _decimal_magnitudes(m_lo, m_lo_excl: bool, m_hi, m_hi_excl: bool) -> list[str]:
-    """`I "." F` for magnitudes m >= 0 with m_lo (<|<=) m (<|<=) m_hi and every fraction F in range."""
-    if m_lo is None or m_lo < 0:
-        first = 0
-    elif _is_integral(m_lo):
-        first = int(m_lo) + (1 if m_lo_excl else 0)
-    else:
-        first = math.ceil(m_lo)
-    last = None if m_hi is None else math.floor(m_hi) - 1  # I + 1 <= m_hi keeps I.F below it
+def inner_bound(bound: float | int, exclusive: bool, upper: bool) -> Decimal:
+    """The bound as an inclusive decimal with at most MAX_DIGITS fraction digits, inside the bound: the float f
+    nearest inside it (Python compares floats and ints exactly), written as its shortest text t, cut to the
+    digits. A decimal x <= t parses (rounding monotonically) to a float <= f, so `jsonschema`'s comparison of
+    the parsed float agrees; x <= t is exact, so 0.25 <= 0.25 and 0.3 <= 0.3."""
+    f = float(bound)
+    toward = -math.inf if upper else math.inf
+    if (f > bound if upper else f < bound) or (exclusive and f == bound):
+        f = math.nextafter(f, toward)
+    return Decimal(repr(f)).quantize(_QUANTUM, rounding=ROUND_FLOOR if upper else ROUND_CEILING, context=_EXACT)
+
+
+def _fraction_digits(x: Decimal) -> str:
+    """The digits after the point of x >= 0, without trailing zeros ("" for an integer)."""
+    text = f"{x:f}"
+    return text.partition(".")[2].rstrip("0")
+
+
+def _span(lo: str, hi: str | None, room: int) -> tuple[bool, list[str]]:
+    """Digit strings S of at most `room` digits with 0.lo <= 0.S <= 0.hi (hi None: no upper bound): (whether S
+    may be empty, GBNF alternatives for the non-empty ones). Digit by digit, so at most ~3 alternatives a digit."""
+    empty = lo == ""
+    if room == 0:
+        return empty, []
+    if lo == "" and hi is None:
+        return True, [f"[0-9]{{1,{room}}}" if room > 1 else "[0-9]"]
+    if lo == "" and hi == "":  # only zeros
+        return True, [f'"0"{{1,{room}}}' if room > 1 else '"0"']
+    lo_d = int(lo[0]) if lo else 0
+    hi_d = 9 if hi is None else int(hi[0]) if hi else 0
+    tail = f" [0-9]{{0,{room - 1}}}" if room > 1 else ""
+    alts = []
+
+    def follow(first: str, sub_lo: str, sub_hi: str | None) -> None:
+        if sub_lo == "" and sub_hi is None:
+            alts.append(first + tail)
+            return
+        sub_empty, sub_alts = _span(sub_lo, sub_hi, room - 1)
+        if sub_empty:
+            alts.append(first)
+        if sub_alts:
+            alts.append(f"{first} ({' | '.join(sub_alts)})" if len(sub_alts) > 1 else f"{first} {sub_alts[0]}")
+
+    if lo_d == hi_d:
+        follow(f'"{lo_d}"', lo[1:], None if hi is None else hi[1:])
+        return empty, alts
+    follow(f'"{lo_d}"', lo[1:], None)
+    if hi_d - lo_d > 1:
+        alts.append(_digit_class(lo_d + 1, hi_d - 1) + tail)
+    follow(f'"{hi_d}"', "", None if hi is None else hi[1:])
+    return empty, alts
+
+
+def _with_fraction(integral: str, frac: tuple[bool, list[str]]) -> str | None:
+    """`integral` followed by one of the fractions (`"." F`), or by none when the fraction may be empty."""
+    empty, alts = frac
+    if not alts:
+        return integral if empty else None
+    frac = f'"." ({" | ".join(alts)})' if len(alts) > 1 else f'"." {alts[0]}'
+    return f"{integral} ({frac})?" if empty else f"{integral} {frac}"
+
+
+def _magnitudes_between(a: Decimal, b: Decimal | None) -> list[str]:
+    """Alternatives for the decimal texts I or I.F (no leading zeros, F at most MAX_DIGITS digits, no exponent)
+    whose value m has a <= m <= b (a >= 0; b None: I at most MAX_DIGITS digits)."""
+    a_i, a_f = int(a), _fraction_digits(a)
+    b_i, b_f = (None, None) if b is None else (int(b), _fraction_digits(b))
+    if b_i is not None and b_i < a_i:
+        return []
     out = []
-    if last is None or first <= last:
-        out.append(_group(magnitudes(first, last)) + ' "." decimal-part')
-    if m_lo is not None and m_lo >= 0 and m_lo_excl and _is_integral(m_lo) and (m_hi is None or m_lo + 1 <= m_hi):
-        out.append(f'"{int(m_lo)}" "." [0-9]{{0,{MAX_DIGITS - 1}}} [1-9]')  # just above an exclusive bound
+    if b_i == a_i:
+        piece = _with_fraction(f'"{a_i}"', _span(a_f, b_f, MAX_DIGITS))
+        return [piece] if piece else []
+    piece = _with_fraction(f'"{a_i}"', _span(a_f, None, MAX_DIGITS))
+    if piece:
+        out.append(piece)
+    middle = magnitudes(a_i + 1, None if b_i is None else b_i - 1)
+    if middle:
+        out.append(f'{_group(middle)} ("." decimal-part)?')
+    if b_i is not None:
+        piece = _with_fraction(f'"{b_i}"', _span("", b_f, MAX_DIGITS))
+        if piece:
+            out.append(piece)
     return out
 
 
 def number_range(lo, lo_excl: bool, hi, hi_excl: bool) -> str:
-    """GBNF for JSON numbers within the bounds (None: unbounded), without exponents (see module doc)."""
+    """GBNF for JSON numbers within the bounds (None: unbounded), without exponents, at most MAX_DIGITS digits
+    after the point: exactly those whose decimal value is within `inner_bound`s of the bounds."""
+    lo_d = None if lo is None else inner_bound(lo, lo_excl, upper=False)
+    hi_d = None if hi is None else inner_bound(hi, hi_excl, upper=True)
+    if lo_d is not None and hi_d is not None and lo_d > hi_d:
+        raise ConstraintError(f"no number between {lo} and {hi} can be generated (bounds too narrow)")
     alts = []
-    i_lo, i_hi = integer_bounds(lo, lo_excl, hi, hi_excl)
-    if i_lo is None or i_hi is None or i_lo <= i_hi:
-        alts.append(integer_range(i_lo, i_hi))
-    alts += _decimal_magnitudes(lo, lo_excl, hi, hi_excl)
-    negative = _decimal_magnitudes(None if hi is None else -hi, hi_excl, None if lo is None else -lo, lo_excl)
-    if negative:
-        alts.append('"-" ' + _group(negative))
+    if hi_d is None or hi_d >= 0:
+        alts += _magnitudes_between(max(lo_d, Decimal(0)) if lo_d is not None else Decimal(0), hi_d)
+    if lo_d is None or lo_d < 0:
+        top = None if lo_d is None else lo_d.copy_negate()  # (exact: negation in a context would round)
+        bottom = Decimal(0) if hi_d is None or hi_d >= 0 else hi_d.copy_negate()
+        negative = _magnitudes_between(bottom, top)
+        if negative:
+            alts.append('"-" ' + _group(negative))
     if not alts:
         raise ConstraintError(f"no number between {lo} and {hi} can be generated (bounds too narrow)")
     return _group(alts)

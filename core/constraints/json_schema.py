@@ -5,19 +5,17 @@
         a    ::= ([1-9] | [1-9] [0-9]{1,15}) space
         root ::= "{" space a-kv "}" space                      (+ the primitives it uses: space, ...)
 
-Supported: `type` (one or a list), `properties` / `required` / `additionalProperties`, `enum`, `const`,
-`anyOf`, `oneOf` (when its branches cannot overlap: different types, or objects told apart by a required
-`const` property), `allOf` (merged), `$ref` into the document (`#/$defs/...`, `#/definitions/...`, `#`, also
-recursive), `items` / `prefixItems` / `additionalItems`, `minItems` / `maxItems`, string `pattern` / `format`
-(date, time, date-time, uuid, email, hostname, ipv4, uri) / `minLength` / `maxLength`, number bounds
-(`minimum`, `maximum`, `exclusive*`), `multipleOf: 1`, `minProperties` / `maxProperties` where the required
-properties already satisfy them. Annotations (`title`, `description`, `default`, `examples`, ...) are ignored.
-Any other keyword is an error naming it and its schema path; `strict=False` ignores it instead and lists it in
-`SchemaCompiler.ignored`.
+What is exact, what is approximated (a subset of the valid documents, never an invalid one) and what is
+refused by name: docs/constraints.md, "JSON Schema". In short: the validation keywords of drafts 4 to 2020-12
+except `if`/`then`/`else`, `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef`, `multipleOf` other
+than 1, `not` of other than types / true / false, and `oneOf` whose branches may overlap (each refused naming
+it and its schema path; `strict=False` ignores it and lists it in `SchemaCompiler.ignored`). Annotations and
+keywords no draft defines are ignored, as the spec says (`refuse_unknown=True` refuses the unknown ones).
+`$ref` resolves by base URI, plain-name fragment and JSON pointer (json_refs.py).
 
-Generation choices, as in llama.cpp (outputs stay valid, they are a subset): properties come in the order
-written; without `additionalProperties` no other property is generated; an empty schema at the root means an
-object; whitespace between tokens is limited (see `json_any.SPACE_RULE`).
+Generation choices (outputs stay valid, they are a subset): properties come in the order written, other ones
+after them; an empty schema at the root means an object; whitespace between tokens is limited (see
+`json_any.SPACE_RULE`). `LLAMACPP` options: llama.cpp's choices (closed objects, whole-match patterns).
 
 Limits (limits.py), each refusal naming the JSON pointer: the document nests at most `max_nesting` deep; a
 count that must be reached (minLength, minItems, a pattern's {m}) is at most `max_repeat`, and an upper count
@@ -39,25 +37,30 @@ from .errors import ConstraintError
 from .gbnf import parse
 from .grammar import Alt, Grammar, Lit, Node, Repeat, Seq, node_to_gbnf
 from .json_any import PRIMITIVES, primitive_rules, with_dependencies
-from .json_combinators import discriminated, merge2, types_of
+from .json_combinators import discriminated, excludes, merge2, types_of
 from .json_keywords import (
     ANNOTATIONS,
     KEYWORD_TYPES,
     SUPPORTED,
     TYPES,
+    UNSUPPORTED,
+    VOCABULARY,
     check_document,
     check_keywords,
     text_depth,
     type_matches,
 )
 from .json_numbers import integer_bounds, integer_range, number_range
-from .json_strings import FORMATS, key_excluding, pattern_gbnf
+from .json_objects import matches_nothing, object_rule
+from .json_refs import DEFAULT_BASE, Resolver
+from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
 from .lexicon import word_trie
 from .limits import Budget, ConstraintLimits, budget_of
 from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
+LLAMACPP = {"closed_objects": True, "anchored_patterns": True}  # llama.cpp's generation choices (a subset)
 _FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
 
 
@@ -73,7 +76,11 @@ def json_literal(value: Any) -> str:
 class SchemaCompiler:
     """`max_string_length` / `max_items`: optional generation caps for strings, arrays and additional
     properties the schema leaves unbounded (outputs stay valid; a small model cannot ramble forever).
-    `limits`: the ConstraintLimits (or a compilation's Budget) bounding the work."""
+    `limits`: the ConstraintLimits (or a compilation's Budget) bounding the work. `refuse_unknown`: refuse
+    keywords no draft defines (by default ignored, as the spec says). `closed_objects`: an object without
+    `additionalProperties` gets only its listed properties (by default others may follow them, as the spec
+    allows). `anchored_patterns`: a `pattern` is a whole-string match (by default, as the spec says, the string
+    contains a match: an unanchored side allows any text there). `LLAMACPP` holds both: llama.cpp's choices."""
 
     def __init__(
         self,
@@ -82,9 +89,16 @@ class SchemaCompiler:
         max_string_length: int | None = None,
         max_items: int | None = None,
         limits: ConstraintLimits | Budget | None = None,
+        refuse_unknown: bool = False,
+        closed_objects: bool = False,
+        anchored_patterns: bool = False,
     ) -> None:
         self.schema = schema
         self.strict = strict
+        self.refuse_unknown = refuse_unknown
+        self.closed_objects = closed_objects
+        self.anchored_patterns = anchored_patterns
+        self.unknown_keywords: list[str] = []  # JSON pointers of the unknown keywords ignored
         self.max_string_length = max_string_length
         self.max_items = max_items
         self.budget = budget_of(limits)
@@ -92,7 +106,9 @@ class SchemaCompiler:
         self.used: set[str] = set()  # primitives and format rules referenced
         self.ignored: list[str] = []  # keywords skipped (strict=False only)
         self.refs: dict[str, str] = {}
-        self.pending: list[tuple[str, Any, str]] = []  # references named but not compiled yet: (rule, target, ref)
+        self.pending: list[tuple[str, Any, str, str]] = []  # references not compiled yet: (rule, target, ref, base)
+        self.resolver: Resolver | None = None  # the document's identifiers (made by gbnf())
+        self.base = DEFAULT_BASE  # the base URI of the schema being compiled
         self.composites: dict[Any, tuple[str, Any]] = {}  # key (ref_key, id) -> (its rule, the schema)
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, str], str] = {}  # (base name, body) -> its rule
@@ -103,12 +119,14 @@ class SchemaCompiler:
     def gbnf(self) -> str:
         schema = self.schema
         check_document(schema, self.budget)
-        if schema is True or (isinstance(schema, dict) and not (set(schema) - ANNOTATIONS)):
+        self.resolver = Resolver(schema, self.budget)
+        self.base = self.resolver.root_base
+        if schema is True or (isinstance(schema, dict) and not (set(schema) & VOCABULARY)):
             root = self.use("object")  # llama.cpp's convention: an empty schema asks for an object
         else:
             root = self.visit(schema, "", "#")
         while self.pending:  # references, each compiled once, from here: no recursion through them
-            name, target, ref = self.pending.pop()
+            name, target, ref, self.base = self.pending.pop()
             self.rules[name] = self.visit(target, name, ref)
         rules = {"root": root, **self.rules}
         primitives = primitive_rules(self.max_string_length, self.max_items)
@@ -152,6 +170,17 @@ class SchemaCompiler:
         """`rhs` as something that can stand in a sequence: itself when a rule name, else a new rule."""
         return rhs if _NAME.match(rhs) else self.add_rule(name, rhs)
 
+    def unknown(self, path: str, keyword: str, detail: str = "") -> None:
+        """A keyword no draft defines (`x-*`, `example`, `links`, ...) or a format this compiler does not know:
+        ignored, as the spec says, and listed in `self.unknown_keywords`; `refuse_unknown=True` refuses it."""
+        if self.refuse_unknown:
+            what = keyword if keyword.startswith("format ") else f"keyword {keyword!r}"
+            raise ConstraintError(
+                f"JSON Schema {what} at {path} is not a keyword or format of the JSON Schema drafts{detail} (refused"
+                " by refuse_unknown=True)"
+            )
+        self.unknown_keywords.append(f"{path}/{keyword}")
+
     def unsupported(self, path: str, keyword: str, detail: str = "") -> None:
         msg = f"JSON Schema keyword {keyword!r} at {path} is not supported{detail}"
         if self.strict:
@@ -160,27 +189,21 @@ class SchemaCompiler:
 
     # -- references -------------------------------------------------------------------------------------------
 
-    def resolve(self, ref: Any, path: str) -> Any:
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            raise ConstraintError(f"$ref {ref!r} at {path}: only references into the same document (#...) work")
-        node = self.schema
-        pointer = ref[1:]
-        for raw in pointer.split("/")[1:] if pointer else []:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            try:
-                node = node[int(part)] if isinstance(node, list) else node[part]
-            except (KeyError, IndexError, ValueError, TypeError):
-                raise ConstraintError(f"$ref {ref!r} at {path}: {part!r} is not in the schema") from None
-        return node
+    def resolve(self, ref: Any, path: str, base: str | None = None) -> tuple[Any, str, str]:
+        """(target, its base URI, its absolute name) of a `$ref` met where the base URI is `base` (the current
+        one by default): fragment names and relative references resolve as the spec says (json_refs.py)."""
+        return self.resolver.resolve(ref, self.base if base is None else base, path)
 
     def ref_rule(self, ref: str, path: str) -> str:
-        name = self.refs.get(ref)
+        target, base, key = self.resolve(ref, path)
+        name = self.refs.get(key)
         if name is None:
-            target = self.resolve(ref, path)
-            base = ref.rsplit("/", 1)[-1] if "/" in ref else "root-ref"
-            name = self.add_rule(base, f"\0{ref}")  # reserved (a body no other rule has) until compiled
-            self.refs[ref] = name
-            self.pending.append((name, target, ref))
+            tail = key.rsplit("#", 1)[-1]
+            base_name = tail.rsplit("/", 1)[-1] if tail else "root-ref"
+            name = self.add_rule(base_name or "root-ref", f"\0{key}")  # reserved until compiled
+            self.refs[key] = name
+            where = key[len(DEFAULT_BASE) :] if key.startswith(DEFAULT_BASE + "#") else key  # the ref, for errors
+            self.pending.append((name, target, where, base))
         return name
 
     def composite(self, key: Any, schema: dict, name: str, build) -> str:
@@ -202,20 +225,21 @@ class SchemaCompiler:
         except (TypeError, ValueError):
             return id(schema)
         self.budget.charge(len(text), path)
-        return ref, text
+        return self.resolve(ref, path)[2], text
 
     def deref(self, schema: Any, path: str) -> Any:
         """The schema with a top-level $ref replaced by its target (merged with any sibling keywords), following
         a chain of them iteratively: {$ref: A, x} with A = {$ref: B, y} is allOf(B, y, x)."""
         rests, seen = [], set()
+        base = self.resolver.base_of(schema, self.base)
         while isinstance(schema, dict) and "$ref" in schema:
             ref = schema["$ref"]
-            if ref in seen:
+            rests.append({k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY})
+            schema, base, key = self.resolve(ref, path, base)
+            if key in seen:
                 raise ConstraintError(f"{path}: $ref {ref!r} refers to itself through a chain of references")
-            seen.add(ref)
+            seen.add(key)
             self.budget.check("max_nesting", len(seen), path, "$ref chain length")
-            rests.append({k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS})
-            schema = self.resolve(ref, path)
         parts = [r for r in reversed(rests) if r]
         return self.merge([schema, *parts], path) if parts else schema
 
@@ -224,26 +248,28 @@ class SchemaCompiler:
     def visit(self, schema: Any, name: str, path: str) -> str:
         """GBNF right-hand side for values valid against `schema` (ending with optional space)."""
         self.depth += 1
+        outer = self.base
+        self.base = self.resolver.base_of(schema, outer)
         try:
             self.budget.check("max_nesting", self.depth, path, "schema nesting depth")
             return self.visit_schema(schema, name, path)
         finally:
             self.depth -= 1
+            self.base = outer
 
     def visit_schema(self, schema: Any, name: str, path: str) -> str:
         if schema is True:
             return self.use("value")
         if schema is False:
-            raise ConstraintError(f"{path}: the schema `false` allows no value")
+            raise ConstraintError(f"{path}: the schema `false` (or `not` of what every value matches) allows no value")
         if not isinstance(schema, dict):
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
-        for key in schema:
-            if key not in SUPPORTED and key not in ANNOTATIONS:
-                self.unsupported(path, key)
-        check_keywords(schema, path)
+        self.check_vocabulary(schema, path)
+        if "not" in schema:
+            return self.visit_schema(self.without_not(schema, path), name, path)
         if "$ref" in schema:
-            rest = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
+            rest = {k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY}
             if not rest:
                 return self.ref_rule(schema["$ref"], path)
             key = self.ref_key(schema["$ref"], rest, schema, path)
@@ -263,6 +289,36 @@ class SchemaCompiler:
                 raise ConstraintError(f"{path}/enum: expecting a non-empty list")
             return self.literals(schema["enum"], schema, name, path)
         return self.typed(schema, name, path)
+
+    def check_vocabulary(self, schema: dict, path: str) -> None:
+        for key in schema:
+            if key in UNSUPPORTED:
+                self.unsupported(path, key)
+            elif key not in SUPPORTED and key not in ANNOTATIONS:
+                self.unknown(path, key)
+        check_keywords(schema, path)
+
+    def without_not(self, schema: dict, path: str) -> Any:
+        """The schema with its `not` written as what it leaves (False: nothing): decidable for a `not` of
+        false, of true / {} (nothing is left), and of types (the other types)."""
+        negated = self.deref(schema["not"], path)
+        rest = {k: v for k, v in schema.items() if k != "not"}
+        if negated is False:
+            return rest
+        if negated is True or not (set(negated) & VOCABULARY):
+            return False
+        if set(negated) & VOCABULARY == {"type"}:
+            t = negated["type"]
+            excluded = {t} if isinstance(t, str) else set(t)
+            if "integer" in excluded and "number" not in excluded:
+                self.unsupported(f"{path}/not", "not", " of integer (numbers that are not integers)")
+                return rest
+            left = [x for x in TYPES if x not in excluded and not (x == "integer" and "number" in excluded)]
+            if not left:
+                return False
+            return merge2(self, rest, {"type": left if len(left) > 1 else left[0]}, path)
+        self.unsupported(path, "not", " (only of true, false, {} or types)")
+        return rest
 
     def typed(self, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
@@ -292,8 +348,7 @@ class SchemaCompiler:
     def literals(self, values: list, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
         types = t if isinstance(t, list) else [t] if t else None
-        checked = {"type", "enum", "const"} | ANNOTATIONS
-        others = sorted(set(schema) - checked)
+        others = sorted(set(schema) & VOCABULARY - {"type", "enum", "const"})
         if others:
             self.unsupported(path, others[0], " together with enum/const")
         keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
@@ -316,14 +371,18 @@ class SchemaCompiler:
         branches = schema[key]
         if not branches:
             raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
-        rest = {k: v for k, v in schema.items() if k != key and k not in ANNOTATIONS}
+        rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
         if key == "oneOf":
             self.check_exclusive(branches, rest, path)
         alts = []
         for i, branch in enumerate(branches):
+            if matches_nothing(self, branch, path):
+                continue  # (in a oneOf too: it can never be the one branch that matches)
             sub = self.merge([rest, branch], f"{path}/{key}/{i}") if rest else branch
             label = f"{name}-{i}" if name else f"alternative-{i}"
             alts.append(self.named(self.visit(sub, label, f"{path}/{key}/{i}"), label))
+        if not alts:
+            raise ConstraintError(f"{path}/{key}: no branch allows a value")
         return " | ".join(dict.fromkeys(alts))
 
     # -- strings and numbers ----------------------------------------------------------------------------------
@@ -346,26 +405,33 @@ class SchemaCompiler:
         lo, hi = self.counts(schema, "minLength", "maxLength", path, self.max_string_length)
         lengths = lo > 0 or schema.get("maxLength") is not None
         self.use("space")
+        if fmt is not None and fmt not in FORMATS:  # an annotation only, as the spec says of unknown formats
+            self.unknown(path, f"format {fmt!r}", f" (formats known: {', '.join(FORMATS)})")
+            fmt = None
         if pattern is not None:
-            if lengths or fmt is not None:
-                self.unsupported(path, "minLength/maxLength/format", " together with pattern")
-            node = parse_pattern(pattern, f"{path}/pattern", self.budget)
+            if fmt is not None:
+                self.unsupported(path, "format", " together with pattern")
+            node = parse_pattern(pattern, f"{path}/pattern", self.budget, search=not self.anchored_patterns)
+            if lengths:
+                node = within_lengths(node, lo, hi) or self.no_lengths(node, path, "pattern")
             if self.max_string_length is not None:
                 node = _cap_repeats(node, self.max_string_length)
             return f'"\\"" ({pattern_gbnf(node)}) "\\"" space'
         if fmt is not None:
-            if fmt not in FORMATS:
-                self.unsupported(path, "format", f" for {fmt!r} (known: {', '.join(FORMATS)})")
-            else:
-                if lengths:
-                    self.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
-                self.use(fmt)
-                return f'"\\"" {fmt} "\\"" space'
+            short, long = format_lengths(fmt)
+            if short < lo or (schema.get("maxLength") is not None and (long is None or long > schema["maxLength"])):
+                self.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
+            self.use(fmt)
+            return f'"\\"" {fmt} "\\"" space'
         if lo == 0 and hi is None:
             return self.use("string")
         unit = self.use("length-char" if lo > 0 else "char")
         rep = f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
         return f'"\\"" {unit}{rep} "\\"" space'
+
+    def no_lengths(self, node: Node, path: str, what: str) -> Node:
+        self.unsupported(path, "minLength/maxLength", f" together with this {what} (its matches cannot all fit)")
+        return node
 
     def number(self, schema: dict, t: str, path: str) -> str:
         step = schema.get("multipleOf")
@@ -407,67 +473,7 @@ class SchemaCompiler:
     # -- objects and arrays -----------------------------------------------------------------------------------
 
     def object(self, schema: dict, name: str, path: str) -> str:
-        props = dict(schema.get("properties", {}))
-        required = list(dict.fromkeys(schema.get("required", [])))
-        is_required = set(required)
-        addl = schema.get("additionalProperties")
-        if schema.get("unevaluatedProperties") is False and addl is None:
-            addl = False
-        elif "unevaluatedProperties" in schema and schema["unevaluatedProperties"] is not False:
-            self.unsupported(path, "unevaluatedProperties", " (only false is)")
-        for r in required:
-            if r not in props:
-                if addl is False:
-                    raise ConstraintError(f"{path}: required property {r!r} is forbidden by additionalProperties")
-                props[r] = addl if isinstance(addl, dict) else True
-        extra_allowed = addl is True or isinstance(addl, dict)
-        lo, hi = int(schema.get("minProperties", 0)), schema.get("maxProperties")
-        if lo > len(required):
-            self.unsupported(path, "minProperties", f" beyond the {len(required)} required properties")
-        if hi is not None and (extra_allowed or hi < len(props)):
-            self.unsupported(path, "maxProperties", " below the number of properties that may appear")
-        self.use("space")
-        if not props and not isinstance(addl, dict) and addl is not False:
-            return self.use("object")  # any object
-        child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
-        items = []
-        for pname, pschema in props.items():
-            value = self.visit(pschema, child(pname), f"{path}/properties/{pname}")
-            kv = f'{json_literal(pname)} space ":" space {self.named(value, child(pname))}'
-            items.append((self.add_rule(child(f"{pname}-kv"), kv), pname in is_required))
-        extra = None
-        if extra_allowed:
-            value = self.visit(addl, child("additional-value"), f"{path}/additionalProperties")
-            key_rule = child("additional-k")
-            if props:
-                self.budget.charge(sum(map(len, props)), f"{path}/additionalProperties")
-                for rule, rhs in key_excluding(list(props), key_rule, self.max_string_length).items():
-                    self.budget.charge(len(rhs), f"{path}/additionalProperties")
-                    self.rules[rule] = rhs
-            else:
-                key_rule = self.use("string")
-            extra = self.add_rule(child("additional-kv"), f'{key_rule} ":" space {self.named(value, child("add"))}')
-        return f'"{{" space {self.members(items, extra, child)} "}}" space'
-
-    def members(self, items: list[tuple[str, bool]], extra: str | None, child) -> str:
-        """Object members in order (optional ones may be left out), comma-separated, then `extra` ones."""
-        rest: list[str] = [""] * (len(items) + 1)  # rest[i]: items[i:] after at least one member
-        cap = "*" if self.max_items is None else f"{{0,{self.max_items}}}"
-        tail = f'( "," space {extra} ){cap}' if extra else ""
-        rest[len(items)] = tail
-        for i in range(len(items) - 1, -1, -1):
-            kv, req = items[i]
-            piece = f'"," space {kv}' if req else f'( "," space {kv} )?'
-            body = f"{piece} {rest[i + 1]}".strip()
-            rest[i] = self.add_rule(child(f"{kv}-rest"), body) if i > 0 and not req else body
-        alts = []
-        for i, (kv, req) in enumerate(items):
-            alts.append(f"{kv} {rest[i + 1]}".strip())
-            if req:
-                return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
-        if extra:
-            alts.append(f"{extra} {tail}")
-        return "(" + " | ".join(alts) + ")?" if alts else ""
+        return object_rule(self, schema, name, path)
 
     def array(self, schema: dict, name: str, path: str) -> str:
         items, prefix = schema.get("items"), schema.get("prefixItems")
@@ -478,7 +484,9 @@ class SchemaCompiler:
             prefix, rest = items, schema.get("additionalItems")
         lo, hi = self.counts(schema, "minItems", "maxItems", path, self.max_items)
         if schema.get("uniqueItems") is True and (hi is None or hi > 1):
-            self.unsupported(path, "uniqueItems", " (only with maxItems <= 1)")
+            if lo > 1:  # (two items may be equal: no grammar tells them apart)
+                self.unsupported(path, "uniqueItems", f" with minItems {lo} (arrays of one item at most are)")
+            hi = 1  # an approximation that is always unique: at most one item
         self.use("space")
         child = f"{name}-item" if name else "item"
         if prefix is not None:
@@ -530,7 +538,7 @@ class SchemaCompiler:
                 if gen[i] & val[j] <= {"object"}:
                     if told_apart is None:
                         told_apart = discriminated(self, subs, path)
-                    if told_apart:
+                    if told_apart or excludes(self, subs[i], subs[j], path) or excludes(self, subs[j], subs[i], path):
                         continue
                 self.unsupported(f"{path}/oneOf", "oneOf", f": branches {i} and {j} may both match")
                 return
@@ -557,10 +565,11 @@ def _capped(hi: int | None, cap: int | None, lo: int) -> int | None:
 
 
 def schema_to_gbnf(
-    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **caps: int | None
+    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
 ) -> str:
     """GBNF text for `schema` (a dict or a JSON string); see the module docstring for what is supported.
-    `limits` (or a compilation's Budget) bounds the work; `caps`: max_string_length / max_items (SchemaCompiler)."""
+    `limits` (or a compilation's Budget) bounds the work; `options`: SchemaCompiler's (max_string_length,
+    max_items, closed_objects, refuse_unknown)."""
     budget = budget_of(limits)
     if isinstance(schema, (str, bytes)):
         budget.charge(len(schema), "the JSON Schema text")
@@ -570,11 +579,11 @@ def schema_to_gbnf(
             schema = json.loads(text)
         except ValueError as e:  # UnicodeDecodeError too
             raise ConstraintError(f"the JSON Schema is not valid JSON: {e}") from None
-    return SchemaCompiler(schema, strict, limits=budget, **caps).gbnf()
+    return SchemaCompiler(schema, strict, limits=budget, **options).gbnf()
 
 
 def schema_to_grammar(
-    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **caps: int | None
+    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
 ) -> Grammar:
     budget = budget_of(limits)
-    return parse(schema_to_gbnf(schema, strict, budget, **caps), limits=budget)
+    return parse(schema_to_gbnf(schema, strict, budget, **options), limits=budget)

@@ -9,7 +9,9 @@ its month's length; a time always has an offset, as RFC 3339 requires).
 
 from __future__ import annotations
 
-from .grammar import Alt, Chars, Lit, Node, Repeat, Seq, alt, node_to_gbnf, seq
+from functools import cache
+
+from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, node_to_gbnf, seq
 from .utf8 import normalize
 
 # format name -> GBNF rules (name -> rhs); the entry named like the format is the string's content
@@ -30,6 +32,10 @@ _HOST = {
     "hostname": 'fmt-label ("." fmt-label){0,4}',
     "fmt-label": "[a-z0-9] ([a-z0-9-]{0,20} [a-z0-9])?",
 }
+_URI = {  # http(s), a host name, an optional port, a path of a few segments
+    "uri": '("https" | "http") "://" hostname (":" [1-9] [0-9]{0,4})? ("/" [a-zA-Z0-9._~-]{1,20}){0,4}',
+    **_HOST,
+}
 FORMATS: dict[str, dict[str, str]] = {
     "date": _DATE,
     "time": _TIME,
@@ -48,9 +54,21 @@ FORMATS: dict[str, dict[str, str]] = {
         "ipv4": 'fmt-octet "." fmt-octet "." fmt-octet "." fmt-octet',
         "fmt-octet": '"25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]',
     },
-    "uri": {
-        "uri": '("https" | "http") "://" hostname ("/" [a-zA-Z0-9._~-]{1,20}){0,4}',
-        **_HOST,
+    "ipv6": {  # the full form: eight groups, none left out
+        "ipv6": 'fmt-h16 (":" fmt-h16){7}',
+        "fmt-h16": "[0-9a-fA-F]{1,4}",
+    },
+    "uri": _URI,
+    "uri-reference": {"uri-reference": "uri", **_URI},  # an absolute URI is a URI reference
+    "duration": {  # RFC 3339 appendix A: P, then years months days (each a prefix of the next), then T time
+        "duration": '"P" (fmt-dur-date ("T" fmt-dur-time)? | "T" fmt-dur-time | fmt-dur-n "W")',
+        "fmt-dur-date": (
+            'fmt-dur-n "Y" (fmt-dur-n "M" (fmt-dur-n "D")?)? | fmt-dur-n "M" (fmt-dur-n "D")? | fmt-dur-n "D"'
+        ),
+        "fmt-dur-time": (
+            'fmt-dur-n "H" (fmt-dur-n "M" (fmt-dur-n "S")?)? | fmt-dur-n "M" (fmt-dur-n "S")? | fmt-dur-n "S"'
+        ),
+        "fmt-dur-n": "[0-9]{1,6}",
     },
 }
 
@@ -134,9 +152,16 @@ def pattern_gbnf(node: Node) -> str:
 KEY_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'  # a key character written as itself (no escapes: see key_excluding)
 
 
-def key_excluding(names: list[str], rule: str, max_length: int | None = None) -> dict[str, str]:
+KEY_DEPTH = 2  # characters of the listed names the exclusion follows (see key_excluding)
+
+
+def key_excluding(names: list[str], rule: str, max_length: int | None = None, fresh=None) -> dict[str, str]:
     """Rules for a quoted object key that is none of `names`. Keys are written without escapes, so a key that
-    decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry."""
+    decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry;
+    `fresh()` names the other rules (default: `rule-1`, `rule-2`, ...). The trie of the names is followed
+    KEY_DEPTH characters deep: a key going on along a name beyond them is not generated (a subset of the keys,
+    and rules in proportion to the names' first characters, not their length: a Kubernetes schema's objects
+    spent three quarters of its GBNF on these tries)."""
     # a flat trie (children by index): a nested one as deep as the longest name is freed by recursion in C,
     # which overflows a browser worker's stack at ~2000 levels
     nodes: list[dict[str, int]] = [{}]
@@ -153,19 +178,20 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None) ->
     rules: dict[str, str] = {}
     more = "*" if max_length is None else f"{{0,{max_length}}}"
     # one rule per trie node, named in preorder; a body needs only its children's names, so no recursion
-    todo = [(0, rule)]
+    todo = [(0, rule, 0)]
     count = 0
     while todo:
-        at, node_rule = todo.pop()
+        at, node_rule, depth = todo.pop()
         node = nodes[at]
         options = []
         # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
         children = sorted(k for k in node if ord(k) >= 0x20 and k not in '"\\\x7f')
+        followed = children if depth < KEY_DEPTH else []
         named = []
-        for ch in children:
+        for ch in followed:
             count += 1
-            child_rule = f"{rule}-{count}"
-            named.append((node[ch], child_rule))
+            child_rule = fresh() if fresh is not None else f"{rule}-{count}"
+            named.append((node[ch], child_rule, depth + 1))
             options.append(f"{node_to_gbnf(Lit(ch))} {child_rule}")
         todo.extend(reversed(named))
         others = "".join(_class_char(ch) for ch in children)
@@ -179,3 +205,72 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None) ->
 
 def _class_char(ch: str) -> str:
     return f"\\x{ord(ch):02X}" if ch in "]^-[" else ch
+
+
+def length_range(node: Node, rules: dict[str, Node] | None = None) -> tuple[int, int | None]:
+    """Fewest and most characters a (non-recursive) node matches; None: no most."""
+    if isinstance(node, Lit):
+        return len(node.text), len(node.text)
+    if isinstance(node, Chars):
+        return 1, 1
+    if isinstance(node, Ref):
+        return length_range(rules[node.name], rules)
+    if isinstance(node, Seq):
+        lo, hi = 0, 0
+        for item in node.items:
+            a, b = length_range(item, rules)
+            lo, hi = lo + a, None if hi is None or b is None else hi + b
+        return lo, hi
+    if isinstance(node, Alt):
+        ranges = [length_range(o, rules) for o in node.options]
+        highs = [b for _, b in ranges]
+        return min(a for a, _ in ranges), None if None in highs else max(highs)
+    if isinstance(node, Repeat):
+        a, b = length_range(node.item, rules)
+        if node.max == 0 or b == 0:
+            return a * node.min, 0 if b == 0 else a * node.min
+        return a * node.min, None if node.max is None or b is None else b * node.max
+    raise TypeError(f"unexpected node {node!r}")
+
+
+def _capped(node: Node, cap: int) -> Node:
+    """The node with every repetition's upper count at most `cap` (never below its lower count)."""
+    if isinstance(node, Repeat):
+        hi = cap if node.max is None else min(node.max, cap)
+        return Repeat(_capped(node.item, cap), node.min, max(node.min, hi))
+    if isinstance(node, Seq):
+        return Seq(tuple(_capped(i, cap) for i in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_capped(o, cap) for o in node.options))
+    return node
+
+
+def within_lengths(node: Node, lo: int, hi: int | None) -> Node | None:
+    """The pattern `node` with lengths lo..hi: itself when all its matches are that long; else with its
+    repetitions capped so that every match is at most `hi` long (a subset of the strings the schema allows);
+    None when that cannot be done (a match may be shorter than `lo`, or even the fewest repetitions are too
+    long)."""
+    short, long = length_range(node)
+    if short < lo:
+        return None
+    if hi is None or (long is not None and long <= hi):
+        return node
+    low, high = 0, hi  # the largest cap whose longest match fits: length grows with the cap
+    if length_range(_capped(node, 0))[1] > hi:
+        return None
+    while low < high:
+        mid = (low + high + 1) // 2
+        if length_range(_capped(node, mid))[1] <= hi:
+            low = mid
+        else:
+            high = mid - 1
+    return _capped(node, low)
+
+
+@cache
+def format_lengths(fmt: str) -> tuple[int, int | None]:
+    """Fewest and most characters of the strings FORMATS[fmt] writes."""
+    from .gbnf import parse
+
+    g = parse("".join(f"{n} ::= {r}\n" for n, r in {"root": fmt, **FORMATS[fmt]}.items()))
+    return length_range(g.rules["root"], g.rules)

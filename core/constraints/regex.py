@@ -6,8 +6,9 @@ alternation, quantifiers `* + ? {n} {n,} {n,m}` (lazy forms too: same language),
 the start / end of a top-level alternative. Lookarounds, backreferences and word boundaries have no grammar
 equivalent and are refused.
 
-A pattern is generated as a whole-string match. Unanchored, a JSON Schema pattern only asks that the string
-*contain* a match; a string that *is* a match contains one, so generation stays valid (a subset, by design).
+`parse_pattern(..., search=True)` is JSON Schema's meaning: the string *contains* a match, so an unanchored
+start or end matches any text there (`"a"` is `.*a.*`; `"^a"` is `a.*`); without it a pattern is a
+whole-string match (a subset of the strings containing one).
 Limits (limits.py): groups nest at most `max_nesting` deep; a count that must be reached is at most
 `max_repeat`, and an upper count beyond it is lowered to it (again a subset of the matches).
 """
@@ -32,8 +33,9 @@ _CHAR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0
 
 
 class _Regex:
-    def __init__(self, pattern: str, where: str, budget: Budget) -> None:
+    def __init__(self, pattern: str, where: str, budget: Budget, search: bool = False) -> None:
         self.p = pattern
+        self.search = search  # an unanchored side matches anything there (ECMA's search semantics)
         self.i = 0
         self.where = where
         self.budget = budget
@@ -67,14 +69,19 @@ class _Regex:
 
     def branch(self, top: bool) -> Node:
         items: list[Node] = []
+        start = end = not (top and self.search)  # anchored (or whole-match mode)
         if top and self.peek() == "^":
             self.i += 1
+            start = True
         while self.peek() and self.peek() not in "|)":
             if top and self.peek() == "$" and self.peek(1) in ("", "|"):
                 self.i += 1
+                end = True
                 break
             atom = self.atom()
             items.append(self.quantified(atom))
+        anything = Repeat(Chars(((0, MAX_CODE_POINT),)), 0, None)
+        items = [*([] if start else [anything]), *items, *([] if end else [anything])]
         return seq(*items) if items else Lit("")
 
     def quantified(self, atom: Node) -> Node:
@@ -241,12 +248,13 @@ class _Regex:
         return Chars(tuple(normalize(tuple(ranges), False)), negated)
 
 
-def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = None) -> Node:
-    """Grammar nodes (over code points) for strings that fully match `pattern`; `limits` is the compilation's
-    Budget (limits.py)."""
+def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = None, search: bool = False) -> Node:
+    """Grammar nodes (over code points) for strings that fully match `pattern` (search=True: that contain a
+    match, as JSON Schema means it: an unanchored start or end matches any text there); `limits` is the
+    compilation's Budget (limits.py)."""
     budget = budget_of(limits)
     budget.charge(len(pattern), where)
-    node = _Regex(pattern, where, budget).top()
+    node = _Regex(pattern, where, budget, search).top()
     size, depth = tree_shape(node, budget.limits.max_nesting)
     budget.charge(size, where)
     budget.check("max_nesting", depth, where, "pattern nesting (groups and stacked quantifiers)")

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from ..constraints import Budget, ConstraintLimits, schema_to_gbnf
+from ..constraints import LLAMACPP, Budget, ConstraintLimits, schema_to_gbnf
 from .syntax import ToolSyntax
 
 ROOT = "tc-root"
@@ -102,7 +102,8 @@ def tool_gbnf(syntax: ToolSyntax, tools: list[dict[str, Any]], *, required: bool
     """GBNF (root `tc-root`) of a reply made of tool calls in `syntax` (or, for the generic format without a
     required call, of a `response`)."""
     budget = limits if isinstance(limits, Budget) else Budget(limits)
-    json_rules = schema_to_gbnf(payload_schema(syntax, tools, required, parallel), True, budget)
+    # llama.cpp's choices (closed objects, whole-match patterns): a model free to add properties rambles on
+    json_rules = schema_to_gbnf(payload_schema(syntax, tools, required, parallel), True, budget, **LLAMACPP)
     json_rules = re.sub(r"^root ::=", "tc-call ::=", json_rules, count=1, flags=re.MULTILINE)
     if syntax.opener is None or syntax.array:
         prefix = _gbnf_text(syntax.opener) + ' " "? ' if syntax.opener else ""  # `[TOOL_CALLS] [` is seen too

@@ -14,7 +14,10 @@ from llamay.native.commands import MODEL_HELP
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="describe a GGUF file and audit its tensors")
-    p.add_argument("-m", "--model", required=True, help=MODEL_HELP)
+    p.add_argument("-m", "--model", help=MODEL_HELP)
+    p.add_argument(
+        "--architectures", action="store_true", help="list the supported architectures, their aliases, the refused"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     p.add_argument("--all-metadata", action="store_true", help="do not summarise long arrays and strings")
     p.set_defaults(func=run)
@@ -23,6 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from llamay.native.store import resolve_model
 
+    if args.architectures:
+        return _architectures(args.json)
+    if not args.model:
+        sys.stderr.write("llamay info: give -m MODEL (or --architectures for the list of architectures)\n")
+        return 2
     with open_gguf(resolve_model(args.model)) as f:
         d = describe(f)
         if args.all_metadata:
@@ -34,6 +42,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         out.write(format_text(d))
     return 0 if d["audit"]["status"] in ("clean", "vocab-only") else 2
+
+
+def _architectures(as_json: bool) -> int:
+    from llamay.arch import ALIASES, ARCHITECTURES
+    from llamay.arch.refused import REFUSED
+
+    if as_json:
+        d = {
+            "supported": {n: a.summary for n, a in sorted(ARCHITECTURES.items())},
+            "aliases": dict(sorted(ALIASES.items())),
+            "refused": dict(sorted(REFUSED.items())),
+        }
+        json.dump(d, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    w = max(map(len, (*ARCHITECTURES, *REFUSED)))
+    lines = ["supported architectures (general.architecture):"]
+    for n, a in sorted(ARCHITECTURES.items()):
+        also = [x for x, t in sorted(ALIASES.items()) if t == n]
+        lines.append(f"  {n:<{w}}  {a.summary}" + (f" (also read as: {', '.join(also)})" if also else ""))
+    lines.append("refused at load:")
+    lines += [f"  {n:<{w}}  {why}" for n, why in sorted(REFUSED.items())]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
 
 
 def _human(n: int) -> str:
@@ -59,6 +91,10 @@ def format_text(d: dict[str, Any]) -> str:
     a = d["architecture"]
     state = a.get("summary") if a["supported"] else "NOT SUPPORTED"
     lines.append(f"architecture  {a['name']} ({state})")
+    if a.get("identifies_as"):
+        lines.append(
+            f"identifies as {a['identifies_as']} ({a['identified_by']}; the architecture field names the block)"
+        )
     if "error" in a:
         lines.append(f"              {a['error']}")
     for k, v in a.get("hyperparameters", {}).items():

@@ -73,3 +73,35 @@ def _alt_length(prog: Program, start: int, shortest: list[float]) -> float:
         total += 1 if prog.kind[p] == BYTES else shortest[prog.arg[p]]
         p += 1
     return total
+
+
+def schema_validator(schema):
+    """A `jsonschema` validator of the schema's own draft (2020-12 when it names none), checking formats."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def assert_sound(schema, valid=(), invalid=(), n: int = 40, budget: int = 80, **kw) -> None:
+    """The schema's grammar accepts the `valid` documents (compact JSON), none of the `invalid` ones, and its
+    random sentences all validate with `jsonschema` (the reference); the documents are checked there too."""
+    import pytest
+
+    from llamay.constraints import schema_to_gbnf
+
+    pytest.importorskip("jsonschema")
+    check = schema_validator(schema)
+    prog = compile_grammar(parse(schema_to_gbnf(schema, **kw)))
+    a = Automaton(prog)
+    for doc in valid:
+        assert check.is_valid(doc), doc
+    for doc in invalid:
+        assert not check.is_valid(doc), doc
+    text = lambda d: json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode()  # noqa: E731
+    assert [d for d in valid if not a.accepts_bytes(text(d))] == []
+    assert [d for d in invalid if a.accepts_bytes(text(d))] == []
+    bad = [
+        s for s in sentences(prog, random.Random(json.dumps(schema)), n, budget) if not check.is_valid(json.loads(s))
+    ]
+    assert bad == []

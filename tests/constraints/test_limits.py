@@ -182,7 +182,7 @@ def test_deep_inputs_compile_without_recursion():
     long_key = "k" * 3000
     schema = {"type": "object", "properties": {long_key: {"type": "integer"}}, "additionalProperties": True}
     _, aut = compile_all("schema", schema)
-    assert aut.accepts_bytes(json.dumps({long_key: 1, "k" * 2999: 2}, separators=(",", ":")).encode())
+    assert aut.accepts_bytes(json.dumps({long_key: 1, "k" + "x" * 2998: 2}, separators=(",", ":")).encode())
     assert not aut.accepts_bytes(json.dumps({long_key: 1, long_key + "": "x"}, separators=(",", ":")).encode())
     _, aut = compile_all("schema", ref_chain(40))
     assert aut.accepts_bytes(b"{}")

@@ -1,5 +1,6 @@
-"""JSON Schema `pattern`s: whole-string matches, written as JSON string contents (escapes included); every
-generated string is checked against Python's `re` (which agrees with ECMA-262 on these patterns)."""
+"""JSON Schema `pattern`s: strings containing a match (an unanchored side allows any text), written as JSON
+string contents (escapes included); every generated string is checked against Python's `re.search` (which
+agrees with ECMA-262 on these patterns), and, anchored (llama.cpp's choice), against `re.fullmatch`."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ PATTERNS = [
     ("^a{2,}?b{0,2}$", ["aa", "aaab", "aabb"], ["a", "aabbb"]),
     ("^[-+]?[0-9]*\\.?[0-9]+$", ["-1.5", "3", ".5", "+10"], ["1.", "--1"]),
     ("^\\[\\]\\{\\}\\(\\)\\|\\+\\*\\?\\.\\^\\$$", ["[]{}()|+*?.^$"], ["[]"]),
-    ("cat", ["cat"], ["concatenate", "dog"]),  # unanchored: generated as the match itself
-    ("^x{3}|y$", ["xxx", "y"], ["xxxy"]),
+    ("cat", ["cat", "concatenate", 'a "cat"'], ["dog", "ca t"]),  # unanchored: any text around a match
+    ("^x{3}|y$", ["xxx", "y", "xxxy", "ay"], ["xx", "ya"]),
 ]
 
 
@@ -58,6 +59,10 @@ def test_generated_strings_are_json_and_match(pattern, yes, no):
     for s in sentences(prog, random.Random(pattern), 60, budget=30):
         text = json.loads(s)
         assert py is None or re.search(py, text), (pattern, s)
+    whole = compile_grammar(parse_gbnf(schema_to_gbnf(string_schema(pattern), anchored_patterns=True)))
+    for s in sentences(whole, random.Random(pattern), 60, budget=30):
+        text = json.loads(s)
+        assert py is None or re.fullmatch(py, text) or re.fullmatch(py.lstrip("^").rstrip("$"), text), (pattern, s)
 
 
 @pytest.mark.parametrize(

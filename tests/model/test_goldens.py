@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from llamay.generate import decode_step, prefill
+from llamay.ggml_types import GGMLType
 from llamay.model import load_model
 from llamay.sampling import log_softmax
 from tests import paths
-from tests.models.tiny import write_tiny
+from tests.models.tiny import ARCHES, SPECS, TINY_QUANTISED, write_tiny
 
 GOLDENS = Path(__file__).resolve().parent.parent / "goldens"
 NEAR_TIE_FLOAT = 0.02  # a top-two logprob gap below this may flip on any rounding difference
@@ -97,7 +98,10 @@ def test_registry_models_match_llamacpp(backend_name, golden_name, model_name):
             compare_case(m, case, tol, NEAR_TIE_QUANT)
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3"])
+TINY_DECODERS = [a for a in ARCHES if not SPECS[a].encoder]
+
+
+@pytest.mark.parametrize("arch", TINY_DECODERS)
 def test_tiny_decoders_match_llamacpp(backend_name, arch, tmp_path):
     g = golden(f"tiny-{arch}")
     path = tmp_path / f"tiny-{arch}.gguf"
@@ -113,17 +117,60 @@ def test_tiny_decoders_match_llamacpp(backend_name, arch, tmp_path):
             compare_case(m, case, TINY_TOL, NEAR_TIE_FLOAT)
 
 
-def test_tiny_bert_matches_llamacpp(backend_name, tmp_path):
-    g = golden("tiny-bert")
-    path = tmp_path / "tiny-bert.gguf"
-    write_tiny("bert", path, seed=g["model"]["seed"])
+@pytest.mark.parametrize("arch", TINY_QUANTISED)
+def test_tiny_quantised_decoders_match_llamacpp(backend_name, arch, tmp_path):
+    pytest.importorskip("llamay.quants")
+    g = golden(f"tiny-{arch}-q8_0")
+    path = tmp_path / f"tiny-{arch}-q8_0.gguf"
+    write_tiny(arch, path, seed=g["model"]["seed"], ggml_type=GGMLType.Q8_0)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == g["model"]["sha256"]
+    with load_model(path, backend_name) as m:
+        for case in g["cases"]:
+            st = m.new_state(n_ctx=len(case["prompt_ids"]) + 1)
+            prefill(m, st, case["prompt_ids"])
+            lp = _logprobs(m, st)
+            worst = max(abs(a - b) for a, b in zip(lp, case["last_logprobs"], strict=True))
+            assert worst <= TOL_QUANT, f"{arch} Q8_0: full log-softmax differs by {worst:.4f}"
+            compare_case(m, case, TOL_QUANT, NEAR_TIE_QUANT)
+
+
+POOLING_IDS = {"mean": 1, "cls": 2, "last": 3}  # `{arch}.pooling_type` values
+
+
+def _with_pooling(path: Path, arch: str, pooling: str, out: Path) -> Path:
+    """The file at `path` with its pooling_type set to `pooling` (the golden's other cases)."""
+    from llamay.gguf import GGUFFile, GGUFValueType, GGUFWriter
+
+    key = f"{arch}.pooling_type"
+    with GGUFFile.open(path) as f:
+        w = GGUFWriter()
+        for fld in f.fields.values():
+            w.add(fld.key, POOLING_IDS[pooling] if fld.key == key else fld.value, fld.type)
+        if key not in f.fields:
+            w.add(key, POOLING_IDS[pooling], GGUFValueType.UINT32)
+        for t in sorted(f.tensors.values(), key=lambda t: t.index):
+            w.add_tensor(t.name, t.type, t.shape, bytes(f.tensor_data(t)))
+        w.write(out)
+    return out
+
+
+@pytest.mark.parametrize("arch", [a for a in ARCHES if SPECS[a].encoder])
+def test_tiny_encoders_match_llamacpp(backend_name, arch, tmp_path):
+    """Pooled embeddings with each pooling type (mean, the file's own; cls; last) against llama.cpp's."""
+    g = golden(f"tiny-{arch}")
+    path = tmp_path / f"tiny-{arch}.gguf"
+    write_tiny(arch, path, seed=g["model"]["seed"])
     assert hashlib.sha256(path.read_bytes()).hexdigest() == g["model"]["sha256"]
     from llamay.engine import Engine
 
-    case = g["cases"][0]
-    with load_model(path, backend_name) as m:
-        assert [m.tokenizer.encode(s) for s in case["sentences"]] == case["token_ids"]
-        got = Engine(m).embed(case["sentences"])
-    for a, b in zip(got, case["embeddings"], strict=True):
-        cos = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
-        assert cos >= 0.9999
+    assert {c["pooling"] for c in g["cases"]} == set(POOLING_IDS)
+    for case in g["cases"]:
+        file = path if case["pooling"] == "mean" else _with_pooling(path, arch, case["pooling"], tmp_path / "p.gguf")
+        with load_model(file, backend_name) as m:
+            assert m.cfg.pooling.value == case["pooling"]
+            assert [m.tokenizer.encode(s) for s in case["sentences"]] == case["token_ids"]
+            got = Engine(m).embed(case["sentences"])
+        for a, b in zip(got, case["embeddings"], strict=True):
+            dot = sum(x * y for x, y in zip(a, b, strict=True))
+            cos = dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+            assert cos >= 0.9999, f"{arch} {case['pooling']}: cosine {cos:.6f}"

@@ -36,7 +36,7 @@ def test_binds_with_nothing_unread(arch, tmp_path):
             spec.n_embd,
             spec.head_dim,
         )
-        assert cfg.n_vocab == (30522 if arch == "bert" else 512)
+        assert cfg.n_vocab == (30522 if spec.encoder else 512)
         assert (weights.output is not None) == spec.untied_output
 
 
@@ -98,10 +98,10 @@ def test_llama_cpp_runs_it(arch, tmp_path):
     p.cpuparams_batch.n_threads = 1
     p.warmup = False
     p.verbosity = -1
-    p.embedding = arch == "bert"
+    p.embedding = SPECS[arch].encoder
     server = xlc.Server(p)
     try:
-        if arch == "bert":
+        if SPECS[arch].encoder:
             (e,) = [d["embedding"] for d in server.handle_embeddings({"input": ["a man is eating food."]})["data"]]
             assert len(e) == SPECS[arch].n_embd
             assert math.isclose(math.fsum(x * x for x in e), 1.0, rel_tol=1e-5)

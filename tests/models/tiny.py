@@ -31,7 +31,16 @@ from llamay.gguf import GGUFFile, GGUFValueType, GGUFWriter
 from tests import paths
 
 V = GGUFValueType
-ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "bert")
+ARCHES = (
+    "llama", "qwen2", "qwen3", "gemma3", "bert", "nomic-bert",
+    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+)  # fmt: skip
+# decoders with a quantised (Q8_0) golden beside the F32 one: the architectures added with the shared pieces
+TINY_QUANTISED = (
+    "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+)  # fmt: skip
 # BERT's position and token-type embeddings stay F32, and so do MoE routers (llama.cpp's quantizer leaves
 # ffn_gate_inp alone: a rounded router flips near-tied expert choices)
 UNQUANTIZED = frozenset({"token_types", "pos_embd", "moe.router", "moe.shared_gate"})
@@ -42,6 +51,16 @@ HEAD_GAIN = 2.5  # an untied LM head: logits get a standard deviation of about t
 PROJ_GAIN = 1.5  # every other matrix
 NORM_SPREAD = 0.1  # norm weights 1 ± this (standard deviation)
 BIAS_SPREAD = 0.1
+
+
+RMS_EPS = ("attention.layer_norm_rms_epsilon", 1e-5, V.FLOAT32)
+LN_EPS = ("attention.layer_norm_epsilon", 1e-5, V.FLOAT32)
+PHI3_TOKENS = ("<|end|>", "<|endoftext|>", "<|user|>", "<|assistant|>")  # llama.cpp's phi3 vocab needs them
+
+
+def rope_dims(n: int) -> tuple[str, int, GGUFValueType]:
+    """Partial rotary: the leading n dimensions of each head rotate."""
+    return ("rope.dimension_count", n, V.UINT32)
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,7 @@ class TinySpec:
     encoder: bool = False  # BERT: no head_count_kv key, no LM head
     embd_gain: float = EMBD_GAIN
     hparams: tuple[tuple[str, Any, GGUFValueType], ...] = ()  # `{arch}.` keys of this architecture alone
+    last_tokens: tuple[str, ...] = ()  # texts for the vocabulary's last ids (tokens llama.cpp looks up by name)
     name: str = ""  # the model's name in SPECS when it is not its architecture's (mixtral: a llama file)
     optional_slots: tuple[str, ...] = ()  # other optional tensors it writes (a reranker's classifier head)
 
@@ -111,6 +131,65 @@ SPECS: dict[str, TinySpec] = {
                 ("rope.freq_base", 1000000.0, V.FLOAT32),
                 ("attention.layer_norm_rms_epsilon", 1e-6, V.FLOAT32),
                 ("attention.sliding_window", 8, V.UINT32),
+            ),
+        ),
+        TinySpec("gemma", n_layer=2, head_dim=32, embd_gain=1.0, hparams=(RMS_EPS,)),
+        TinySpec("phi3", n_layer=2, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec(
+            "phi3",
+            n_layer=2,
+            untied_output=True,
+            hparams=(RMS_EPS, ("attention.sliding_window", 8, V.UINT32)),
+            last_tokens=PHI3_TOKENS,
+        ),
+        TinySpec("phi2", n_layer=2, n_head_kv=4, untied_output=True, hparams=(LN_EPS, rope_dims(8))),
+        TinySpec(
+            "gptneox",
+            n_layer=2,
+            n_head_kv=4,
+            untied_output=True,
+            hparams=(LN_EPS, rope_dims(4), ("use_parallel_residual", True, V.BOOL)),
+        ),
+        TinySpec("stablelm", n_layer=2, n_head_kv=4, untied_output=True, hparams=(LN_EPS, rope_dims(4))),
+        TinySpec("falcon", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec("starcoder2", n_layer=2, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec("olmo", n_layer=2, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec("olmo2", n_layer=2, n_head_kv=4, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec(
+            "granite",
+            n_layer=2,
+            embd_gain=0.5,
+            hparams=(
+                RMS_EPS,
+                ("embedding_scale", 4.0, V.FLOAT32),
+                ("residual_scale", 0.5, V.FLOAT32),
+                ("attention.scale", 0.125, V.FLOAT32),
+                ("logit_scale", 2.0, V.FLOAT32),
+            ),
+        ),
+        TinySpec("command-r", n_layer=2, hparams=(LN_EPS, ("logit_scale", 0.5, V.FLOAT32))),
+        TinySpec("internlm2", n_layer=2, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec("exaone", n_layer=2, untied_output=True, hparams=(RMS_EPS,)),
+        TinySpec("smollm3", n_layer=4, hparams=(RMS_EPS,)),  # layer 3 has no rotary
+        TinySpec("mistral3", n_layer=2, untied_output=True, hparams=(RMS_EPS, ("rope.freq_base", 1e6, V.FLOAT32))),
+        TinySpec("gpt2", n_layer=2, n_head_kv=4, hparams=(LN_EPS,)),
+        TinySpec("starcoder", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec(
+            "nomic-bert",
+            n_layer=2,
+            n_embd=32,
+            n_head=4,
+            n_head_kv=4,
+            head_dim=8,
+            n_ff=64,
+            n_ctx=64,
+            vocab_from="wordpiece",
+            encoder=True,
+            hparams=(
+                ("attention.layer_norm_epsilon", 1e-12, V.FLOAT32),
+                ("attention.causal", False, V.BOOL),
+                ("pooling_type", 1, V.UINT32),  # mean
+                ("rope.freq_base", 1000.0, V.FLOAT32),
             ),
         ),
         TinySpec(
@@ -262,7 +341,11 @@ def _metadata(w: GGUFWriter, spec: TinySpec, vocab: GGUFFile, ggml_type: GGMLTyp
     for key, value, vtype in spec.hparams:
         w.add(f"{a}.{key}", value, vtype)
     for fld in vocab.fields.values():
-        if fld.key.startswith("tokenizer."):
+        if fld.key == "tokenizer.ggml.tokens" and spec.last_tokens:
+            texts = list(fld.value)
+            texts[len(texts) - len(spec.last_tokens) :] = spec.last_tokens
+            w.add(fld.key, texts, fld.type)
+        elif fld.key.startswith("tokenizer."):
             w.add(fld.key, fld.value, fld.type)
 
 
@@ -283,7 +366,7 @@ def build_tiny(arch: str, seed: int = 0, ggml_type: GGMLType = GGMLType.F32) -> 
     cfg = dataclasses.replace(cfg, tied_output=cfg.tied_output and not spec.untied_output)
     x = _Weights(w, seed, ggml_type)
     for d, _bid, name in instances(architecture.tensors, cfg):
-        if not d.required and d.slot not in spec.optional:
+        if d.fill is not None or (not d.required and d.slot not in spec.optional):  # constants are not stored
             continue
         shape = d.dims(cfg)
         if name.endswith(".bias"):

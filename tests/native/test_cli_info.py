@@ -89,3 +89,31 @@ def test_info_shows_the_table_and_why_the_audit_refuses(tmp_path, capsys):
     assert (
         "audit         refused: " + str(p) + ": key 'llama.block_count' = 4, but the file has tensors of layer 4"
     ) in out
+
+
+def test_info_lists_the_architectures_from_the_registry(capsys):
+    from llamay.arch import ALIASES, ARCHITECTURES
+    from llamay.arch.refused import REFUSED
+
+    assert main(["info", "--architectures"]) == 0
+    out = capsys.readouterr().out
+    for name, arch in ARCHITECTURES.items():
+        assert f"  {name} " in out and arch.summary in out, name
+    for alias in ALIASES:
+        assert alias in out
+    for name, why in REFUSED.items():
+        assert f"  {name} " in out and why in out
+    assert main(["info", "--architectures", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert set(d["supported"]) == set(ARCHITECTURES) and d["aliases"] == ALIASES and d["refused"] == REFUSED
+
+
+def test_info_says_what_a_vehicle_model_identifies_as(capsys):
+    path = paths.registry_model(paths.SMOLLM2)  # general.architecture "llama", basename "smollm2"
+    assert main(["info", "-m", str(path)]) == 0
+    assert "identifies as smollm2 (general.basename;" in capsys.readouterr().out
+
+
+def test_info_without_a_model_says_what_to_give(capsys):
+    assert main(["info"]) == 2
+    assert "give -m MODEL (or --architectures" in capsys.readouterr().err

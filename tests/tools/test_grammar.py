@@ -203,7 +203,7 @@ def test_requests_that_cannot_be_honoured_name_their_field(tools, choice, field)
 
 
 def test_a_schema_the_engine_cannot_enforce_is_refused_naming_the_tools(tok):
-    odd = {"type": "object", "properties": {"s": {"type": "string", "contentEncoding": "base64", "not": {}}}}
+    odd = {"type": "object", "properties": {"s": {"type": "string", "contentEncoding": "base64", "if": {}}}}
     tools = [{"type": "function", "function": {"name": "enc", "parameters": odd}}]
     with pytest.raises(ToolRequestError) as e:
         plan_tools(None, tools, "required", True).constraint(tok)

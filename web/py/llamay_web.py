@@ -113,6 +113,12 @@ def request_sampling(fields: dict, n_vocab: int | None = None) -> tuple:
     return req.config(), list(req.stop)
 
 
+# the fields of a generate request the worker reads besides the sampling ones (the page strips messages, prompt,
+# stream, signal, stream_options, model and checks n itself)
+GENERATE_FIELDS = frozenset({"max_tokens", "max_completion_tokens", "response_format", "json_schema", "grammar",
+                             "tools", "tool_choice", "parallel_tool_calls"})  # fmt: skip
+
+
 class Session:
     """A model read in place from `buf` (the no-mmap path), bound to `backend`, and an engine over it; a split
     model's other shards come in `shards`, in order, named by `shard_names`."""
@@ -128,6 +134,7 @@ class Session:
             f.close()
             raise
         self.engine = Engine(self.model)
+        self._plan = None  # the last chat's tool plan (llamay.tools.ToolPlan), read by tool_reply
 
     def warm_up(self) -> None:
         """Import what the first request needs and compile the chat template (jinja2: about a second under
@@ -179,21 +186,63 @@ class Session:
 
     def generate(self, kind: str, payload, params: dict | None = None) -> Iterator[str]:
         """Text pieces for an OpenAI-style request: kind "chat" (payload: the messages) or "complete" (payload:
-        the prompt). `params` carries the request's fields: max_tokens, temperature, top_p, top_k, min_p, seed,
-        stop, the penalties, logit_bias, response_format / json_schema / grammar, tools."""
+        the prompt). `params` carries the request's fields (GENERATE_FIELDS, the sampling fields of
+        `llamay.sampling.request`); any other is refused by name. With `tools` (chat), the reply is in the model's
+        tool-call syntax, held to it as the server holds it (llamay.tools); `tool_reply` reads it."""
         from llamay.constraints import constraint_from_request
+        from llamay.sampling.request import RequestFieldError, accepted
+        from llamay.tools import plan_tools
 
         params = dict(params or {})
+        known = set(accepted("openai")) | GENERATE_FIELDS
+        unknown = sorted(k for k in params if k not in known)
+        if unknown:
+            names = ", ".join(sorted(known))
+            raise RequestFieldError(unknown[0], f"is not a field the browser engine reads ({names})")
         max_tokens = params.get("max_completion_tokens") or params.get("max_tokens") or DEFAULT_MAX_TOKENS
         sampling, stop = request_sampling(params, self.model.cfg.n_vocab)
         constraint = constraint_from_request(params, self.model.tokenizer)
+        self._plan = None
         if kind == "chat":
             messages = [dict(m) for m in payload]
-            tools = params.get("tools") or None
-            return self.engine.chat(messages, int(max_tokens), sampling, stop, tools=tools, constraint=constraint)
+            tpl = self.model.tokenizer.chat_template_source
+            plan = plan_tools(tpl, params.get("tools") or None, params.get("tool_choice"),
+                              params.get("parallel_tool_calls"))  # fmt: skip
+            template_tools = None
+            if plan is not None:
+                if constraint is not None:
+                    why = "cannot constrain a reply that may call tools: their grammar does (or tool_choice: none)"
+                    given = next(n for n in ("response_format", "json_schema", "grammar") if params.get(n))
+                    raise RequestFieldError(given, why)
+                messages, template_tools = plan.messages(messages), plan.template_tools
+                constraint = plan.constraint(self.model.tokenizer)
+                self._plan = plan
+            return self.engine.chat(messages, int(max_tokens), sampling, stop, tools=template_tools,
+                                    constraint=constraint)  # fmt: skip
+        for name in ("tools", "tool_choice", "parallel_tool_calls"):
+            if params.get(name) is not None:
+                raise RequestFieldError(name, "is a chat field: a text completion calls no tools")
         if kind == "complete":
             return self.engine.complete(str(payload), int(max_tokens), sampling, stop, constraint=constraint)
         raise ValueError(f"unknown generation kind {kind!r} (chat, complete)")
+
+    def tool_reply(self, text: str, finish_reason: str) -> dict | None:
+        """The last chat's reply read as OpenAI's message ({content, tool_calls}) and its finish_reason, when it
+        had tools (None otherwise); a call cut short by max_tokens is left out (its arguments are no JSON)."""
+        import uuid
+
+        from llamay.tools import parse_reply
+
+        if self._plan is None:
+            return None
+        content, calls = parse_reply(self._plan.syntax, text)
+        done = [c for c in calls if c["complete"]]
+        tool_calls = [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                       "function": {"name": c["name"], "arguments": c["arguments"]}} for c in done]  # fmt: skip
+        if tool_calls and finish_reason == "stop":
+            finish_reason = "tool_calls"
+        return {"content": content or ("" if not tool_calls else None), "tool_calls": tool_calls,
+                "finish_reason": finish_reason}  # fmt: skip
 
     def generated(self) -> int:
         """Tokens generated so far by the running request."""

@@ -37,6 +37,7 @@ const PYTHON_KINDS = {
   ConstraintError: "bad-request",
   RequestFieldError: "bad-request", // a request field the sampler cannot honour (llamay.sampling.request)
   SamplerConfigError: "bad-request",
+  ToolRequestError: "bad-request", // tools and tool_choice that cannot be honoured (llamay.tools)
   KeyboardInterrupt: "aborted",
   LlamayError: "bad-request",
 };

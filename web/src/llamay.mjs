@@ -270,6 +270,8 @@ export class LlamayEngine {
       ...extra,
     });
     let first = true;
+    const withTools = kind === "chat" && Array.isArray(request.tools) && request.tools.length > 0;
+    let held = "";
     try {
       while (!finished || queue.length) {
         if (!queue.length) {
@@ -279,6 +281,10 @@ export class LlamayEngine {
         }
         const msg = queue.shift();
         const extra = { llamay: { completion_tokens: msg.tokens } };
+        if (withTools) {
+          held += msg.text; // a reply that may call tools is read whole, at its end
+          continue;
+        }
         if (kind === "chat") {
           const delta = first ? { role: "assistant", content: msg.text } : { content: msg.text };
           yield chunk([choice({ delta, finish_reason: null })], extra);
@@ -291,6 +297,13 @@ export class LlamayEngine {
       if (error) throw error;
       const usage = usageOf(result.stats);
       const timings = timingsOf(result.stats, ttft, performance.now() - t0);
+      if (withTools) {
+        // one chunk with the reply: its content, and its calls as OpenAI streams them (index, id, function)
+        const r = result.reply ?? { content: held, tool_calls: [] };
+        const delta = { role: "assistant", content: r.content };
+        if (r.tool_calls?.length) delta.tool_calls = r.tool_calls.map((c, index) => ({ index, ...c }));
+        yield chunk([choice({ delta, finish_reason: null })]);
+      }
       const end = kind === "chat" ? { delta: {} } : { text: "", logprobs: null };
       yield chunk([choice({ ...end, finish_reason: result.finish_reason })], { usage, timings });
     } finally {
@@ -331,16 +344,18 @@ function timingsOf(stats, ttft, total) {
 async function collect(chunks, kind) {
   let text = "";
   let last = null;
+  let calls = null;
   for await (const c of chunks) {
     const ch = c.choices[0];
     text += kind === "chat" ? (ch.delta.content ?? "") : ch.text;
+    if (ch.delta?.tool_calls) calls = ch.delta.tool_calls.map(({ index, ...call }) => call);
     last = c;
   }
   const finish_reason = last.choices[0].finish_reason;
+  const message = { role: "assistant", content: calls && !text ? null : text };
+  if (calls) message.tool_calls = calls;
   const choice =
-    kind === "chat"
-      ? { index: 0, message: { role: "assistant", content: text }, finish_reason }
-      : { index: 0, text, finish_reason, logprobs: null };
+    kind === "chat" ? { index: 0, message, finish_reason } : { index: 0, text, finish_reason, logprobs: null };
   return {
     id: last.id,
     object: kind === "chat" ? "chat.completion" : "text_completion",

@@ -294,8 +294,11 @@ export class LlamayRuntime {
     }
     const aborted = this.aborted || interrupted;
     const stats = interrupted ? null : toJs(this.session.stats());
-    const finish_reason = aborted ? "abort" : (stats?.finish_reason ?? "stop");
-    return { text, stats, aborted, finish_reason };
+    let finish_reason = aborted ? "abort" : (stats?.finish_reason ?? "stop");
+    // a chat with tools: its reply read in the model's tool-call syntax (content, tool_calls)
+    const reply = kind === "chat" && !aborted ? toJs(this.session.tool_reply(text, finish_reason)) : null;
+    if (reply) finish_reason = reply.finish_reason;
+    return { text, stats, aborted, finish_reason, reply };
   }
 
   /** Prepare the first request (imports, the chat template) ahead of it; a no-op without a model. */

@@ -1,0 +1,87 @@
+"""Keywords that constrain nothing: annotations and keywords no draft defines are ignored, as the JSON Schema
+spec says (the grammar is the one without them); `refuse_unknown=True` refuses the unknown ones by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamay.constraints import ConstraintError, schema_to_gbnf
+from llamay.constraints.json_schema import SchemaCompiler
+from tests.constraints.helpers import assert_sound
+
+BASE = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 2}}, "required": ["a"]}
+
+UNKNOWN = {
+    "example": {"a": 3},
+    "links": [{"rel": "self", "href": "x"}],
+    "readonly": True,
+    "x-kubernetes-preserve-unknown-fields": True,
+    "_format": "custom",
+    "self": {"vendor": "com.acme"},
+    "nullable": True,
+}
+ANNOTATIONS = {
+    "id": "http://example.com/x",
+    "title": "T",
+    "description": "D",
+    "$comment": "c",
+    "examples": [{"a": 2}],
+    "default": {"a": 2},
+    "deprecated": False,
+    "readOnly": True,
+}
+
+
+@pytest.mark.parametrize(("key", "value"), [*UNKNOWN.items(), *ANNOTATIONS.items()], ids=lambda x: str(x)[:20])
+def test_keywords_that_constrain_nothing_are_ignored(key, value):
+    schema = {**BASE, key: value, "properties": {"a": {**BASE["properties"]["a"], key: value}}}
+    assert schema_to_gbnf(schema) == schema_to_gbnf(BASE)
+    assert_sound(schema, valid=[{"a": 2}, {"a": 30}], invalid=[{"a": 1}, {}, {"a": "x"}])
+
+
+@pytest.mark.parametrize("key", sorted(UNKNOWN))
+def test_refuse_unknown_names_the_keyword_and_where(key):
+    schema = {**BASE, "properties": {"a": {**BASE["properties"]["a"], key: UNKNOWN[key]}}}
+    with pytest.raises(ConstraintError, match=f"'{key}' at #/properties/a is not a keyword"):
+        schema_to_gbnf(schema, refuse_unknown=True)
+    c = SchemaCompiler(schema)
+    c.gbnf()
+    assert c.unknown_keywords == [f"#/properties/a/{key}"]
+
+
+@pytest.mark.parametrize("key", sorted(ANNOTATIONS))
+def test_refuse_unknown_still_accepts_the_spec_annotations(key):
+    assert schema_to_gbnf({**BASE, key: ANNOTATIONS[key]}, refuse_unknown=True) == schema_to_gbnf(BASE)
+
+
+def test_unknown_keywords_beside_enum_and_in_allof_parts_are_ignored():
+    schema = {"allOf": [{**BASE, "x-a": 1}, {"x-a": 2, "properties": {"a": {"maximum": 5}}}]}
+    assert_sound(schema, valid=[{"a": 2}, {"a": 5}], invalid=[{"a": 6}, {"a": 1}])
+    assert_sound({"enum": ["x", "y"], "x-labels": ["X", "Y"]}, valid=["x", "y"], invalid=["z"])
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                     "additionalProperties": False},
+                    {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"],
+                     "additionalProperties": False}]},
+         [{"a": 1}, {"b": "x"}], [{"a": 1, "b": "x"}, {}]),
+        ({"oneOf": [{"type": "object", "properties": {"k": {"enum": ["x", "y"]}, "v": {"type": "integer"}},
+                     "required": ["k"]},
+                    {"type": "object", "properties": {"k": {"enum": ["z"]}, "v": {"type": "string"}},
+                     "required": ["k"]}]},
+         [{"k": "x", "v": 1}, {"k": "z", "v": "s"}], [{"k": "x", "v": "s"}, {"k": "w"}]),
+        ({"oneOf": [{"type": "object", "required": ["a"]},
+                    {"type": "object", "properties": {"a": False, "b": {"type": "null"}}, "required": ["b"]}]},
+         [{"a": 1}, {"b": None}], [{}, {"b": 1}]),
+    ],
+)  # fmt: skip
+def test_one_of_objects_told_apart_by_what_one_requires_and_another_forbids(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+def test_one_of_with_overlapping_objects_is_refused():
+    with pytest.raises(ConstraintError, match="branches 0 and 1 may both match"):
+        schema_to_gbnf({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]})

@@ -1,0 +1,74 @@
+"""Number bounds (json_numbers.py) are exact for decimals: on a grid of numbers, and on numbers just inside and
+outside each bound, the grammar accepts exactly what `jsonschema` validates, up to 16 digits after the point
+(fractional and exclusive bounds, negative ranges, bounds narrower than one)."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+import pytest
+
+from llamay.constraints import schema_to_gbnf
+from llamay.constraints.json_numbers import MAX_DIGITS
+from tests.constraints.helpers import assert_sound, automaton, schema_validator
+
+BOUNDS = [
+    {"minimum": 0.25},
+    {"minimum": 0.25, "maximum": 0.75},
+    {"exclusiveMinimum": 0.25, "exclusiveMaximum": 0.75},
+    {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    {"minimum": -2.5, "maximum": -0.5},
+    {"minimum": -0.001, "maximum": 0.001},
+    {"maximum": 0.3},
+    {"exclusiveMaximum": -1.125},
+    {"minimum": 1.5, "exclusiveMaximum": 2},
+    {"minimum": 99.99, "maximum": 100.01},
+    {"minimum": 0.1, "maximum": 0.1},
+    {"minimum": 3, "maximum": 3.0001},
+    {"minimum": 1, "exclusiveMinimum": True, "maximum": 3, "exclusiveMaximum": True, "$schema":
+     "http://json-schema.org/draft-04/schema#"},
+]  # fmt: skip
+
+
+def _texts(schema: dict) -> list[str]:
+    """A grid of decimals, and numbers a digit or two beside each bound."""
+    out = [f"{k / 100:.2f}".rstrip("0").rstrip(".") for k in range(-400, 401, 3)]
+    out += ["0", "-0.5", "1", "-1", "0.0", "100", "-100", "3", "2"]
+    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        b = schema.get(key)
+        if isinstance(b, bool) or b is None:
+            continue
+        base = repr(float(b))
+        out.append(base)
+        for tail in ("0001", "1", "9999999", "00000000000001"):
+            out.append(base + tail if "." in base else f"{base}.{tail}")
+        for step in (1e-3, 1e-9, 1e-14):
+            out += [repr(b + step), repr(b - step)]
+    return [t for t in out if "e" not in t]
+
+
+@pytest.mark.parametrize("bounds", BOUNDS, ids=lambda b: ",".join(f"{k}={v}" for k, v in b.items())[:40])
+def test_number_bounds_accept_exactly_the_valid_decimals(bounds):
+    pytest.importorskip("jsonschema")
+    schema = {"type": "number", **bounds}
+    check = schema_validator(schema)
+    a = automaton(schema_to_gbnf(schema))
+    wrong = []
+    for t in _texts(schema):
+        ok, valid = a.accepts_bytes(t.encode()), check.is_valid(float(t))
+        exact = Decimal(t) == Decimal(repr(float(t)))  # (else the float jsonschema compares is another number)
+        if (ok and not valid) or (valid and not ok and exact and len(t.partition(".")[2]) <= MAX_DIGITS):
+            wrong.append((t, valid))
+    assert wrong == []
+    assert_sound(schema, n=60, budget=20)
+
+
+def test_sentences_of_fractional_ranges_validate():
+    rng = random.Random(5)
+    for _ in range(40):
+        lo = round(rng.uniform(-50, 50), rng.randint(0, 4))
+        hi = round(lo + rng.uniform(0.0001, 3), rng.randint(1, 5))
+        schema = {"type": "number", "minimum": lo, "maximum": hi}
+        if lo <= hi:
+            assert_sound(schema, valid=[lo, hi], n=20, budget=20)

@@ -1,0 +1,105 @@
+"""Objects (json_objects.py): other properties where additionalProperties is absent (closed_objects=True
+closes them), patternProperties, minProperties / maxProperties; every grammar checked against `jsonschema`."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamay.constraints import ConstraintError, schema_to_gbnf
+from tests.constraints.helpers import assert_sound, automaton
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+          "required": ["name"]}  # fmt: skip
+
+
+def test_an_object_without_additional_properties_admits_others_after_the_listed_ones():
+    valid = [{"name": "a"}, {"name": "a", "age": 3, "nick": [1, {"x": None}]}, {"name": "a", "zz": "y"}]
+    invalid = [{"name": 1}, {"name": "a", "age": -1}, {"age": 3}]
+    assert_sound(PERSON, valid=valid, invalid=invalid)
+    closed = automaton(schema_to_gbnf(PERSON, closed_objects=True))
+    assert closed.accepts_bytes(b'{"name":"a","age":3}')
+    assert not closed.accepts_bytes(b'{"name":"a","nick":1}')
+
+
+def test_other_properties_never_repeat_a_listed_name():
+    a = automaton(schema_to_gbnf(PERSON))
+    assert not a.accepts_bytes(b'{"name":"a","age":3,"age":"x"}')
+    assert not a.accepts_bytes(b'{"name":"a","name":2}')
+    for other in (b"x", b"ax", b"nb", b"a", b""):  # beside the names (followed KEY_DEPTH = 2 characters deep)
+        assert a.accepts_bytes(b'{"name":"a","' + other + b'":1}'), other
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}, "additionalProperties": False},
+         [{}, {"ab": 1, "c": 2}], [{"ab": "x"}, {"A": 1}]),
+        ({"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "properties": {"id": {"type": "integer"}},
+          "required": ["id"]},
+         [{"id": 1}, {"id": 1, "x-a": "s"}], [{"id": 1, "x-a": 1}, {"id": "1"}]),
+        ({"type": "object", "patternProperties": {"a": {"minimum": 0}, "b": {"maximum": 9}}},
+         [{"ab": 5}, {"xa": 1}], [{"ab": 10}, {"b": 10}]),
+        ({"type": "object", "properties": {"a1": {"type": "number"}}, "patternProperties": {"^a[0-9]$": {"minimum": 2}},
+          "required": ["a1"], "additionalProperties": False},
+         [{"a1": 2}], [{"a1": 1}]),
+    ],
+)  # fmt: skip
+def test_pattern_properties(schema, valid, invalid):
+    if "a1" in schema.get("properties", {}):  # a pattern matching a listed name: refused (its keys could repeat it)
+        with pytest.raises(ConstraintError, match="matches the listed 'a1'"):
+            schema_to_gbnf(schema)
+        return
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({**PERSON, "minProperties": 2}, [{"name": "a", "age": 1}, {"name": "a", "age": 1, "b": 2}], [{"name": "a"}]),
+        ({"type": "object", "minProperties": 1, "maxProperties": 2}, [{"a": 1}, {"a": 1, "b": 2}],
+         [{}, {"a": 1, "b": 2, "c": 3}]),
+        ({**PERSON, "maxProperties": 3}, [{"name": "a"}, {"name": "a", "age": 1, "x": 0}],
+         [{"name": "a", "age": 1, "x": 0, "y": 1}]),
+        ({"type": "object", "additionalProperties": {"type": "boolean"}, "minProperties": 1}, [{"a": True}],
+         [{}, {"a": 1}]),
+    ],
+)  # fmt: skip
+def test_property_counts(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+def test_min_properties_that_other_members_would_have_to_reach_are_refused():
+    """Two generated members may share a key ({"a": 1, "a": 2} has one property): refused, not approximated."""
+    with pytest.raises(ConstraintError, match="minProperties"):
+        schema_to_gbnf({"type": "object", "additionalProperties": {"type": "boolean"}, "minProperties": 2})
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({**PERSON, "dependentRequired": {"age": ["email"]}}, [{"name": "a", "age": 1, "email": "e"},
+         {"name": "a", "email": "e"}], [{"name": "a", "age": 1}]),
+        ({**PERSON, "dependencies": {"age": ["nick"]}, "$schema": "http://json-schema.org/draft-07/schema#"},
+         [{"name": "a", "nick": 2}], [{"name": "a", "age": 1}]),
+        ({**PERSON, "dependentSchemas": {"age": {"required": ["x"]}}}, [{"name": "a"}], [{"name": "a", "age": 1}]),
+        ({**PERSON, "properties": {**PERSON["properties"], "secret": False}}, [{"name": "a"}],
+         [{"name": "a", "secret": 1}]),
+        ({**PERSON, "properties": {**PERSON["properties"], "age": {"not": {}}}}, [{"name": "a", "b": 1}],
+         [{"name": "a", "age": 1}]),
+    ],
+)  # fmt: skip
+def test_dependencies_and_forbidden_properties(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"not": {"type": "string"}}, [1, None, [], {}], ["x"]),
+        ({"not": {"type": ["string", "number"]}}, [True, None], ["x", 1, 1.5]),
+        ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, [[], ["a"]], [["a", "a"]]),
+        ({"anyOf": [{"not": {}}, {"type": "integer"}]}, [1], ["x"]),
+    ],
+)
+def test_not_and_unique_items(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
