@@ -18,6 +18,7 @@ _TYPES = {
     "text_completion": ("openai.types", "Completion"),
     "embeddings": ("openai.types", "CreateEmbeddingResponse"),
     "model": ("openai.types", "Model"),
+    "response": ("openai.types.responses", "Response"),
 }
 
 
@@ -49,3 +50,12 @@ def _streamed_completion() -> type:
         choices: list[StreamedChoice]
 
     return StreamedCompletion
+
+
+def check_response_event(event: dict[str, Any]) -> None:
+    """Raise unless `event` validates as one of the Responses API's stream events (its `type` picks which)."""
+    pytest.importorskip("openai")
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    TypeAdapter(ResponseStreamEvent).validate_python(event)

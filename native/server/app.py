@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 from llamay import __version__
 from llamay.errors import LlamayError
 
-from . import contexts, llamacpp_routes, llamacpp_slots, ollama_routes, openai_routes, store_routes
+from . import contexts, llamacpp_routes, llamacpp_slots, ollama_routes, openai_routes, responses, store_routes
 from .bodies import StrictJsonRoute
 from .deps import PoolDep, ServiceDep
 from .docs_page import docs_router
@@ -91,7 +91,7 @@ def create_app(service: Service, api_key: str | None = None, *, bound: str = "12
     key = [Depends(_bearer(api_key))] if api_key else []
     # the management routes write the store: only a server serving it has them (one of `-m FILE` has no store)
     stored = [store_routes] if pool.store else []
-    for module in (openai_routes, ollama_routes, contexts, llamacpp_routes, llamacpp_slots, *stored):
+    for module in (openai_routes, responses, ollama_routes, contexts, llamacpp_routes, llamacpp_slots, *stored):
         app.include_router(module.router, dependencies=key)
     app.include_router(_server_router(), dependencies=key)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],

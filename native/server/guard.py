@@ -14,10 +14,11 @@ same-origin. So, like Ollama:
 - **CORS**: for the `--cors-origin` origins only, preflights (OPTIONS) are answered and responses carry
   `Access-Control-Allow-*` (starlette's CORSMiddleware, inside this guard).
 - **Content type**: a body is JSON only if labelled `application/json` or `application/*+json`; any other
-  label (`text/plain`, forms: what a page can send without a preflight) is 415. A body with no label is read
-  as JSON (non-browser clients such as raw `requests.post(data=...)` send none) only when the request has no
-  foreign Origin: a browser can send an unlabelled body without preflight (a `Blob` with no type), but always
-  with its page's Origin, which the Origin rule has then already refused.
+  label (`text/plain`, forms: what a page can send without a preflight) is 415, but for `curl -d`'s form label
+  on Ollama's routes, which Ollama reads as JSON whatever the label (its docs' examples rely on it). A body
+  with no label is read as JSON (non-browser clients such as raw `requests.post(data=...)` send none) only
+  when the request has no foreign Origin: a browser can send an unlabelled body without preflight (a `Blob`
+  with no type), but always with its page's Origin, which the Origin rule has then already refused.
 - **Uploads** (`/api/blobs/...`) are raw bytes (`application/octet-stream`, no label, or `application/json`, the
   label the official `ollama` client puts on every request), streamed to the route
   unread, which bounds them by --max-blob-bytes; the Host and Origin rules apply to them as to every request.
@@ -36,7 +37,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..host_rule import host_allowed
-from .errors import error_body, error_type
+from .errors import OLLAMA_PREFIX, error_body, error_type
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 BODY_METHODS = ("POST", "PUT", "PATCH")
@@ -114,9 +115,11 @@ class Guard:
             if body is None:
                 return
             receive = _replay(body, receive)
-            if "content-type" not in headers:  # admitted unlabelled (see above): the routes read JSON
+            kind = headers.get("content-type")
+            if kind is None or not is_json_type(kind):  # admitted unlabelled or as curl's form (see above)
                 # in place: the outer middlewares read what the router writes into this scope (the route)
-                scope["headers"] = [*scope["headers"], (b"content-type", b"application/json")]
+                rest = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"]
+                scope["headers"] = [*rest, (b"content-type", b"application/json")]
         await self.app(scope, receive, _nosniff(send))
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, str, str | None] | None:
@@ -138,7 +141,7 @@ class Guard:
                 return (415, f"a blob is uploaded as raw bytes: send Content-Type: application/octet-stream (or "
                         f"none, or the ollama client's application/json), not {kind!r}", "unsupported_media_type",
                         None)  # fmt: skip
-            if not raw and kind is not None and not is_json_type(kind):
+            if not raw and kind is not None and not is_json_type(kind) and not _curl_form(scope["path"], kind):
                 return (415, f"request bodies are JSON: send Content-Type: application/json, not {kind!r}",
                         "unsupported_media_type", None)  # fmt: skip
         return None
@@ -172,6 +175,16 @@ class Guard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def _curl_form(path: str, kind: str) -> bool:
+    """`curl -d` labels its body a form; Ollama reads the body as JSON whatever its label, and its docs' examples
+    rely on that: on Ollama's routes such a body is read as JSON. Only a request without a foreign Origin gets
+    here (the Origin rule comes first), so a web page gains nothing it could not already send."""
+    return path.startswith(OLLAMA_PREFIX) and kind.split(";", 1)[0].strip().lower() == FORM
 
 
 def _too_large(size: int, limit: int) -> tuple[int, str, str, str | None]:

@@ -21,18 +21,20 @@ from .bodies import StrictJsonRoute
 from .deps import PoolDep, ServiceDep
 from .errors import STATUSES, bad_request
 from .limits import MAX_EMBED_INPUTS
-from .params import from_ollama
-from .pool import Available, Lease, ModelPool, not_found, served_entry, stamp
-from .schemas import (
+from .ollama_schemas import (
     OllamaChatRequest,
     OllamaEmbeddingsRequest,
     OllamaEmbedRequest,
-    OllamaErrorResponse,
     OllamaGenerateRequest,
     OllamaShowRequest,
 )
+from .openai_routes import _token_entry
+from .params import from_ollama
+from .pool import Available, Lease, ModelPool, not_found, served_entry, stamp
+from .schemas import OllamaErrorResponse
 from .service import ServedModel, Service
 from .streaming import Generation, ndjson_stream
+from .thinking import ThinkSplit, reasons, split
 from .tools import OllamaPieces, message_dicts, ollama_message, plan_for
 
 ERRORS = {code: {"model": OllamaErrorResponse} for code in STATUSES}
@@ -67,19 +69,29 @@ async def _generate(body: OllamaGenerateRequest, request: Request, lease: Lease,
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if not body.prompt and not body.context:  # Ollama's load (and, with keep_alive 0, unload) request
         return await _load_reply(lease, keep, "response", "")
-    params = from_ollama(body.options, body.format)
+    params = _logprobs(service, body, from_ollama(body.options, body.format))
+    if body.think is not None and (body.raw or body.template or body.context):
+        raise bad_request("think needs the model's own template (not raw, template or context)", "think")
+    own_template = not (body.raw or body.template or body.context)  # only then is the reply's reasoning known
+    thinks = own_template and _thinks(service, model, body.think)
     prompt = await service.offload(_generate_prompt, service, body)
-    budget = service.budget(prompt, params.max_tokens, "num_predict")
-    gen = (await Generation.create(service, [prompt], params, [budget])).start()
+    gen, prompt = await _generation(service, body, prompt, params)
+    opened = thinks and _opens_thinking(service, prompt)
 
     def final() -> dict[str, Any]:
         ch = gen.choices[0]
         return {"done": True, "done_reason": ch.finish, "context": prompt + ch.tokens, **gen.timings_ns()}
 
     if body.stream:
-        return _streaming(lease, _stream(gen, model, "response", final))
+        events = _stream(gen, model, "response", final, ThinkSplit(opened) if thinks else None)
+        return _streaming(lease, events)
     await gen.collect(request.is_disconnected)
-    return {"model": model.id, "created_at": _now(), "response": gen.text(0), **final()}
+    reply: dict[str, Any] = {"model": model.id, "created_at": _now(), "response": gen.text(0)}
+    if thinks:
+        reply["thinking"], reply["response"] = split(gen.text(0), opened)
+    if params.logprobs is not None:
+        reply["logprobs"] = _entries(service, gen.choices[0].logprobs)
+    return {**reply, **final()}
 
 
 async def _load_reply(lease: Lease, keep: float, key: str, empty: Any) -> dict[str, Any]:
@@ -99,6 +111,92 @@ def _streaming(lease: Lease, items: AsyncIterator[dict[str, Any]]) -> StreamingR
                              background=BackgroundTask(lease.release))  # fmt: skip
 
 
+def _logprobs(service: Service, body: Any, params: Any) -> Any:
+    """`params` asking for the log-probabilities the request wants (`logprobs`, `top_logprobs` k)."""
+    if body.top_logprobs is not None and not body.logprobs:
+        raise bad_request("top_logprobs needs logprobs: true", "top_logprobs", "conflicting_fields")
+    return dataclasses.replace(params, logprobs=(body.top_logprobs or 0) if body.logprobs else None)
+
+
+def _entries(service: Service, lps: Any) -> list[dict[str, Any]]:
+    """Ollama's `logprobs` items: each token's text, log-probability and bytes, and its `top_logprobs`."""
+    out = []
+    for tok, lp, top in lps:
+        entry = _token_entry(service, tok, lp)
+        entry["top_logprobs"] = [_token_entry(service, t, v) for t, v in top]
+        out.append(entry)
+    return out
+
+
+def _thinks(service: Service, model: ServedModel, think: bool | None) -> bool:
+    """Whether the reply's reasoning is split out (`think` not false, on a template that reasons); `think` on a
+    template that does not is refused, as Ollama refuses it."""
+    reasoning = reasons(service.tokenizer.chat_template_source)
+    if think is not None and not reasoning:
+        raise bad_request(f'"{model.id}" does not support thinking (its chat template has no reasoning block)',
+                          "think", "thinking_not_supported")  # fmt: skip
+    return reasoning and think is not False
+
+
+def _opens_thinking(service: Service, prompt: list[int]) -> bool:
+    """The template's generation prompt itself opened the reasoning block (DeepSeek-R1's does)."""
+    return service.tokenizer.decode(prompt[-8:]).rstrip().endswith("<think>")
+
+
+def _window(service: Service, body: Any) -> tuple[int | None, bool, int, str]:
+    """(num_ctx, truncate, num_keep, how the limit is named) of a request: `options.num_ctx` is at most the
+    server's; an over-long prompt is cut with num_ctx or `truncate: true`, never with `truncate: false`."""
+    opts = body.options
+    num_ctx = opts.num_ctx if opts else None
+    if num_ctx is not None and num_ctx > service.n_ctx:
+        raise bad_request(f"options.num_ctx is {num_ctx}, more than this server's context of {service.n_ctx} tokens "
+                          "(llamay serve -c)", "options.num_ctx")  # fmt: skip
+    truncate = body.truncate is not False and (num_ctx is not None or body.truncate is True)
+    n_keep = opts.num_keep if opts and opts.num_keep is not None else 0
+    return num_ctx, truncate, n_keep, "options.num_ctx" if num_ctx is not None else "-c"
+
+
+async def _generation(service: Service, body: Any, prompt: list[int], params: Any) -> tuple[Generation, list[int]]:
+    """The started generation of `prompt` within the request's context (`_window`): an over-long prompt is
+    refused, or cut to its first `num_keep` tokens (and BOS) and its end, as Ollama's runner cuts it."""
+    num_ctx, truncate, n_keep, where = _window(service, body)
+    prompt, budget, _ = service.fit(prompt, params.max_tokens, "num_predict", n_ctx=num_ctx, truncate=truncate,
+                                    n_keep=n_keep, ctx_param=where)  # fmt: skip
+    gen = await Generation.create(service, [prompt], params, [budget])
+    return gen.start(), prompt
+
+
+def _chat_prompt(service: Service, messages: list[dict[str, Any]], tools: Any, think: bool | None,
+                 n_ctx: int | None, max_tokens: int | None) -> list[int]:  # fmt: skip
+    """/api/chat's prompt (on a preparation thread). Cut to `n_ctx` (truncation asked) as Ollama cuts a chat:
+    its oldest messages dropped, the system messages and the last message kept, as few dropped as leave the
+    reply its room (found by bisection: a handful of renders, whatever the chat's length); what still does not
+    fit is then cut in tokens (`_generation`)."""
+    ids = service.chat_ids(messages, tools, think)
+    if n_ctx is None or len(ids) + 1 <= n_ctx:
+        return ids
+    target = n_ctx - max(1, min(max_tokens if max_tokens is not None else n_ctx // 2, n_ctx - 1))
+    rest = [i for i, m in enumerate(messages) if m["role"] != "system"]  # the droppable ones, oldest first
+    renders: dict[int, list[int]] = {}
+
+    def kept(drop: int) -> list[int]:  # the chat without its `drop` oldest non-system messages, in order
+        if drop not in renders:
+            gone = set(rest[:drop])
+            renders[drop] = service.chat_ids([m for i, m in enumerate(messages) if i not in gone], tools, think)
+        return renders[drop]
+
+    lo, hi = 1, len(rest) - 1  # drop at least one, keep at least the last
+    if hi < lo or len(kept(hi)) > target:  # the last message alone is too long: cut in tokens
+        return kept(hi) if hi >= lo else ids
+    while lo < hi:  # the least drop that fits (a render shrinks as messages go)
+        mid = (lo + hi) // 2
+        if len(kept(mid)) <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return kept(lo)
+
+
 def _generate_prompt(service: Service, body: OllamaGenerateRequest) -> list[int]:
     """/api/generate's prompt as token ids (on a preparation thread)."""
     if body.context:
@@ -109,16 +207,27 @@ def _generate_prompt(service: Service, body: OllamaGenerateRequest) -> list[int]
     messages = ([{"role": "system", "content": body.system}] if body.system else []) + [
         {"role": "user", "content": body.prompt}
     ]
-    return service.chat_ids(messages)
+    return service.chat_ids(messages, think=body.think)
 
 
-async def _stream(gen: Generation, model: ServedModel, key: str, final: Any) -> AsyncIterator[dict[str, Any]]:
+async def _stream(gen: Generation, model: ServedModel, key: str, final: Any,
+                  think: ThinkSplit | None = None) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    def line(text: str, thinking: str = "") -> dict[str, Any]:
+        if key == "response":
+            out: dict[str, Any] = {"response": text, **({"thinking": thinking} if thinking else {})}
+        else:
+            out = {"message": {"role": "assistant", "content": text, **({"thinking": thinking} if thinking else {})}}
+        return {"model": model.id, "created_at": _now(), **out}
+
+    held: list[dict[str, Any]] = []  # log-probabilities of tokens whose text is not out yet
     async for piece in gen.pieces():
-        if piece.text:
-            value: Any = piece.text if key == "response" else {"role": "assistant", "content": piece.text}
-            yield {"model": model.id, "created_at": _now(), key: value, "done": False}
-    empty: Any = "" if key == "response" else {"role": "assistant", "content": ""}
-    yield {"model": model.id, "created_at": _now(), key: empty, **final()}
+        if piece.token is not None and piece.logprob is not None:
+            held += _entries(gen.service, [(piece.token, piece.logprob, piece.top)])
+        thinking, text = think.feed(piece.text, piece.finish is not None) if think else ("", piece.text)
+        if text or thinking:
+            yield {**line(text, thinking), "done": False, **({"logprobs": held} if held else {})}
+            held = []
+    yield {**line(""), **final(), **({"logprobs": held} if held else {})}
 
 
 # -- chat -----------------------------------------------------------------------------------------------------
@@ -145,20 +254,33 @@ async def _chat(body: OllamaChatRequest, request: Request, lease: Lease, keep: f
     if plan is not None and body.format:
         raise bad_request("format cannot constrain a reply that may call tools: the tool calls' grammar does",
                           "format", "conflicting_fields")  # fmt: skip
-    params = dataclasses.replace(from_ollama(body.options, body.format), tools=plan)
-    prompt = await service.offload(service.chat_ids, message_dicts(body.messages), plan)
-    budget = service.budget(prompt, params.max_tokens, "num_predict")
-    gen = (await Generation.create(service, [prompt], params, [budget])).start()
+    params = _logprobs(service, body, dataclasses.replace(from_ollama(body.options, body.format), tools=plan))
+    thinks = _thinks(service, model, body.think)
+    num_ctx, truncate, _, _ = _window(service, body)
+    window = (num_ctx or service.n_ctx) if truncate else None
+    prompt = await service.offload(_chat_prompt, service, message_dicts(body.messages), plan, body.think, window,
+                                   params.max_tokens)  # fmt: skip
+    gen, prompt = await _generation(service, body, prompt, params)
+    opened = thinks and _opens_thinking(service, prompt)
 
     def final() -> dict[str, Any]:
         return {"done": True, "done_reason": gen.choices[0].finish, **gen.timings_ns()}
 
     if body.stream:
-        events = _stream(gen, model, "message", final) if plan is None else _tool_stream(gen, model, plan, final)
+        if plan is None:
+            events = _stream(gen, model, "message", final, ThinkSplit(opened) if thinks else None)
+        else:
+            events = _tool_stream(gen, model, plan, final)
         return _streaming(lease, events)
     await gen.collect(request.is_disconnected)
-    message = {"role": "assistant", "content": gen.text(0)} if plan is None else ollama_message(plan, gen.text(0))
-    return {"model": model.id, "created_at": _now(), "message": message, **final()}
+    thinking, text = split(gen.text(0), opened) if thinks else ("", gen.text(0))
+    message = {"role": "assistant", "content": text} if plan is None else ollama_message(plan, text)
+    if thinking:
+        message["thinking"] = thinking
+    reply = {"model": model.id, "created_at": _now(), "message": message, **final()}
+    if params.logprobs is not None:
+        reply["logprobs"] = _entries(service, gen.choices[0].logprobs)
+    return reply
 
 
 async def _tool_stream(gen: Generation, model: ServedModel, plan: ToolPlan,

@@ -98,8 +98,11 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
                          fmt=body.response_format)  # fmt: skip
     params = dataclasses.replace(params, tools=plan)
     prompt = await service.offload(service.chat_ids, message_dicts(body.messages), plan)
-    budget = service.budget(prompt, max_tokens, param)
-    gen = (await Generation.create(service, [prompt], params, [budget])).start()
+    truncate, n_keep = truncation(body)
+    prompt, budget, cut = service.fit(prompt, max_tokens, param, truncate=truncate, n_keep=n_keep)
+    gen = await Generation.create(service, [prompt], params, [budget])
+    gen.truncated = cut
+    gen.start()
     head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
@@ -220,8 +223,13 @@ async def _completions(body: CompletionRequest, request: Request, lease: Lease):
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens, logprobs=body.logprobs,
                          fmt=body.response_format)  # fmt: skip
     prompts, echo = await service.offload(_prompts, service, body.prompt, body.echo)
-    budgets = [service.budget(p, 16 if body.max_tokens is None else body.max_tokens) for p in prompts]
-    gen = (await Generation.create(service, prompts, params, budgets)).start()
+    truncate, n_keep = truncation(body)
+    max_tokens = 16 if body.max_tokens is None else body.max_tokens
+    fitted = [service.fit(p, max_tokens, truncate=truncate, n_keep=n_keep) for p in prompts]
+    prompts = [p for p, _, _ in fitted]
+    gen = await Generation.create(service, prompts, params, [b for _, b, _ in fitted])
+    gen.truncated = sum(c for _, _, c in fitted)
+    gen.start()
     head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
             "system_fingerprint": service.fingerprint}  # fmt: skip
     if body.stream:
@@ -235,6 +243,15 @@ async def _completions(body: CompletionRequest, request: Request, lease: Lease):
         choices.append({"index": i, "text": prefix + gen.text(i), "finish_reason": ch.finish,
                         "logprobs": _completion_logprobs(service, gen, i, len(prefix))})  # fmt: skip
     return {**head, "object": "text_completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
+
+
+def truncation(body: Any) -> tuple[bool, int]:
+    """(truncate, n_keep) of a request's `truncation` and llama.cpp's `n_keep` (which means nothing alone)."""
+    truncate = body.truncation == "auto"
+    if body.n_keep is not None and not truncate:
+        raise bad_request("n_keep keeps the prompt's first tokens when it is truncated: give truncation: 'auto'",
+                          "n_keep", "conflicting_fields")  # fmt: skip
+    return truncate, body.n_keep or 0
 
 
 def _prompts(service: Service, prompt: Any, echo: bool) -> tuple[list[list[int]], list[str]]:

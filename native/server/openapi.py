@@ -20,6 +20,7 @@ from fastapi import FastAPI
 
 from .keep_alive import ZERO_PATTERN
 from .limits import MAX_STOP_CHARS, MAX_STOPS
+from .thinking import reasons
 
 CONTEXT = "/llamay/contexts/{name}"
 # (path, method) of a route that answers a context -> the routes its answer leads to
@@ -116,8 +117,10 @@ def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
         for variant in _variants(props.get("model")):
             if variant.get("type") == "string" and others:
                 variant["not"] = {"enum": others}
-    for key in ("max_tokens", "max_completion_tokens", "num_predict", "n_predict"):
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens", "num_predict", "num_ctx", "n_predict"):
         _bound(props.get(key), service.n_ctx)
+    if "think" in props and not reasons(service.tokenizer.chat_template_source):  # refused: the template cannot
+        props["think"] = {"type": "null", "description": "the model's template does not reason: not available"}
     if "dimensions" in props and service.embed_engine is not None:
         dim = service.embedder.model.cfg.n_embd
         _bound(props["dimensions"], dim, dim)

@@ -23,7 +23,8 @@ from llamay.sampling.request import RequestFieldError, RequestSampling, sampling
 from llamay.tools import ToolRequestError
 
 from .errors import ApiError, bad_request
-from .schemas import OllamaOptions, Sampling
+from .ollama_schemas import OllamaOptions
+from .schemas import Sampling
 
 OPENAI_FIELDS = request.OPENAI_FIELDS  # request field -> SamplerConfig field
 OLLAMA_FIELDS = request.OLLAMA_FIELDS

@@ -11,16 +11,26 @@ takes NaN or an infinity.
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StringConstraints, Tag, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    create_model,
+    model_validator,
+)
 
 from llamay.sampling import BOUNDS
 from llamay.sampling.config import FLT_MAX, MAX_BREAKER_CHARS, MAX_BREAKERS
-from llamay.sampling.request import API_RANGES, INT32, OLLAMA_RUNNER, OLLAMA_SAMPLING, OPENAI_FIELDS, OPENAI_OWN
+from llamay.sampling.request import API_RANGES, INT32, OPENAI_FIELDS, OPENAI_OWN
 from llamay.sampling.request import MAX_PREDICT as MAX_TOKENS  # a static cap; the real limit is the context
 
-from .keep_alive import KeepAlive
+from . import fields as api_fields
 from .limits import (
     MAX_BATCH,
     MAX_CONTEXT_TOKENS,
@@ -136,10 +146,22 @@ SEED = Field(
 
 
 class _Lenient(BaseModel):
-    """Unknown fields are ignored (clients send fields of newer API versions); types are strict (a number is a
-    JSON number, a boolean a JSON boolean: as the published schema says), floats finite."""
+    """Unknown fields are refused (400 naming them: never silently ignored); types are strict (a number is a JSON
+    number, a boolean a JSON boolean: as the published schema says), floats finite."""
 
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, strict=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+
+
+class _Checked(BaseModel):
+    """A request body checked against its API's field table (`fields.TABLES[FIELDS]`) before validation: an
+    unknown field, or a documented one not supported here, is a 400 naming it and saying why."""
+
+    FIELDS: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        return api_fields.check(cls.FIELDS, data) if cls.FIELDS else data
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -181,7 +203,7 @@ def _sampling_fields(names: Any, ranges: dict[str, tuple[float, float]], extensi
     return out
 
 
-class _SamplingBase(_Lenient):
+class _SamplingBase(_Lenient, _Checked):
     seed: Int | None = SEED
     dry_sequence_breakers: (
         list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_BREAKER_CHARS)]] | None
@@ -211,14 +233,28 @@ class _SamplingBase(_Lenient):
     user: str | None = None
 
 
+def _neutral_fields() -> dict[str, Any]:
+    """llama-server's fields taken at their neutral value only (fields.LLAMACPP_NEUTRAL): declared so that the
+    description says which value each takes."""
+    out: dict[str, Any] = {}
+    for name, (values, why) in api_fields.LLAMACPP_NEUTRAL.items():
+        kind: Any = (
+            Annotated[list[Any], Field(max_length=0)] if isinstance(values[0], list) else Literal[values]  # type: ignore[valid-type]
+        )
+        out[name] = (kind | None, Field(None, description=f"llama.cpp's; {why}"))
+    return out
+
+
 Sampling = create_model(
     "Sampling", __base__=_SamplingBase, __module__=__name__,
     **_sampling_fields(SAMPLING_FIELDS, API_RANGES["openai"], "llama.cpp extension"),
+    **_neutral_fields(),
 )  # fmt: skip
 
 
 class StreamOptions(_Lenient):
     include_usage: bool = False
+    include_obfuscation: Literal[False] | None = Field(None, description="chunks are not padded here")
 
 
 class TextFormat(_Lenient):
@@ -274,17 +310,22 @@ class ToolCall(_PassedOn):
 
 
 class ChatMessage(_PassedOn):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)  # its fields: fields.py's table
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
+    reasoning_content: str | None = Field(None, description="llama.cpp's: an earlier reply's reasoning (passed to the "
+                                          "template)")  # fmt: skip
+    refusal: str | None = Field(None, description="an earlier reply's refusal (accepted; templates do not render it)")
 
 
 class ToolFunction(_Lenient):
     name: str
     description: str | None = None
     parameters: dict[str, Any] | None = None
+    strict: bool | None = None
 
 
 class Tool(_Lenient):
@@ -307,7 +348,30 @@ MODEL_NAME = (
 )
 
 
-class ChatCompletionRequest(Sampling):
+NOOP = "accepted, no effect here (docs/server.md's field table says why)"
+TRUNCATION = Field(
+    None,
+    description="llamay's: 'auto' keeps the end of a prompt longer than the context (and its first n_keep tokens); "
+    "'disabled' (the default) refuses it",
+)
+N_KEEP = Field(
+    None, ge=-1, le=MAX_CONTEXT_TOKENS, description="llama.cpp's: with truncation, the first tokens kept (-1: all)"
+)
+
+
+class _Truncatable(_Lenient):
+    truncation: Literal["auto", "disabled"] | None = TRUNCATION
+    n_keep: Int | None = N_KEEP
+
+
+class ChatCompletionRequest(Sampling, _Truncatable):
+    FIELDS: ClassVar[str] = "openai.chat"
+    safety_identifier: str | None = Field(None, description=NOOP)
+    prompt_cache_key: str | None = Field(None, description=NOOP)
+    metadata: dict[str, str] | None = Field(None, description=NOOP)
+    store: Literal[False] | None = Field(None, description="nothing is stored")
+    service_tier: Literal["auto", "default"] | None = None
+    modalities: list[Literal["text"]] | None = None
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
@@ -329,7 +393,8 @@ class ChatCompletionRequest(Sampling):
 # -- OpenAI: completions --------------------------------------------------------------------------------------
 
 
-class CompletionRequest(Sampling):
+class CompletionRequest(Sampling, _Truncatable):
+    FIELDS: ClassVar[str] = "openai.completions"
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     prompt: text_or_tokens(MAX_BATCH, TokenIds) = Field(
         description="text, a batch of texts, token ids, or a batch of token-id lists"
@@ -347,7 +412,8 @@ class CompletionRequest(Sampling):
 # -- OpenAI: embeddings, models -------------------------------------------------------------------------------
 
 
-class EmbeddingRequest(_Lenient):
+class EmbeddingRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "openai.embeddings"
     model: str | None = Field(None, description=MODEL_NAME, json_schema_extra={"x-llamay": "model-name"})
     input: text_or_tokens(MAX_EMBED_INPUTS, EmbedTokenIds) = Field(
         description="a text, a list of texts, token ids (of the embedding model), or a list of token-id lists"
@@ -400,6 +466,7 @@ class Usage(BaseModel):
     total_tokens: int
     prompt_tokens_details: PromptTokensDetails
     llamay_cached_prompt_tokens: int = Field(description="prompt tokens reused from the prefix cache")
+    llamay_truncated_prompt_tokens: int = Field(0, description="prompt tokens cut by truncation: 'auto'")
 
 
 class ChatChoice(BaseModel):
@@ -477,99 +544,6 @@ class Health(BaseModel):
     queue_depth: int
     running: int
     problems: list[str] = Field(default_factory=list, description="why the server is degraded (empty when ok)")
-
-
-# -- Ollama ---------------------------------------------------------------------------------------------------
-
-
-NO_EFFECT = "accepted, no effect here: the server's runner is set up at start-up"
-# Ollama's runner options: name -> the least integer it takes, or None for a flag
-RUNNER_OPTIONS = {name: least for name, least in OLLAMA_RUNNER.items() if name != "num_keep"}  # (its own field)
-
-
-class _OllamaOptionsBase(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
-    seed: Int | None = SEED
-    num_predict: Int | None = Field(None, ge=-2, le=MAX_TOKENS, description="-1, -2: until the context is full")
-    stop: list[str] | None = Field(None, max_length=MAX_STOPS)
-    # neutral values only: tail-free sampling is gone (from llama.cpp too); newlines are penalised like any token
-    tfs_z: float | None = Field(None, ge=1.0, le=1.0, description="only 1 (off)")
-    penalize_newline: Literal[True] | None = Field(None, description="only true")
-    num_keep: Int | None = Field(None, ge=-1, le=INT32[1], description="accepted, no effect: the context never shifts")
-
-
-OllamaOptions = create_model(
-    "OllamaOptions", __base__=_OllamaOptionsBase, __module__=__name__,
-    __doc__="Ollama's options: the sampling ones are honoured; the runner's (context size, threads, GPU, memory "
-    "mapping) are accepted and have no effect; any other name is refused.",
-    **_sampling_fields(OLLAMA_SAMPLING, {}),
-    **{name: (bool | None, Field(None, description=NO_EFFECT)) if least is None else
-       (Int | None, Field(None, ge=least, le=INT32[1], description=NO_EFFECT))
-       for name, least in RUNNER_OPTIONS.items()},
-)  # fmt: skip
-
-
-OllamaFormat = Literal["json", ""] | dict[str, Any] | None  # "json", or a JSON schema
-NO_IMAGES = Field(None, max_length=0, description="not supported: the served models read text only")
-
-
-class OllamaMessage(_Lenient):
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str = ""
-    images: list[str] | None = NO_IMAGES
-    tool_calls: list[ToolCall] | None = None
-    tool_name: str | None = Field(None, description="the tool whose result a `tool` message is")
-
-
-class OllamaGenerateRequest(_Lenient):
-    model: str
-    prompt: str = ""
-    suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
-    system: str | None = None
-    template: str | None = None
-    context: token_ids("token-id", min_length=0, max_length=MAX_CONTEXT_TOKENS) | None = Field(
-        None, description="tokens of an earlier reply"
-    )
-    stream: bool = True
-    raw: bool = False
-    format: OllamaFormat = None
-    images: list[str] | None = NO_IMAGES
-    options: OllamaOptions | None = None
-    keep_alive: KeepAlive = None
-
-
-class OllamaChatRequest(_Lenient):
-    model: str
-    messages: list[OllamaMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)
-    tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
-    format: OllamaFormat = None
-    stream: bool = True
-    options: OllamaOptions | None = None
-    keep_alive: KeepAlive = None
-
-
-class OllamaEmbedRequest(_Lenient):
-    model: str
-    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
-    truncate: bool = True
-    options: OllamaOptions | None = None
-    keep_alive: KeepAlive = None
-
-
-class OllamaEmbeddingsRequest(_Lenient):
-    """Ollama's older embedding route: one text, one vector."""
-
-    model: str
-    prompt: str = Field(description="the text (empty: an empty vector, as Ollama answers)")
-    options: OllamaOptions | None = None
-    keep_alive: KeepAlive = None
-
-
-class OllamaShowRequest(_Lenient):
-    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["model"]}, {"required": ["name"]}]})
-    model: str = Field(None, description="the model (or `name`)")  # type: ignore[assignment]
-    name: str = Field(None, description="older clients' spelling of `model`")  # type: ignore[assignment]
-    verbose: bool = False
 
 
 # -- llamay contexts ------------------------------------------------------------------------------------------

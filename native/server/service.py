@@ -339,9 +339,11 @@ class Service:
         self.check_chars(len(text), param)
         return self.tokenizer.encode(text, add_special=add_special, parse_special=True)
 
-    def chat_text(self, messages: list[dict[str, Any]], tools: Any = None, add_generation_prompt: bool = True) -> str:
+    def chat_text(self, messages: list[dict[str, Any]], tools: Any = None, add_generation_prompt: bool = True,
+                  think: bool | None = None) -> str:  # fmt: skip
         """The prompt text of a chat; `tools` (a llamay.tools.ToolPlan) puts the tools in it: the template renders
-        them, or (the generic format) the system message describes them. Their JSON counts in the precheck."""
+        them, or (the generic format) the system message describes them. Their JSON counts in the precheck.
+        `think` sets the template's `enable_thinking` (Qwen3's name)."""
         template_tools = None
         extra = 0
         if tools is not None:
@@ -350,15 +352,16 @@ class Service:
             extra = tools.prompt_chars
         self.check_chars(sum(len(m.get("content") or "") for m in messages) + extra, "messages")
         try:
+            kw = {} if think is None else {"enable_thinking": think}
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
-                                                      tools=template_tools)  # fmt: skip
+                                                      tools=template_tools, **kw)  # fmt: skip
         except LlamayError as e:
             raise bad_request(f"the chat template cannot render these messages: {e}", "messages",
                               "template_error") from None  # fmt: skip
 
-    def chat_ids(self, messages: list[dict[str, Any]], tools: Any = None) -> list[int]:
+    def chat_ids(self, messages: list[dict[str, Any]], tools: Any = None, think: bool | None = None) -> list[int]:
         """The prompt of a chat (`chat_text`), as token ids."""
-        ids = self.encode(self.chat_text(messages, tools), param="messages")
+        ids = self.encode(self.chat_text(messages, tools, think=think), param="messages")
         if len(ids) > 1 and ids[0] == ids[1] == self.tokenizer.bos_id:  # the template wrote the BOS text itself
             del ids[0]
         return ids
@@ -377,14 +380,39 @@ class Service:
             raise bad_request(f"token id {bad} is outside the vocabulary of {n_vocab}", param)
         return ids
 
-    def budget(self, prompt: list[int], max_tokens: int | None, param: str = "max_tokens") -> int:
+    def fit(self, prompt: list[int], max_tokens: int | None, param: str = "max_tokens", *, n_ctx: int | None = None,
+            truncate: bool = False, n_keep: int = 0, ctx_param: str = "-c") -> tuple[list[int], int, int]:  # fmt: skip
+        """(prompt, budget, tokens cut): the prompt as it fits `n_ctx` (a request's own context, at most the
+        server's; default the server's). A prompt with no room left is refused unless `truncate`: then it keeps
+        its first `n_keep` tokens (-1: all of them, so it cannot be cut) and its end, leaving the reply
+        `max_tokens` (or, not given, half the context: llama-server's old prompt truncation kept half of what
+        followed n_keep)."""
+        n_ctx = self.n_ctx if n_ctx is None else n_ctx
+        cut = 0
+        if truncate and len(prompt) + 1 > n_ctx:
+            bos = 1 if prompt[0] == self.tokenizer.bos_id else 0  # kept besides n_keep, as llama-server does
+            keep = len(prompt) if n_keep < 0 else min(n_keep + bos, len(prompt))
+            reserve = max(1, min(max_tokens if max_tokens is not None else n_ctx // 2, n_ctx - 1 - keep))
+            tail = n_ctx - reserve - keep
+            if tail <= 0:
+                raise bad_request(
+                    f"the prompt has {len(prompt)} tokens and the context holds {n_ctx} ({ctx_param}): keeping its "
+                    f"first {keep} (n_keep) leaves nothing of its end to keep", "n_keep", "context_length_exceeded"
+                )  # fmt: skip
+            cut = len(prompt) - keep - tail
+            prompt = prompt[:keep] + prompt[len(prompt) - tail :]
+        return prompt, self.budget(prompt, max_tokens, param, n_ctx=n_ctx, ctx_param=ctx_param), cut
+
+    def budget(self, prompt: list[int], max_tokens: int | None, param: str = "max_tokens", *,
+               n_ctx: int | None = None, ctx_param: str = "-c") -> int:  # fmt: skip
         """Tokens a reply may have: the request's max (else the stored model's num_predict), within the context; a
         prompt that leaves no room and an absurd max_tokens are refused (never silently truncated)."""
-        n_ctx = self.n_ctx
+        n_ctx = self.n_ctx if n_ctx is None else n_ctx
         if len(prompt) + 1 > n_ctx:
             raise bad_request(
-                f"the prompt has {len(prompt)} tokens but the context holds {n_ctx} (including at least one "
-                "generated token): shorten it",
+                f"the prompt has {len(prompt)} tokens but the context holds {n_ctx} ({ctx_param}; including at least "
+                "one generated token): shorten it, or ask for truncation (truncation: 'auto'; Ollama: "
+                "options.num_ctx or truncate: true)",
                 "messages" if param == "max_completion_tokens" else "prompt",
                 "context_length_exceeded",
             )

@@ -15,7 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
@@ -26,7 +26,7 @@ from llamay.errors import LlamayError
 from .bodies import StrictJsonRoute
 from .deps import PoolDep
 from .errors import STATUSES, ApiError, bad_request
-from .schemas import OllamaErrorResponse, _Lenient
+from .schemas import OllamaErrorResponse, _Checked, _Lenient
 
 ERRORS = {code: {"model": OllamaErrorResponse} for code in STATUSES}
 router = APIRouter(tags=["Ollama"], route_class=StrictJsonRoute, responses=ERRORS)
@@ -39,7 +39,8 @@ UPLOAD_CHUNK = 1 << 20  # bytes written at once by an upload's writer thread
 # -- pull -----------------------------------------------------------------------------------------------------
 
 
-class PullRequest(_Lenient):
+class PullRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.pull"
     model: str = Field(None, description="a catalogue name (`llamay list --all` shows them)")  # type: ignore[assignment]
     name: str = Field(None, description="older clients' spelling of `model`")  # type: ignore[assignment]
     insecure: bool = Field(False, description="not supported: the catalogue comes from the package registry")
@@ -131,7 +132,8 @@ class CreateMessage(_Lenient):
     content: str = ""
 
 
-class CreateRequest(_Lenient):
+class CreateRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.create"
     model: str = Field(description="the new model's name")
     from_: str | None = Field(None, alias="from", description="a stored model to start from (a GGUF: `files`)")
     files: dict[str, str] | None = Field(
@@ -213,12 +215,14 @@ def _create(name: str, mf: Any, blob: str | None, report: Callable[[dict[str, An
 # -- copy, delete ---------------------------------------------------------------------------------------------
 
 
-class CopyRequest(_Lenient):
+class CopyRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.copy"
     source: str
     destination: str
 
 
-class DeleteRequest(_Lenient):
+class DeleteRequest(_Lenient, _Checked):
+    FIELDS: ClassVar[str] = "ollama.delete"
     model: str = Field(None, description="the model (or `name`)")  # type: ignore[assignment]
     name: str = Field(None, description="older clients' spelling of `model`")  # type: ignore[assignment]
 

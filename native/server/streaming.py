@@ -89,6 +89,7 @@ class Generation:
                 self.choices.append(Choice(job, reply_decoder(self.tokenizer, params.tools), StopMatcher(stop_strings)))
         self._open = len(self.choices)
         self._closed = False
+        self.truncated = 0  # prompt tokens cut (a request's truncation)
         note_generation(self)  # its tokens in the request's log line
 
     @classmethod
@@ -249,6 +250,7 @@ class Generation:
             "total_tokens": self.prompt_tokens + self.completion_tokens,
             "prompt_tokens_details": {"cached_tokens": cached},
             "llamay_cached_prompt_tokens": cached,
+            "llamay_truncated_prompt_tokens": self.truncated,
         }
 
     def timings_ns(self) -> dict[str, int]:

@@ -28,6 +28,9 @@ def message_dicts(messages: list[Any]) -> list[dict[str, Any]]:
         name = getattr(m, "name", None) or getattr(m, "tool_name", None)  # Ollama names a result's tool so
         if name:
             d["name"] = name
+        reasoning = getattr(m, "reasoning_content", None) or getattr(m, "thinking", None)
+        if reasoning:  # an earlier reply's reasoning, as the templates that render it name it
+            d["reasoning_content"] = reasoning
         if getattr(m, "tool_call_id", None):
             d["tool_call_id"] = m.tool_call_id
         if m.tool_calls:

@@ -79,6 +79,8 @@ def test_the_javascript_api(web_app, site):
     assert r["detokenized"]["content"].strip() == STORIES_PROMPT
     assert r["embedError"]["kind"] == "bad-request" and "embeddings need an encoder" in r["embedError"]["message"]
     assert r["samplingError"]["kind"] == "bad-request" and r["samplingError"]["message"].startswith("temperature: ")
+    assert r["nError"]["kind"] == "bad-request" and r["nError"]["message"].startswith("n: ")
+    assert r["nOne"] == 1
     assert r["noModel"]["kind"] == "no-model"
 
     assert r["threads"] == 1

@@ -224,7 +224,7 @@ def test_every_admitted_sampling_value_is_accepted_and_honoured(client):
     for seed in (1, 2, 3):
         r = client.post(COMPLETIONS, json={**greedy, "temperature": 2, "top_n_sigma": 1e-6, "seed": seed})
         assert r.json()["choices"][0]["text"] == want
-    opts = {"repeat_penalty": 1e-30, "repeat_last_n": -1, "typical_p": 0.5, "mirostat": 1, "num_ctx": 4096,
+    opts = {"repeat_penalty": 1e-30, "repeat_last_n": -1, "typical_p": 0.5, "mirostat": 1, "num_ctx": 256,
             "num_thread": 2, "use_mmap": True, "tfs_z": 1, "penalize_newline": True, "num_predict": 3}  # fmt: skip
     r = client.post("/api/generate", json={"model": STORIES_ID, "prompt": "Once", "stream": False, "options": opts})
     assert r.status_code == 200 and r.json()["eval_count"] == 3, r.text

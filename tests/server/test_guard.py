@@ -109,6 +109,20 @@ def test_bodies_must_be_labelled_json_unless_unlabelled_without_a_foreign_origin
         assert error_code(r, 403) == "origin_not_allowed"  # a page's unlabelled Blob body
 
 
+def test_curls_form_label_on_ollamas_routes_is_read_as_json_as_ollama_reads_it(server):
+    """`curl -d` labels its body a form; Ollama parses it as JSON anyway: so does its route here (only there,
+    and never for a foreign Origin)."""
+    body = b'{"model": "stories260K-f32", "prompt": "Once", "stream": false, "options": {"num_predict": 2}}'
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        r = c.post("/api/generate", content=body, headers=form)
+        assert r.status_code == 200 and r.json()["eval_count"] == 2, r.text
+        r = c.post("/api/generate", content=body, headers={**form, "Origin": "http://evil.example"})
+        assert r.status_code == 403
+        r = c.post("/api/generate", content=body, headers={"Content-Type": "text/plain"})
+        assert r.status_code == 415
+
+
 def test_the_body_size_limit(open_server):
     with httpx.Client(base_url=open_server.url, timeout=30) as c:
         big = {**COMPLETION, "prompt": "x" * 5000}

@@ -60,14 +60,21 @@ def test_generate_with_the_template_and_stop(client):
 
 def test_bodies_are_json_when_labelled_so_or_unlabelled(client):
     """Ollama's clients (its Python client, its CLI) send `application/json`; a body with no label is read as JSON
-    (non-browser clients); one labelled as a form or text (what `curl -d` sends, and what a web page can send
-    without a CORS preflight) is refused, naming its type."""
+    (non-browser clients), and so is one labelled as a form (what `curl -d` sends: Ollama reads it as JSON); one
+    labelled as text or multipart (what a web page can send without a CORS preflight) is refused, naming its
+    type."""
     body = b'{"model": "stories260K-f32", "prompt": "Once", "stream": false, "options": {"num_predict": 2}}'
-    for kind in ("application/json", "application/json; charset=utf-8", "application/vnd.x+json", None):
+    for kind in (
+        "application/json",
+        "application/json; charset=utf-8",
+        "application/vnd.x+json",
+        None,
+        "application/x-www-form-urlencoded",
+    ):
         headers = {"content-type": kind} if kind else {}
         r = client.post("/api/generate", content=body, headers=headers)
         assert r.status_code == 200 and r.json()["done"], (kind, r.text)
-    for kind in ("application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"):
+    for kind in ("text/plain", "multipart/form-data; boundary=x"):
         r = client.post("/api/generate", content=body, headers={"content-type": kind})
         assert r.status_code == 415, r.text
         assert kind in r.json()["error"]  # Ollama's error shape
@@ -211,3 +218,26 @@ def test_a_served_file_whose_name_is_gone_is_still_listed_and_served(tmp_path):
             assert r.status_code == 200 and r.json()["eval_count"] == 3, r.text
     finally:
         live.stop()
+
+
+def test_logprobs_on_ollamas_routes_are_the_completions_ones(server, client):
+    """`logprobs` + `top_logprobs` on /api/generate (whole and streamed) and /api/chat: each generated token's
+    log-probability, the same the OpenAI completions route gives for the same tokens."""
+    ollama = pytest.importorskip("ollama")
+    c = ollama.Client(host=server.url)
+    opts = {"num_predict": 6, "temperature": 0}
+    r = c.generate(model=STORIES_ID, prompt="Once upon a time", raw=True, options=opts, logprobs=True, top_logprobs=2)
+    oa = client.post("/v1/completions", json={"model": STORIES_ID, "prompt": "Once upon a time", "max_tokens": 6,
+                                              "temperature": 0, "logprobs": 2}).json()  # fmt: skip
+    want = oa["choices"][0]["logprobs"]
+    assert [x.token for x in r.logprobs] == want["tokens"]
+    assert [x.logprob for x in r.logprobs] == pytest.approx(want["token_logprobs"])
+    assert all(len(x.top_logprobs) == 2 and x.top_logprobs[0].logprob >= x.top_logprobs[1].logprob for x in r.logprobs)
+    streamed = [lp for part in c.generate(model=STORIES_ID, prompt="Once upon a time", raw=True, options=opts,
+                                          logprobs=True, stream=True) for lp in (part.logprobs or [])]  # fmt: skip
+    assert [x.token for x in streamed] == want["tokens"]
+    chat = c.chat(model=STORIES_ID, messages=[{"role": "user", "content": "Once"}], options=opts, logprobs=True)
+    assert len(chat.logprobs) == chat.eval_count
+    r = client.post("/api/chat", json={"model": STORIES_ID, "messages": [{"role": "user", "content": "x"}],
+                                       "stream": False, "top_logprobs": 2})  # fmt: skip
+    assert r.status_code == 400 and r.json()["error"].startswith("top_logprobs needs logprobs")

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from llamay.native.server import params
 from llamay.native.server.errors import ApiError
 from llamay.native.server.metrics import Metrics
-from llamay.native.server.schemas import CompletionRequest, OllamaOptions
+from llamay.native.server.ollama_schemas import OllamaOptions
+from llamay.native.server.schemas import CompletionRequest
 
 pytestmark = pytest.mark.native_only
 

@@ -54,7 +54,11 @@ OLLAMA_REFUSALS = {
     "invalid_response_format": ("response_format: ",),
     "constraint_limit_exceeded": ("response_format: ",),
     "invalid_tools": ("two tools are named", "the tools' parameters"),
-    "conflicting_fields": ("format cannot constrain a reply that may call tools",),
+    "conflicting_fields": (
+        "think needs the model's own template",
+        "top_logprobs needs logprobs",
+        "format cannot constrain a reply that may call tools",
+    ),
 }
 
 

@@ -263,7 +263,7 @@ def test_ollama_refusals_and_tool_results_by_name(live):
                                       "options": {"num_predict": 2}})  # fmt: skip
         assert r.status_code == 200, r.text
     # the generic prompt names the result's tool (Ollama's `tool_name`)
-    from llamay.native.server.schemas import OllamaChatRequest
+    from llamay.native.server.ollama_schemas import OllamaChatRequest
     from llamay.native.server.tools import message_dicts, plan_for
 
     msgs = message_dicts(OllamaChatRequest(model="m", messages=history).messages)

@@ -81,6 +81,11 @@ function textOf(content) {
 
 /** The request's fields the worker takes (functions and signals stay on the page). */
 function params(request) {
+  // one choice per request: the engine runs one sequence (n other than 1 is refused by name, never dropped)
+  if (request.n !== undefined && request.n !== null && request.n !== 1) {
+    throw new LlamayWebError(`n: the engine gives one choice per request, got ${JSON.stringify(request.n)}`,
+      "bad-request");
+  }
   const out = {};
   for (const [k, v] of Object.entries(request)) {
     if (["messages", "prompt", "stream", "signal", "stream_options", "model", "n"].includes(k)) continue;
