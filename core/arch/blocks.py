@@ -1,12 +1,14 @@
-"""Decoder block wirings shared by many families, built from `layers.py`'s norm, attention and FFN: the
-sequential block (pre-norms, optional output norms, granite's residual scale) and the parallel block (attention
-and FFN read the same input, falcon / gptneox / phi2 / command-r), plus learned absolute positions (gpt2)."""
+"""Decoder block wirings shared by many families, built from `layers.py`'s norm, attention and FFN (or mixture
+of experts): the sequential block (pre-norms, optional output norms, granite's residual scale) and the parallel
+block (attention and FFN read the same input, falcon / gptneox / phi2 / command-r), plus learned absolute
+positions (gpt2)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .layers import Pass, attention, embed_tokens, ffn, norm
+from .moe import feed_forward
 from .weights import LayerWeights, NormWeights
 
 
@@ -29,11 +31,12 @@ def _residual(p: Pass, branch: Any, post: NormWeights | None) -> None:
 
 
 def sequential(p: Pass, layer: LayerWeights, il: int) -> None:
-    """x += s·post(attn(norm(x))); x += s·post(ffn(norm(x))), each norm where the file has it."""
+    """x += s·post(attn(norm(x))); x += s·post(ffn(norm(x))), each norm where the file has it; the FFN is a
+    mixture of experts on the layers that have one (olmoe, granitemoe)."""
     st = p.st
     attention(p, layer.attn, il, _pre(p, st.xb, st.x, layer.attn_norm), st.xb2)
     _residual(p, st.xb2, layer.attn_post_norm)
-    ffn(p, layer.ffn, _pre(p, st.xb, st.x, layer.ffn_norm), st.xb2)
+    feed_forward(p, layer, _pre(p, st.xb, st.x, layer.ffn_norm), st.xb2)
     _residual(p, st.xb2, layer.ffn_post_norm)
 
 

@@ -23,9 +23,10 @@ class Params:
     rope_finetuned: bool = key("{arch}.rope.scaling.finetuned", "bool", True)  # granite's switch for rotary at all
 
 
-def config(f: GGUFFile, arch: str = "granite") -> ModelConfig:
+def config(f: GGUFFile, arch: str = "granite", params: type = Params) -> ModelConfig:
+    """`params`: Params or a class deriving from it (granitemoe's, with the experts' keys)."""
     return decoder_config(
-        f, arch, norm=Norm.RMS, rope=Rope.NORMAL, params=Params,
+        f, arch, norm=Norm.RMS, rope=Rope.NORMAL, params=params,
         embed_scale=lambda m, c, p: p.embedding_scale,
         residual_scale=lambda m, c, p: p.residual_scale,
         attn_scale=lambda m, c, p: p.attention_scale,

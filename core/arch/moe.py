@@ -95,14 +95,18 @@ def moe_tensors(*, shared: bool = False, shared_gate: bool = False, **kw: Any) -
         w(T.FFN_DOWN_EXPS, "n_ff_exp", "n_embd", "n_expert", slot="moe.down", **kw),
         w(T.FFN_UP_EXPS, "n_embd", "n_ff_exp", "n_expert", slot="moe.up", **kw),
     ]
-    if shared_gate:
-        decls.append(w(T.FFN_GATE_INP_SHEXP, "n_embd", slot="moe.shared_gate", **kw))
-    if shared:
-        decls += [
-            w(T.FFN_GATE_SHEXP, "n_embd", "n_ff_shexp", slot="moe.shared.gate", **kw),
-            w(T.FFN_DOWN_SHEXP, "n_ff_shexp", "n_embd", slot="moe.shared.down", **kw),
-            w(T.FFN_UP_SHEXP, "n_embd", "n_ff_shexp", slot="moe.shared.up", **kw),
-        ]
+    return (*decls, *(shared_tensors(gate=shared_gate, **kw) if shared else ()))
+
+
+def shared_tensors(*, gate: bool = False, **kw: Any) -> Declaration:
+    """The shared expert's FFN (and its sigmoid gate, `gate`); `kw` as `moe_tensors`' (granitemoe's are there
+    only when the file gives the shared width)."""
+    decls = [w(T.FFN_GATE_INP_SHEXP, "n_embd", slot="moe.shared_gate", **kw)] if gate else []
+    decls += [
+        w(T.FFN_GATE_SHEXP, "n_embd", "n_ff_shexp", slot="moe.shared.gate", **kw),
+        w(T.FFN_DOWN_SHEXP, "n_ff_shexp", "n_embd", slot="moe.shared.down", **kw),
+        w(T.FFN_UP_SHEXP, "n_embd", "n_ff_shexp", slot="moe.shared.up", **kw),
+    ]
     return tuple(decls)
 
 
@@ -120,6 +124,10 @@ def replace_ffn(block: Declaration, moe: Declaration, **dense: Any) -> Declarati
         if d.slot == "ffn_norm.weight":
             out += moe
     return tuple(out)
+
+
+def has_shared(cfg: Any) -> bool:
+    return cfg.n_ff_shexp > 0
 
 
 def has_experts(cfg: Any) -> bool:

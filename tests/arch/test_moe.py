@@ -77,8 +77,19 @@ def test_moe_layers_bind_experts_in_place_of_the_dense_ffn(arch):
         assert (first.moe is None and first.ffn is not None) == (arch == "deepseek")  # its leading dense layer
         assert layer.moe.gate.shape == (cfg.n_embd, cfg.n_ff_exp, cfg.n_expert)
         assert layer.moe.down.shape == (cfg.n_ff_exp, cfg.n_embd, cfg.n_expert)
-        assert (layer.moe.shared is not None) == (arch in ("qwen2moe", "deepseek"))
+        assert (layer.moe.shared is not None) == (arch in ("qwen2moe", "deepseek", "granitemoe"))
         assert (layer.moe.shared_gate is not None) == (arch == "qwen2moe")
+
+
+def test_granitemoe_without_a_shared_width_has_no_shared_expert(monkeypatch):
+    spec = SPECS["granitemoe"]
+    hparams = tuple(h for h in spec.hparams if h[0] != "expert_shared_feed_forward_length")
+    monkeypatch.setitem(SPECS, "granitemoe", dataclasses.replace(spec, hparams=hparams))
+    with GGUFFile.from_buffer(build_tiny("granitemoe").to_bytes(), "tiny-granitemoe.gguf") as f:
+        cfg, weights, binder = bind_weights(f, strict=True)
+        assert cfg.n_ff_shexp == 0 and binder.unread() == []
+        assert all(layer.moe is not None and layer.moe.shared is None for layer in weights.layers)
+        assert not any("shexp" in name for name in f.tensors)
 
 
 @pytest.mark.parametrize(("used", "count"), [(5, 4), (0, 4), (2, 0)])

@@ -268,6 +268,25 @@ MOE_SPECS = (
         ),
     ),
 )
+MOE_SPECS += (
+    TinySpec(
+        "olmoe",
+        n_layer=2,
+        n_head_kv=4,  # llama.cpp's olmoe K norm is n_embd wide: no grouped-query attention
+        untied_output=True,
+        hparams=(RMS_EPS, *MOE_KEYS[:2]),  # the experts are as wide as feed_forward_length
+    ),
+    TinySpec(
+        "granitemoe",
+        n_layer=2,
+        embd_gain=0.5,
+        hparams=(
+            *SPECS["granite"].hparams,
+            *MOE_KEYS[:2],
+            ("expert_shared_feed_forward_length", 64, V.UINT32),  # Granite MoE "shared": an ungated shared expert
+        ),
+    ),
+)
 SPECS.update((s.name or s.arch, s) for s in MOE_SPECS)
 MOE_ARCHES = tuple(s.name or s.arch for s in MOE_SPECS)
 # their quantised variants with goldens: every MoE model in Q8_0, and qwen3moe in MXFP4 (gpt-oss's expert type)
