@@ -50,7 +50,7 @@ class State:
         self.mask = None  # the token mask, once computed (masks.py)
         self.loop = -1  # bytes that lead back to this very state (a 256-bit int; -1: not computed yet)
         self.first = first  # bytes some stack can take next (a 256-bit int)
-        self.advance: tuple[int, State] | None = None  # (bytes, the state they all lead to): see `advance_of`
+        self.advance: tuple[int, State | None] | None = None  # (bytes, the state they all lead to): `advance_of`
 
     def __repr__(self) -> str:
         return f"State({self.id}, stacks={self.stacks})"
@@ -238,20 +238,21 @@ class Automaton:
             st.loop = loop
         return st.loop
 
-    def advance_of(self, st: State) -> tuple[int, State | None]:
-        """(the largest set of bytes that all lead to one same state, that state), computed once: a string's
-        plain characters, which loop back to `st`, or count one more character of a bounded string."""
-        if st.advance is None:
-            groups: dict[State, int] = {}
-            first = st.first
-            for b in range(256):
-                if first >> b & 1:
-                    nxt = self.step(st, b)
-                    if nxt is not None:
-                        groups[nxt] = groups.get(nxt, 0) | 1 << b
-            nxt = max(groups, key=lambda s: groups[s].bit_count(), default=None)
-            st.advance = (groups[nxt], nxt) if nxt is not None else (0, None)
-        return st.advance
+    def advance_of(self, st: State, byte: int) -> tuple[int, State | None]:
+        """(the bytes every stack of `st` treats as it treats `byte`, the state they all lead to): a string's
+        plain characters, which loop back to `st` or count one more character of a bounded string. One step and
+        no closure: bytes in or out of each top's byte set alike take the same stacks to the same state."""
+        adv = st.advance
+        if adv is not None and adv[0] >> byte & 1:
+            return adv
+        same = (1 << 256) - 1
+        arg, node_pos = self.arg, self.node_pos
+        for s in st.stacks:
+            if s > EXIT:
+                bits = arg[node_pos[s]]
+                same &= bits if bits >> byte & 1 else ~bits
+        st.advance = adv = (same, self.step(st, byte))
+        return adv
 
     def push_bytes(self, st: State | None, data: bytes) -> State | None:
         for b in data:

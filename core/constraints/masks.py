@@ -177,11 +177,12 @@ class MaskEngine:
 
     def _chain_alive(self, st: State, byte_set: int, n: int) -> bool:
         """Whether every string of at most `n` bytes from `byte_set` is alive from `st`: each of the next `n`
-        states on its `advance_of` chain takes all of `byte_set` (to the next one, a single state)."""
+        states on its `advance_of` chain takes all of `byte_set` alike (to the next one, a single state)."""
         advance_of = self.aut.advance_of
+        low = (byte_set & -byte_set).bit_length() - 1
         for _ in range(n):
-            bits, nxt = st.advance or advance_of(st)
-            if byte_set & ~bits:
+            same, nxt = advance_of(st, low)
+            if nxt is None or byte_set & ~same:
                 return False
             if nxt is st:
                 return True
