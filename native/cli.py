@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 from llamay import __version__
 from llamay.errors import LlamayError
@@ -26,7 +27,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+SERVER_PROGRAM = "llamay-server"  # run under this name, the program serves: `llamay-server -m M` is `llamay serve -m M`
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run a command line (default sys.argv); called as `llamay-server` (argv[0], or `prog`) it is `llamay serve`."""
+    if argv is None:
+        argv, prog = sys.argv[1:], sys.argv[0] if prog is None else prog
+    if prog is not None and Path(prog).name.removesuffix(".exe") == SERVER_PROGRAM:
+        argv = ["serve", *argv]
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0

@@ -86,6 +86,32 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=Limits.head_timeout,
         help=f"seconds a client has to send a request head (default {Limits.head_timeout:g})",
     )
+    p.add_argument(
+        "--keep-alive",
+        metavar="DURATION",
+        help="how long a model stays loaded after its last request when the request does not say "
+        "(keep_alive): 5m, 30s, 1h, 0 (unload at once), -1 (forever) (default $OLLAMA_KEEP_ALIVE, else 5m)",
+    )
+    p.add_argument(
+        "--max-loaded",
+        type=int,
+        metavar="N",
+        help="models loaded at once at most, the resident one counted; the least recently used idle "
+        "one is unloaded to make room (default: no limit)",
+    )
+    p.add_argument(
+        "--memory",
+        type=size,
+        metavar="SIZE",
+        help="bytes the loaded models (weights and KV caches) may take in all, e.g. 4G; the least "
+        "recently used idle ones are unloaded to make room (default: no limit)",
+    )
+    p.add_argument(
+        "--max-blob-bytes",
+        type=size,
+        metavar="SIZE",
+        help="largest blob an Ollama client may upload (POST /api/blobs; default 64G)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
 
@@ -116,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from llamay.native.server import Service, create_app
+        from llamay.native.server import Service, create_app, keep_alive
+        from llamay.native.server.pool import ModelPool, loaded_size, stored_loader
     except ImportError as e:
         raise LlamayError(f"the server needs the native extra: pip install 'llamay[native]' ({e})") from None
     if args.parallel < 1 or args.queue < 1 or args.max_connections < 1:
@@ -125,6 +152,12 @@ def run(args: argparse.Namespace) -> int:
         raise LlamayError(f"--head-timeout must be more than 0 seconds, not {args.head_timeout}")
     if args.max_body_bytes is not None and args.max_body_bytes < 1024:
         raise LlamayError(f"--max-body-bytes must be at least 1024, not {args.max_body_bytes}")
+    if args.max_loaded is not None and args.max_loaded < 1:
+        raise LlamayError(f"--max-loaded must be at least 1 (the resident model), not {args.max_loaded}")
+    try:
+        keep = keep_alive.server_default(args.keep_alive or os.environ.get("OLLAMA_KEEP_ALIVE"))
+    except ValueError as e:
+        raise LlamayError(str(e)) from None
     quota = {k: v for k, v in (("max_snapshots", args.max_snapshots), ("max_snapshot_bytes", args.max_snapshot_bytes))
              if v is not None}  # fmt: skip
     if any(v < 1 for v in quota.values()):
@@ -151,12 +184,23 @@ def run(args: argparse.Namespace) -> int:
     if threads and hasattr(be, "set_threads"):
         be.set_threads(threads)
     api_key = args.api_key or os.environ.get("LLAMAY_API_KEY") or None
+    # a file is the one model, under any name; anything else serves the stores: every model by its name
+    store = r.source != "file"
+    loader = stored_loader(args.backend, args.threads, parallel=args.parallel, queue=args.queue, n_ctx=args.ctx_size,
+                           timeout=args.timeout, prefill_chunk=args.prefill_chunk,
+                           max_body_bytes=args.max_body_bytes)  # fmt: skip
+    if args.memory is not None and loaded_size(service) > args.memory:
+        raise LlamayError(f"--memory {args.memory:,} bytes is less than the resident model {r.name} takes "
+                          f"({loaded_size(service):,} bytes: weights and KV cache)")  # fmt: skip
+    pool = ModelPool(service, store=store, keep_alive=keep, max_loaded=args.max_loaded, memory=args.memory,
+                     loader=loader)  # fmt: skip
     app = create_app(service, api_key=api_key, bound=args.host, allowed_hosts=tuple(args.allowed_host),
-                     cors_origins=tuple(args.cors_origin))  # fmt: skip
+                     cors_origins=tuple(args.cors_origin), pool=pool,
+                     **({"max_blob_bytes": args.max_blob_bytes} if args.max_blob_bytes else {}))  # fmt: skip
     _log_in_one_line(requests=not args.quiet)
     limits = Limits(head_timeout=args.head_timeout, connections=args.max_connections)
     config = server_config(app, host=args.host, port=args.port, log_level=args.log_level, limits=limits)
-    server = _server(uvicorn, config, service, say)
+    server = _server(uvicorn, config, service, say, pool)
     _announce_when_ready(server, service, say)
     # what the load made (model, tables, compiled kernels: ~170 K objects) is never garbage: out of the
     # collector's full passes, each of which held the GIL, so the event loop and every stream, ~90 ms
@@ -189,7 +233,7 @@ def _log_in_one_line(requests: bool = True) -> None:
     logging.getLogger("llamay.server.requests").setLevel(logging.INFO if requests else logging.WARNING)
 
 
-def _server(uvicorn, config, service, say):
+def _server(uvicorn, config, service, say, pool=None):
     """uvicorn's Server, ending the running requests at the first Ctrl-C instead of waiting for them: the model
     thread stops, so every stream gets its last event at once and the graceful shutdown has nothing left to
     wait for (nothing is cut off mid-write, no task is cancelled, no traceback)."""
@@ -203,6 +247,8 @@ def _server(uvicorn, config, service, say):
                 name = signal.Signals(sig).name
                 say(f"llamay serve: stopping ({name}): ending {s.running} running and {s.queue_depth} queued requests")
                 s.stop(timeout=0)  # the model thread fails what is left (503, "shutting down") and ends
+                for e in list(pool.loaded.values()) if pool is not None else ():  # the stored models loaded too
+                    e.service.scheduler.stop(timeout=0)
 
     return Server(config)
 

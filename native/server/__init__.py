@@ -8,6 +8,10 @@ limits.py         the limits on what one request may ask (docs/server.md has the
 openai_routes.py  /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models (also without /v1)
 ollama_routes.py  /api/generate, /api/chat, /api/embed, /api/embeddings, /api/tags, /api/show, /api/ps,
                   /api/version
+store_routes.py   /api/pull, /api/create, /api/copy, /api/delete, /api/blobs/:digest (llamay's store)
+store_show.py     /api/show of a stored model, read from its store
+pool.py           the models answered for by name: load on first use, keep_alive, idle unloading, the budget
+keep_alive.py     Ollama's keep_alive durations
 contexts.py       /llamay/contexts: named KV contexts (create, fork, snapshot, restore, continue, delete);
                   /llamay/snapshots: the snapshot files (list, delete)
 context_store.py  the contexts by name

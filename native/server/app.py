@@ -21,13 +21,14 @@ from starlette.middleware.cors import CORSMiddleware
 from llamay import __version__
 from llamay.errors import LlamayError
 
-from . import contexts, llamacpp_routes, llamacpp_slots, ollama_routes, openai_routes
+from . import contexts, llamacpp_routes, llamacpp_slots, ollama_routes, openai_routes, store_routes
 from .bodies import StrictJsonRoute
-from .deps import ServiceDep
+from .deps import PoolDep, ServiceDep
 from .docs_page import docs_router
 from .errors import STATUSES, ApiError, bad_request, error_body, error_type, validation_errors
 from .guard import Guard, GuardConfig
 from .openapi import openapi
+from .pool import ModelPool
 from .request_log import RequestLog
 from .schemas import (
     DetokenizeRequest,
@@ -38,6 +39,7 @@ from .schemas import (
     TokenizeResponse,
 )
 from .service import Service
+from .store_routes import DEFAULT_MAX_BLOB_BYTES
 
 log = logging.getLogger("llamay.server")
 
@@ -64,23 +66,32 @@ CORS_EXPOSE = ("Retry-After", "WWW-Authenticate")
 
 
 def create_app(service: Service, api_key: str | None = None, *, bound: str = "127.0.0.1",
-               allowed_hosts: tuple[str, ...] = (), cors_origins: tuple[str, ...] = ()) -> FastAPI:  # fmt: skip
-    """The app for `service`; `bound` is the address the server listens on (the Host check admits it),
-    `allowed_hosts` and `cors_origins` are --allowed-host and --cors-origin."""
+               allowed_hosts: tuple[str, ...] = (), cors_origins: tuple[str, ...] = (),
+               pool: ModelPool | None = None, max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> FastAPI:  # fmt: skip
+    """The app for `service` (the resident model); `bound` is the address the server listens on (the Host check
+    admits it), `allowed_hosts` and `cors_origins` are --allowed-host and --cors-origin; `pool` the models it
+    answers for by name (default: `service`'s alone, under any name); `max_blob_bytes` is --max-blob-bytes."""
+    pool = pool or ModelPool(service)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if not service.scheduler.alive:
             service.start()
+        pool.start()
         yield
+        await pool.stop()
         service.stop()
 
     app = FastAPI(title="llamay", version=__version__, description=DESCRIPTION, openapi_tags=TAGS,
                   lifespan=lifespan, responses=ERRORS, docs_url=None, redoc_url=None,
                   openapi_url=None)  # fmt: skip
     app.state.service = service
+    app.state.pool = pool
+    app.state.max_blob_bytes = max_blob_bytes
     key = [Depends(_bearer(api_key))] if api_key else []
-    for module in (openai_routes, ollama_routes, contexts, llamacpp_routes, llamacpp_slots):
+    # the management routes write the store: only a server serving it has them (one of `-m FILE` has no store)
+    stored = [store_routes] if pool.store else []
+    for module in (openai_routes, ollama_routes, contexts, llamacpp_routes, llamacpp_slots, *stored):
         app.include_router(module.router, dependencies=key)
     app.include_router(_server_router(), dependencies=key)
     app.add_api_route("/health", health, methods=["GET"], response_model=Health, tags=["Server"],
@@ -132,20 +143,24 @@ def _server_router():
         return service.metrics.render()
 
     @router.post("/tokenize", response_model=TokenizeResponse, summary="Text to token ids (the generative model)")
-    async def tokenize(body: TokenizeRequest, service: ServiceDep) -> Any:
-        if body.model is not None:
-            service.generative(body.model)
-        # built and serialized on a preparation thread: a long text has a long answer
-        return Response(await service.offload(_tokenize, service.tokenizer, body), media_type="application/json")
+    async def tokenize(body: TokenizeRequest, pool: PoolDep) -> Any:
+        lease = await pool.lease(body.model, "generate", ollama=False)
+        try:  # built and serialized on a preparation thread: a long text has a long answer
+            s = lease.service
+            return Response(await s.offload(_tokenize, s.tokenizer, body), media_type="application/json")
+        finally:
+            lease.done()
 
     @router.post("/detokenize", response_model=DetokenizeResponse, summary="Token ids to text")
-    async def detokenize(body: DetokenizeRequest, service: ServiceDep) -> Any:
-        if body.model is not None:
-            service.generative(body.model)
+    async def detokenize(body: DetokenizeRequest, pool: PoolDep) -> Any:
+        lease = await pool.lease(body.model, "generate", ollama=False)
         try:
-            return {"content": await service.offload(service.tokenizer.decode, body.tokens)}
+            s = lease.service
+            return {"content": await s.offload(s.tokenizer.decode, body.tokens)}
         except LlamayError as e:
             raise bad_request(str(e), "tokens") from None
+        finally:
+            lease.done()
 
     return router
 

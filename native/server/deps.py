@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from .pool import ModelPool
 from .service import Service
 
 
@@ -15,3 +16,11 @@ def get_service(request: Request) -> Service:
 
 
 ServiceDep = Annotated[Service, Depends(get_service)]
+
+
+def get_pool(request: Request) -> ModelPool:
+    """The models the app answers for by name."""
+    return request.app.state.pool
+
+
+PoolDep = Annotated[ModelPool, Depends(get_pool)]

@@ -18,6 +18,9 @@ same-origin. So, like Ollama:
   as JSON (non-browser clients such as raw `requests.post(data=...)` send none) only when the request has no
   foreign Origin: a browser can send an unlabelled body without preflight (a `Blob` with no type), but always
   with its page's Origin, which the Origin rule has then already refused.
+- **Uploads** (`/api/blobs/...`) are raw bytes (`application/octet-stream`, no label, or `application/json`, the
+  label the official `ollama` client puts on every request), streamed to the route
+  unread, which bounds them by --max-blob-bytes; the Host and Origin rules apply to them as to every request.
 - **Size**: a body over `--max-body-bytes` is 413, refused from its Content-Length before it is read, or as
   soon as a chunked body passes the limit.
 """
@@ -37,6 +40,8 @@ from .errors import error_body, error_type
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 BODY_METHODS = ("POST", "PUT", "PATCH")
+RAW_PREFIX = "/api/blobs/"  # uploads: raw bytes streamed to the route, which bounds them (--max-blob-bytes)
+RAW_TYPES = ("application/octet-stream", "application/json")  # the official ollama client labels uploads JSON
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,9 @@ class Guard:
         if refusal is not None:
             await _answer(send, scope["path"], *refusal, extra=cors)
             return
+        if scope["path"].startswith(RAW_PREFIX):  # not JSON, not buffered here: the route reads and bounds it
+            await self.app(scope, receive, _nosniff(send))
+            return
         if scope["method"] in BODY_METHODS:
             body = await self._read_body(receive, headers, send, scope["path"], cors)
             if body is None:
@@ -125,7 +133,12 @@ class Guard:
                     f"--cors-origin {origin} to allow that page", "origin_not_allowed", None)  # fmt: skip
         if scope["method"] in BODY_METHODS:
             kind = headers.get("content-type")
-            if kind is not None and not is_json_type(kind):
+            raw = scope["path"].startswith(RAW_PREFIX)
+            if raw and kind is not None and kind.split(";", 1)[0].strip().lower() not in RAW_TYPES:
+                return (415, f"a blob is uploaded as raw bytes: send Content-Type: application/octet-stream (or "
+                        f"none, or the ollama client's application/json), not {kind!r}", "unsupported_media_type",
+                        None)  # fmt: skip
+            if not raw and kind is not None and not is_json_type(kind):
                 return (415, f"request bodies are JSON: send Content-Type: application/json, not {kind!r}",
                         "unsupported_media_type", None)  # fmt: skip
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import struct
@@ -14,15 +15,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.background import BackgroundTask
 
 from llamay.tools import ToolPlan
 
 from .bodies import StrictJsonRoute
-from .deps import ServiceDep
+from .deps import PoolDep
 from .errors import bad_request
 from .limits import MAX_BATCH, MAX_EMBED_INPUTS
 from .llamacpp_prompts import timings
 from .params import from_openai
+from .pool import Available, Lease, not_found, served_entry
 from .schemas import (
     ChatCompletion,
     ChatCompletionRequest,
@@ -43,18 +46,26 @@ router = APIRouter(tags=["OpenAI"], route_class=StrictJsonRoute)
 # -- models ---------------------------------------------------------------------------------------------------
 
 
-@router.get("/v1/models", response_model=ModelList, summary="List the served models")
-async def list_models(service: ServiceDep) -> dict[str, Any]:
-    return {"object": "list", "data": [_card(m) for m in service.models]}
+@router.get("/v1/models", response_model=ModelList,
+            summary="The models available: the resident one, and every stored one when serving the store")  # fmt: skip
+async def list_models(pool: PoolDep) -> dict[str, Any]:
+    return {"object": "list", "data": [_card(a) for a in await asyncio.to_thread(pool.available)]}
 
 
-@router.get("/v1/models/{model}", response_model=ModelCard, summary="One served model")
-async def get_model(model: str, service: ServiceDep) -> dict[str, Any]:
-    return _card(service.find(model))
+@router.get("/v1/models/{model}", response_model=ModelCard, summary="One available model")
+async def get_model(model: str, pool: PoolDep) -> dict[str, Any]:
+    if not pool.store:
+        return _card(served_entry(pool.resident.service.find(model)))
+    for a in await asyncio.to_thread(pool.available):
+        if a.name == model or a.name == f"{model}:latest" or a.name.removesuffix(":latest") == model:
+            return _card(a)
+    if any(m.matches(model) for m in pool.resident.service.models):
+        return _card(served_entry(pool.resident.service.find(model)))
+    raise not_found(model, ollama=False)
 
 
-def _card(m: Any) -> dict[str, Any]:
-    return {"id": m.id, "object": "model", "created": m.created, "owned_by": "llamay"}
+def _card(a: Available) -> dict[str, Any]:
+    return {"id": a.name, "object": "model", "created": int(a.modified), "owned_by": "llamay"}
 
 
 # -- chat -----------------------------------------------------------------------------------------------------
@@ -66,8 +77,16 @@ def _card(m: Any) -> dict[str, Any]:
     summary="Chat completion (streams SSE chunks with `stream: true`, ending in `data: [DONE]`)",
     responses={200: {"content": {"text/event-stream": {}}}},
 )
-async def chat_completions(body: ChatCompletionRequest, request: Request, service: ServiceDep):
-    model = service.generative(body.model)
+async def chat_completions(body: ChatCompletionRequest, request: Request, pool: PoolDep):
+    lease = await pool.lease(body.model, "generate", ollama=False)
+    try:
+        return await _chat_completions(body, request, lease)
+    finally:
+        lease.done()
+
+
+async def _chat_completions(body: ChatCompletionRequest, request: Request, lease: Lease):
+    service, model = lease.service, lease.model
     choice = body.tool_choice.model_dump() if isinstance(body.tool_choice, BaseModel) else body.tool_choice
     plan = plan_for(service.chat_template, body.tools, choice, body.parallel_tool_calls)
     max_tokens = body.max_completion_tokens or body.max_tokens
@@ -86,7 +105,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         events = _timed(_chat_chunks(gen, head, plan, include_usage), gen, body.timings_per_token)
-        return StreamingResponse(sse_stream(events), media_type="text/event-stream", headers=SSE_HEADERS)
+        return _streaming(lease, events)
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):
@@ -97,6 +116,12 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, servic
         choices.append({"index": i, "message": message, "logprobs": _chat_logprobs(service, ch.job, gen, i),
                         "finish_reason": finish})  # fmt: skip
     return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
+
+
+def _streaming(lease: Lease, events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
+    """An SSE stream holding the model's lease to its end (released once, whichever way it ends)."""
+    return StreamingResponse(sse_stream(lease.stream(events)), media_type="text/event-stream", headers=SSE_HEADERS,
+                             background=BackgroundTask(lease.release))  # fmt: skip
 
 
 async def _chat_chunks(gen: Generation, head: dict[str, Any], plan: ToolPlan | None,
@@ -178,8 +203,16 @@ def _chat_logprobs(service: Service, job: Any, gen: Generation, i: int) -> dict[
     summary="Text completion (streams SSE chunks with `stream: true`, ending in `data: [DONE]`)",
     responses={200: {"content": {"text/event-stream": {}}}},
 )
-async def completions(body: CompletionRequest, request: Request, service: ServiceDep):
-    model = service.generative(body.model)
+async def completions(body: CompletionRequest, request: Request, pool: PoolDep):
+    lease = await pool.lease(body.model, "generate", ollama=False)
+    try:
+        return await _completions(body, request, lease)
+    finally:
+        lease.done()
+
+
+async def _completions(body: CompletionRequest, request: Request, lease: Lease):
+    service, model = lease.service, lease.model
     if body.suffix:
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if body.best_of is not None and body.best_of != body.n:
@@ -194,7 +227,7 @@ async def completions(body: CompletionRequest, request: Request, service: Servic
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         events = _timed(_completion_chunks(gen, head, echo, include_usage), gen, body.timings_per_token)
-        return StreamingResponse(sse_stream(events), media_type="text/event-stream", headers=SSE_HEADERS)
+        return _streaming(lease, events)
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):
@@ -263,12 +296,16 @@ def _completion_logprob_block(service: Service, lps: list[tuple[int, float, Any]
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingResponse, summary="Sentence embeddings (encoder models)")
-async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> dict[str, Any]:
+async def embeddings(body: EmbeddingRequest, pool: PoolDep) -> dict[str, Any]:
     inp = body.input  # a text, texts, token ids, or lists of them (the schema made sure of which)
     inputs: list[Any] = [inp] if isinstance(inp, str) or (inp and isinstance(inp[0], int)) else list(inp)
     if not inputs or len(inputs) > MAX_EMBED_INPUTS:
         raise bad_request(f"between 1 and {MAX_EMBED_INPUTS} inputs per request, got {len(inputs)}", "input")
-    model, vectors, n_tokens = await service.embed(body.model, inputs)
+    lease = await pool.lease(body.model, "embed", ollama=False)
+    try:
+        model, vectors, n_tokens = await lease.service.embed(body.model, inputs)
+    finally:
+        lease.done()
     if body.dimensions is not None and body.dimensions != len(vectors[0]):
         raise bad_request(f"{model.id} gives {len(vectors[0])} dimensions; it cannot be shortened", "dimensions")
     data = []

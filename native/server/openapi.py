@@ -6,6 +6,8 @@ one this server accepts (schemathesis checks both ways):
 - token ids lie in the vocabulary (`x-llamay: token-id`; the embedding model's for `embed-token-id`), logit-bias
   keys are token ids written as strings;
 - `dimensions` is the embedding model's; `tools` is empty when the chat template cannot take tools;
+- serving the store (any `-m` but a file), names are open (any may be a stored model's) and the bounds are the
+  resident model's;
 - links join the context routes (create → get, fork, snapshot, continue, delete; snapshot → restore, and the
   snapshot file's get and delete), for stateful clients and tests.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from .keep_alive import ZERO_PATTERN
 from .limits import MAX_STOP_CHARS, MAX_STOPS
 
 CONTEXT = "/llamay/contexts/{name}"
@@ -45,16 +48,17 @@ def openapi(app: FastAPI, service: Any) -> dict[str, Any]:
 
         doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes,
                           tags=app.openapi_tags)  # fmt: skip
-        _exact(doc, service)
+        pool = getattr(app.state, "pool", None)
+        _exact(doc, service, store=bool(pool and pool.store))
         _links(doc)
         app.openapi_schema = doc
     return app.openapi_schema
 
 
-def _exact(doc: dict[str, Any], service: Any) -> None:
+def _exact(doc: dict[str, Any], service: Any, store: bool = False) -> None:
     _json_schema_names(doc)
     for name, schema in doc.get("components", {}).get("schemas", {}).items():
-        _exact_model(name, schema, service)
+        (_open_model if store else _exact_model)(name, schema, service)
     n_vocab = service.tokenizer.n_vocab
     engine = service.embed_engine
     embed_vocab = min(engine.tokenizer.n_vocab, engine.model.cfg.n_vocab) if engine is not None else n_vocab
@@ -85,6 +89,14 @@ def _json_schema_names(doc: dict[str, Any]) -> None:
                     node[name] = node.pop(raw)
 
 
+def _open_model(name: str, schema: dict[str, Any], service: Any) -> None:
+    """Serving the store: any name may be a stored model's (names left open), the bounds are the resident's."""
+    props = schema.get("properties", {})
+    (props.get("model") or {}).pop("x-llamay", None)
+    for key in ("max_tokens", "max_completion_tokens", "num_predict"):
+        _bound(props.get(key), service.n_ctx)
+
+
 def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
     """One request model's fields, bounded by what this server has loaded."""
     props = schema.get("properties", {})
@@ -111,6 +123,17 @@ def _exact_model(name: str, schema: dict[str, Any], service: Any) -> None:
         _bound(props["dimensions"], dim, dim)
     if "stop" in props:
         _stop_limits(props["stop"])
+    if "keep_alive" in props:
+        _not_zero(props["keep_alive"])
+
+
+def _not_zero(prop: dict[str, Any]) -> None:
+    """The one model stays loaded: a keep_alive of zero is refused (pool.ModelPool._take)."""
+    for variant in _variants(prop):
+        if variant.get("type") == "string":
+            variant["not"] = {"pattern": ZERO_PATTERN}
+        elif variant.get("type") == "number":
+            variant["not"] = {"const": 0}
 
 
 def _stop_limits(prop: dict[str, Any]) -> None:

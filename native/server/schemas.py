@@ -20,6 +20,7 @@ from llamay.sampling.config import FLT_MAX, MAX_BREAKER_CHARS, MAX_BREAKERS
 from llamay.sampling.request import API_RANGES, INT32, OLLAMA_RUNNER, OLLAMA_SAMPLING, OPENAI_FIELDS, OPENAI_OWN
 from llamay.sampling.request import MAX_PREDICT as MAX_TOKENS  # a static cap; the real limit is the context
 
+from .keep_alive import KeepAlive
 from .limits import (
     MAX_BATCH,
     MAX_CONTEXT_TOKENS,
@@ -534,7 +535,7 @@ class OllamaGenerateRequest(_Lenient):
     format: OllamaFormat = None
     images: list[str] | None = NO_IMAGES
     options: OllamaOptions | None = None
-    keep_alive: str | Int | None = None
+    keep_alive: KeepAlive = None
 
 
 class OllamaChatRequest(_Lenient):
@@ -544,7 +545,7 @@ class OllamaChatRequest(_Lenient):
     format: OllamaFormat = None
     stream: bool = True
     options: OllamaOptions | None = None
-    keep_alive: str | Int | None = None
+    keep_alive: KeepAlive = None
 
 
 class OllamaEmbedRequest(_Lenient):
@@ -552,7 +553,7 @@ class OllamaEmbedRequest(_Lenient):
     input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBED_INPUTS)]
     truncate: bool = True
     options: OllamaOptions | None = None
-    keep_alive: str | Int | None = None
+    keep_alive: KeepAlive = None
 
 
 class OllamaEmbeddingsRequest(_Lenient):
@@ -561,7 +562,7 @@ class OllamaEmbeddingsRequest(_Lenient):
     model: str
     prompt: str = Field(description="the text (empty: an empty vector, as Ollama answers)")
     options: OllamaOptions | None = None
-    keep_alive: str | Int | None = None
+    keep_alive: KeepAlive = None
 
 
 class OllamaShowRequest(_Lenient):

@@ -47,7 +47,8 @@ class ServedModel:
 
     def matches(self, name: str) -> bool:
         base = name.removesuffix(":latest")
-        return name in self.aliases or base in self.aliases
+        # a stored model (`alpha:latest`) answers to its name without the default tag too
+        return name in self.aliases or base in self.aliases or f"{base}:latest" == self.id
 
 
 def describe(model: Model, path: Path) -> tuple[str, dict[str, Any]]:
@@ -141,6 +142,7 @@ class Service:
         path = Path(model_path)
         digest, details = describe(model, path)
         self.strict_names = strict_names  # --strict-model-name: only the served models' names (see `resolve`)
+        self.own_names_only = False  # set by a pool serving the store: routes it does not route (llama-server's)
         self.defaults = defaults  # a stored model's PARAMETERs (llamay.native.store.options.Options), or None
         mid = name or path.stem  # a stored model by its name, a file by its stem
         self.generator = ServedModel(mid, model, path, frozenset({mid, path.stem, path.name, *aliases}), now,
@@ -191,12 +193,21 @@ class Service:
     def load(cls, model_path: str | os.PathLike[str], *, backend: str | None = None,
              embedding_model: str | os.PathLike[str] | None = None, **kw: Any) -> Service:  # fmt: skip
         t0 = time.perf_counter()
-        model = load_model(model_path, backend)
-        embedder = load_model(embedding_model, backend) if embedding_model else None
-        # compile/load every kernel now, not during the first request
-        _on_a_passing_thread(lambda: [m.warm_up() for m in (model, embedder) if m is not None])
-        return cls(model, model_path, embedder=embedder, embedder_path=embedding_model,
-                   load_seconds=time.perf_counter() - t0, **kw)  # fmt: skip
+        opened: list[Model] = []
+        try:  # a failure closes what was opened (a server loading models on demand goes on)
+            model = load_model(model_path, backend)
+            opened.append(model)
+            embedder = load_model(embedding_model, backend) if embedding_model else None
+            if embedder is not None:
+                opened.append(embedder)
+            # compile/load every kernel now, not during the first request
+            _on_a_passing_thread(lambda: [m.warm_up() for m in opened])
+            return cls(model, model_path, embedder=embedder, embedder_path=embedding_model,
+                       load_seconds=time.perf_counter() - t0, **kw)  # fmt: skip
+        except BaseException:
+            for m in opened:
+                m.close()
+            raise
 
     def start(self) -> None:
         self.scheduler.start()
@@ -255,6 +266,8 @@ class Service:
         must be a served one's (404). The one place names become models: where a stored model is served by name
         later, an unknown name that is a stored model's can be loaded here."""
         named = next((m for m in self.models if name is not None and m.matches(name)), None)
+        if named is None and name is not None and self.own_names_only:
+            self.find(name, param)  # a 404: serving the store, another name is another model (pool.ModelPool)
         if named is None and self.strict_names:
             if name is None:
                 known = ", ".join(m.id for m in self.models if m.kind == kind)

@@ -43,7 +43,7 @@ def served_models() -> dict:
             continue
         m = x.store.read_manifest(x.manifest)
         layer = m.first(MODEL)
-        if layer is not None:
+        if layer is not None and len(m.all(MODEL)) == 1:  # a split model's shards are not one file to serve
             out[x.name.short] = x.store.blob(layer.digest)
     return out
 

@@ -97,8 +97,12 @@ def config_blob(store: Store, gguf: Path) -> Layer:
     return Layer(CONFIG, f"sha256:{write_bytes(store.blobs, data)}", len(data))
 
 
-def manifest_of(store: Store, model: Layer, layers: Layers) -> Manifest:
-    return Manifest(config_blob(store, store.blob(model.digest)), (model, *layer_blobs(store, layers)))
+def manifest_of(store: Store, models: tuple[Layer, ...], layers: Layers) -> Manifest:
+    """The manifest of a model whose GGUF is `models` (one blob, or a split model's shards in order)."""
+    from .shards import view
+
+    first = view(store.root, [store.blob(m.digest) for m in models])
+    return Manifest(config_blob(store, first), (*models, *layer_blobs(store, layers)))
 
 
 def model_layer(m: Manifest, where: str) -> Layer:

@@ -21,40 +21,59 @@ from .manifests import MODEL, Layer, Store
 from .names import Name
 from .options import NO_EFFECT
 from .progress import Progress
-from .resolve import llamay_store, ollama_store, resolve
+from .resolve import find_stored, llamay_store, ollama_store, resolve
+from .shards import remove_dangling
 
 Log = Callable[[str], object]
 GGUF_MAGIC = b"GGUF"
 
 
-def import_gguf(store: Store, path: Path) -> Layer:
-    """`path` (a GGUF) as a model blob: checked to be a GGUF whose header parses, copied while hashed."""
-    from llamay.gguf import GGUFFile, split_count
+def import_gguf(store: Store, path: Path) -> tuple[Layer, ...]:
+    """`path` (a GGUF, or the first shard of a split one) as model blobs, one per file: checked to be a GGUF whose
+    header parses (a split set: every shard present and of the same model), copied while hashed."""
+    from llamay.gguf import GGUFFile, open_gguf, split_count
+    from llamay.gguf.split import shard_paths
 
     try:
         with open(path, "rb") as f:
             if f.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
                 raise LlamayError(f"{path}: not a GGUF file (it does not start with {GGUF_MAGIC!r})")
         with GGUFFile.open(path) as g:  # a header that does not parse is refused here, by name
-            n = split_count(g)
-        if n > 1:
-            # a manifest names one model blob (Ollama's layout): the other shards would have no place in it
-            raise LlamayError(
-                f"{path}: one of {n} shards of a split GGUF model (key 'split.count'); the store holds whole files: "
-                "merge the shards first (llama.cpp's `llama-gguf-split --merge FIRST-SHARD OUT.gguf`), or run the "
-                "model in place with -m FIRST-SHARD"
-            )
-        size = path.stat().st_size
-        with open(path, "rb") as src, BlobWriter(store.blobs) as w:
-            bar = Progress(f"copying {path.name}", size)
-            try:
-                w.copy_from(src, bar)
-            finally:
-                bar.close()
-            digest = w.finish()
+            files = [Path(p) for p in shard_paths(g)] if split_count(g) > 1 else [path]
+        if len(files) > 1:
+            with open_gguf(path):  # every shard there, each of this model, in its place (named if not)
+                pass
+        return tuple(_copy_in(store, f) for f in files)
     except OSError as e:
         raise LlamayError(f"{path}: cannot read it: {e.strerror}") from None
+
+
+def _copy_in(store: Store, path: Path) -> Layer:
+    size = path.stat().st_size
+    with open(path, "rb") as src, BlobWriter(store.blobs) as w:
+        bar = Progress(f"copying {path.name}", size)
+        try:
+            w.copy_from(src, bar)
+        finally:
+            bar.close()
+        digest = w.finish()
     return Layer(MODEL, f"sha256:{digest}", size)
+
+
+def stored_gguf(store: Store, digest: str) -> Layer:
+    """The model layer of a blob already in the store: it must be there, and a whole GGUF whose header parses."""
+    from llamay.gguf import GGUFFile, split_count
+
+    path = store.blob(f"sha256:{parse_digest(digest)}")
+    if not path.is_file():
+        raise BlobError(f"no blob {digest} in llamay's store ({store.blobs}): upload it first (POST /api/blobs/...)")
+    with open(path, "rb") as f:
+        if f.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+            raise LlamayError(f"blob {digest}: not a GGUF file (it does not start with {GGUF_MAGIC!r})")
+    with GGUFFile.open(path) as g:
+        if split_count(g) > 1:
+            raise LlamayError(f"blob {digest}: one shard of a split GGUF model (key 'split.count'): merge it first")
+    return Layer(MODEL, f"sha256:{parse_digest(digest)}", path.stat().st_size)
 
 
 def bring_blob(store: Store, other: Store, layer: Layer) -> None:
@@ -71,24 +90,32 @@ def bring_blob(store: Store, other: Store, layer: Layer) -> None:
             w.finish()
 
 
-def base_of(store: Store, mf: Modelfile, folder: Path, log: Log) -> tuple[Layer, Layers]:
-    """FROM: a GGUF file (relative to the Modelfile's folder) imported, or a stored model's layers."""
-    path = Path(mf.base).expanduser()
-    path = path if path.is_absolute() else folder / path
-    if path.is_file():
-        return import_gguf(store, path), Layers()
+def base_of(store: Store, mf: Modelfile, folder: Path | None, log: Log) -> tuple[tuple[Layer, ...], Layers]:
+    """FROM: a GGUF file (relative to the Modelfile's folder) imported, or a stored model's model layers (a split
+    model's shards) and other layers; `folder` None: a stored model only (a server's clients name no files)."""
+    if folder is None:
+        found = find_stored(mf.base)
+        if found is None:
+            raise LlamayError(f"from: no stored model is named {mf.base!r} (a GGUF is uploaded: POST /api/blobs, "
+                              "then `files`)")  # fmt: skip
+    else:
+        path = Path(mf.base).expanduser()
+        path = path if path.is_absolute() else folder / path
+        if path.is_file():
+            return import_gguf(store, path), Layers()
     try:
-        base = resolve(mf.base, log=log)
+        base = resolve(mf.base, log=log) if folder is not None else found
     except LlamayError as e:
         raise LlamayError(f"FROM {mf.base}: {e}") from None
     if base.source == "file":
         return import_gguf(store, base.path), Layers()
-    digest = base.digest
-    assert digest is not None
-    layer = Layer(MODEL, digest, base.path.stat().st_size)
-    if base.source != store.kind:
-        bring_blob(store, ollama_store(), layer)
-    return layer, base.layers
+    assert base.manifest is not None
+    other = store if base.source == store.kind else ollama_store()
+    models = tuple(other.read_manifest(base.manifest).all(MODEL))
+    if other is not store:
+        for layer in models:
+            bring_blob(store, other, layer)
+    return models, base.layers
 
 
 def merged(base: Layers, mf: Modelfile) -> Layers:
@@ -122,16 +149,25 @@ def warnings(layers: Layers) -> list[str]:
 
 def create(name: str, text: str, folder: Path, log: Log = print) -> Path:
     """The model `name` built from a Modelfile's text (FROM relative to `folder`); its manifest's path."""
+    return build(name, parse(text), folder, log)
+
+
+def build(name: str, mf: Modelfile, folder: Path | None, log: Log = print, model_blob: str | None = None) -> Path:
+    """The model `name` built from a Modelfile (FROM relative to `folder`; None: FROM a stored model only), or
+    with `model_blob` (a digest) as its GGUF: a blob already in the store (uploaded), checked to be a whole GGUF;
+    its manifest's path."""
     target = Name.parse(name)
-    mf = parse(text)
     store = llamay_store()
     store.clean()
     with exit_on_fatal_signals(), store.lock():  # SIGTERM or SIGHUP: temporary files go, as on any error
-        model, base = base_of(store, mf, folder, log)
+        if model_blob is not None:
+            models, base = (stored_gguf(store, model_blob),), Layers()
+        else:
+            models, base = base_of(store, mf, folder, log)
         layers = merged(base, mf)
         for w in warnings(layers):
             log(f"llamay: warning: {w}")
-        path = store.write_manifest(target, manifest_of(store, model, layers))
+        path = store.write_manifest(target, manifest_of(store, models, layers))
     prune(store, log, quiet=True)
     log(f"llamay: created {target.short}")
     return path
@@ -175,6 +211,7 @@ def prune(store: Store, log: Log = print, quiet: bool = False) -> int:
     """Remove the blobs no manifest names, and what killed pulls left; how many blobs."""
     remove_leftovers(store.root, log)
     removed, done = store.gc()
+    remove_dangling(store.root)  # the split models' views whose shards went
     if removed and not quiet:
         log(f"llamay: removed {len(removed)} unused blob(s) from {store.blobs}")
     if not done:

@@ -6,13 +6,32 @@ with a newline; the rate is over the whole transfer so far.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 BAR = 24  # characters of the bar
 INTERVAL = 0.1  # seconds between redraws
 UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))  # decimal, as `ollama list` counts
+
+
+Listener = Callable[[str, int, int], object]  # told (label, bytes done, total)
+_listening = threading.local()
+
+
+@contextlib.contextmanager
+def reporting(listener: Listener) -> Iterator[None]:
+    """Every Progress made on this thread within the block also tells `listener` (a server streams pulls' progress
+    this way); listeners are called from the thread that reports, which may be another."""
+    previous = getattr(_listening, "fn", None)
+    _listening.fn = listener
+    try:
+        yield
+    finally:
+        _listening.fn = previous
 
 
 def human_bytes(n: float) -> str:
@@ -47,9 +66,12 @@ class Progress:
         self.start = time.monotonic()
         self.drawn = 0.0
         self.done = 0
+        self.listener: Listener | None = getattr(_listening, "fn", None)
 
     def __call__(self, done: int) -> None:
         self.done = done
+        if self.listener is not None:
+            self.listener(self.label, done, self.total)
         now = time.monotonic()
         if self.enabled and (now - self.drawn >= INTERVAL or done >= self.total):
             self.drawn = now

@@ -30,6 +30,7 @@ from .layers import Layers, model_layer, read_layers
 from .manifests import MEDIA, Store, StoreError, home_store
 from .names import Name
 from .options import Options
+from .shards import view
 
 DEFAULT_ROOT = Path.home() / ".cache" / "llamay"
 OLLAMA_DEFAULT = Path.home() / ".ollama" / "models"
@@ -65,8 +66,9 @@ class Resolved:
     path: Path
     source: str  # "file", "llamay" or "Ollama"
     layers: Layers = field(default_factory=Layers)
-    digest: str | None = None  # the model layer's
+    digest: str | None = None  # the (first) model layer's
     manifest: Path | None = None
+    shards: tuple[Path, ...] = ()  # a split model's blobs, in order (`path` is then the first of their view)
 
     @cached_property
     def options(self) -> Options:
@@ -109,8 +111,9 @@ class Resolved:
             yield self.path
             return
         with llamay_store().lock():
-            if not self.path.is_file():
-                raise ModelNotFound(f"{self.name}: its model blob {self.path} was removed meanwhile")
+            for blob in self.shards or (self.path,):
+                if not blob.is_file():
+                    raise ModelNotFound(f"{self.name}: its model blob {blob} was removed meanwhile")
             yield self.path
 
     def load(self, backend: Any = None) -> Any:
@@ -127,18 +130,19 @@ class Resolved:
         return model
 
 
-def from_manifest(store: Store, name: Name, path: Path) -> Resolved:
-    m = store.read_manifest(path)
-    where = f"{name.short} ({store.kind}'s store, {path})"
+def from_manifest(store: Store, name: Name, path_of_manifest: Path) -> Resolved:
+    m = store.read_manifest(path_of_manifest)
+    where = f"{name.short} ({store.kind}'s store, {path_of_manifest})"
     if m.first(ADAPTER) is not None:
         raise LlamayError(f"{where} has a LoRA adapter layer, which llamay does not apply")
     layer = model_layer(m, where)
-    if len([x for x in m.layers if x.media_type == layer.media_type]) > 1:
-        raise LlamayError(f"{where} has several model layers (split weights): not supported yet")
-    blob = store.blob(layer.digest)
-    if not blob.is_file():
-        raise LlamayError(f"{where}: its model blob {blob} is missing")
-    return Resolved(name.short, blob, store.kind, read_layers(store, m), layer.digest, path)
+    blobs = [store.blob(x.digest) for x in m.all(layer.media_type)]  # several: a split model's shards, in order
+    for blob in blobs:
+        if not blob.is_file():
+            raise LlamayError(f"{where}: its model blob {blob} is missing")
+    path = view(llamay_store().root, blobs) if len(blobs) > 1 else blobs[0]
+    return Resolved(name.short, path, store.kind, read_layers(store, m), layer.digest, path_of_manifest,
+                    tuple(blobs) if len(blobs) > 1 else ())  # fmt: skip
 
 
 def find_stored(ref: str) -> Resolved | None:

@@ -64,7 +64,7 @@ def test_the_servers_models_a_failed_load_keeps_the_model_and_threads(web_app, s
     expect(minilm).to_be_disabled()  # an encoder cannot chat: said, not offered
     expect(served(site, "notes.gguf")).to_be_disabled()
     expect(served(site, "notes.gguf")).to_contain_text("this is not a GGUF file")
-    expect(served(site, "mamba.gguf")).to_contain_text("architecture 'mamba' is not supported")
+    expect(served(site, "mamba.gguf")).to_contain_text("architecture 'mamba' is a state-space model")
     assert index["mamba.gguf"]["supported"] is False
     threads = site.get_by_test_id("threads")
     cores = site.evaluate("navigator.hardwareConcurrency")

@@ -69,8 +69,41 @@ def test_a_missing_shard_is_named_not_traced(shards, capsys, tmp_path):
         assert f"{tmp_path / shards[2].name}: shard 3 of 3 of the split model {first} is missing" in err
 
 
-def test_import_of_a_split_model_is_refused_by_name(shards, env, capsys):
-    assert main(["import", str(shards[0]), "story"]) == 1
+def test_a_split_model_is_stored_as_its_shards_and_runs_as_the_whole_file(shards, env, capsys):
+    """`import` of a first shard stores every shard (one model layer each, in order); the stored model runs as the
+    whole file does, `show --modelfile` round-trips through `create`, and `rm` + `prune` leave no shard or view."""
+    from llamay.native.store import llamay_store, resolve
+    from llamay.native.store.manifests import MODEL
+
+    assert main(["import", str(shards[0]), "story"]) == 0
+    store = llamay_store()
+    r = resolve("story", pull=False)
+    m = store.read_manifest(r.manifest)
+    digests = [x.digest for x in m.all(MODEL)]
+    assert len(digests) == 3 and [store.blob(d).read_bytes() for d in digests] == [p.read_bytes() for p in shards]
+    run = ("run", "-p", "Once upon a time", "-n", "12", "--temp", "0", "--backend", "portable")
+    assert _out(capsys, *run[:1], "-m", "story", *run[1:]) == _out(capsys, *run[:1], "-m", str(paths.stories("f32")),
+                                                                    *run[1:])  # fmt: skip
+    info = json.loads(_out(capsys, "info", "-m", "story", "--json"))
+    assert len(info["shards"]) == 3
+    modelfile = env / "Modelfile"
+    modelfile.write_text(_out(capsys, "show", "story", "--modelfile") + "SYSTEM again\n")
+    assert main(["create", "story2", "-f", str(modelfile)]) == 0
+    m2 = store.read_manifest(resolve("story2", pull=False).manifest)
+    assert [x.digest for x in m2.all(MODEL)] == digests  # the same shards, not copies
+    for name in ("story", "story2"):
+        assert main(["rm", name]) == 0
+    capsys.readouterr()
+    assert not any(store.blob(d).exists() for d in digests)
+    assert not any((store.root / ".shards").iterdir())
+
+
+def test_an_import_of_a_later_shard_or_a_broken_set_is_refused_by_name(shards, env, capsys, tmp_path):
+    assert main(["import", str(shards[1]), "story"]) == 1
+    assert "open its first shard" in capsys.readouterr().err
+    for p in shards[:2]:
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    assert main(["import", str(tmp_path / shards[0].name), "story"]) == 1
     err = capsys.readouterr().err
-    assert "one of 3 shards of a split GGUF model" in err and "merge the shards first" in err
+    assert "shard 3 of 3" in err and "is missing" in err and "Traceback" not in err
     assert main(["show", "story"]) == 1  # nothing was stored
