@@ -37,7 +37,7 @@ EXIT = 1
 class State:
     """An interned set of stacks, with its transitions filled in as they are taken."""
 
-    __slots__ = ("complete", "exit", "first", "id", "loop", "mask", "only_exit", "stacks", "tables", "trans")
+    __slots__ = ("advance", "complete", "exit", "first", "id", "loop", "mask", "only_exit", "stacks", "tables", "trans")
 
     def __init__(self, sid: int, stacks: tuple[int, ...], first: int = 0, tables: object = None) -> None:
         self.id = sid
@@ -50,6 +50,7 @@ class State:
         self.mask = None  # the token mask, once computed (masks.py)
         self.loop = -1  # bytes that lead back to this very state (a 256-bit int; -1: not computed yet)
         self.first = first  # bytes some stack can take next (a 256-bit int)
+        self.advance: tuple[int, State | None] | None = None  # (bytes, the state they all lead to): `advance_of`
 
     def __repr__(self) -> str:
         return f"State({self.id}, stacks={self.stacks})"
@@ -82,13 +83,13 @@ class Automaton:
         # states link the next ones through `trans`: unlinked here, iteratively, or freeing a long chain of them
         # (a counted string) recurses once per state, past the stack under Pyodide
         for st in getattr(self, "_states", {}).values():
-            st.trans = None
+            st.trans = st.advance = None
 
     def reset(self) -> None:
         """Forget every state, node and closure (a new epoch): older states are re-interned by `adopt`. Their
         transitions are dropped so the old tables can be freed once no caller holds an old state."""
         for st in self._states.values():
-            st.trans = None
+            st.trans = st.advance = None
             st.mask = None
         self.epoch += 1
         self._fresh_tables()
@@ -236,6 +237,22 @@ class Automaton:
                     loop |= 1 << b
             st.loop = loop
         return st.loop
+
+    def advance_of(self, st: State, byte: int) -> tuple[int, State | None]:
+        """(the bytes every stack of `st` treats as it treats `byte`, the state they all lead to): a string's
+        plain characters, which loop back to `st` or count one more character of a bounded string. One step and
+        no closure: bytes in or out of each top's byte set alike take the same stacks to the same state."""
+        adv = st.advance
+        if adv is not None and adv[0] >> byte & 1:
+            return adv
+        same = (1 << 256) - 1
+        arg, node_pos = self.arg, self.node_pos
+        for s in st.stacks:
+            if s > EXIT:
+                bits = arg[node_pos[s]]
+                same &= bits if bits >> byte & 1 else ~bits
+        st.advance = adv = (same, self.step(st, byte))
+        return adv
 
     def push_bytes(self, st: State | None, data: bytes) -> State | None:
         for b in data:

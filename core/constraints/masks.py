@@ -11,7 +11,9 @@ top ones. So a stack is cut after its top d frames (the floor becomes EXIT) and 
 over the whole trie once; the result is cached by the truncated stack and shared by every context with the
 same top frames (all string fields of a schema share their string-content walk). A subtree whose bytes all lead
 back to the state reached at its root (plain characters inside a string) is accepted whole, without walking
-it (`TokenTrie.below`, `Automaton.loop_bytes`). Where the walk reaches EXIT
+it (`TokenTrie.below`, `Automaton.loop_bytes`); so is one whose bytes all lead, step after step, along a chain
+of single states at least as long as the subtree is deep (`TokenTrie.height`, `Automaton.advance_of`): a
+bounded string's characters, each one state further along its counter. Where the walk reaches EXIT
 after consuming a prefix with more bytes below it in the trie, the rest of those tokens depends on the frames
 below the cut: those few subtrees are walked again from the real continuation. d starts at 1 and grows while
 those subtrees are too big (in a string, the cut must keep the frame with the closing quote), up to
@@ -42,8 +44,9 @@ _HEAVY = _Local(0, [])  # marker: the exits cover too much of the trie at this c
 
 
 class MaskEngine:
-    def __init__(self, automaton: Automaton, trie: TokenTrie, budget: int | None = None) -> None:
+    def __init__(self, automaton: Automaton, trie: TokenTrie, budget: int | None = None, chains: bool = True) -> None:
         self.aut = automaton
+        self.chains = chains  # accept subtrees whole along `Automaton.advance_of` chains (tests turn it off)
         self.trie = trie
         self.n_bytes = (trie.n_vocab + 7) // 8
         # the most trie nodes below exits a cut may leave to per-context walks before the cut is deepened
@@ -122,7 +125,8 @@ class MaskEngine:
         subtrees below them exceed `budget` nodes."""
         trie = self.trie
         byte, depth, skip, token = trie.byte, trie.depth, trie.skip, trie.token
-        below, first_tok, tok_order = trie.below, trie.first_tok, trie.tok_order
+        below, first_tok, tok_order, height = trie.below, trie.first_tok, trie.tok_order, trie.height
+        chains = self.chains
         step, loop_bytes = self.aut.step, self.aut.loop_bytes
         states = self._scratch
         states[d0] = st0
@@ -149,7 +153,9 @@ class MaskEngine:
             end = skip[i]
             if end - i > _SHORTCUT and not ns.exit and not below[i] & ~ns.first:
                 loop = ns.loop if ns.loop >= 0 else loop_bytes(ns)
-                if not below[i] & ~loop:  # every byte below loops back to ns: all those tokens are allowed
+                if not below[i] & ~loop or (chains and self._chain_alive(ns, below[i], height[i])):
+                    # every byte below loops back to ns, or leads along one chain of live states (a bounded
+                    # string's counter) at least as long as the subtree is deep: all those tokens are allowed
                     for t in tok_order[first_tok[i + 1] : first_tok[end]]:
                         acc[t >> 3] |= _BIT[t & 7]
                     i = end
@@ -167,6 +173,20 @@ class MaskEngine:
             states[d] = ns
             i += 1
         self.walked_nodes += visited
+        return True
+
+    def _chain_alive(self, st: State, byte_set: int, n: int) -> bool:
+        """Whether every string of at most `n` bytes from `byte_set` is alive from `st`: each of the next `n`
+        states on its `advance_of` chain takes all of `byte_set` alike (to the next one, a single state)."""
+        advance_of = self.aut.advance_of
+        low = (byte_set & -byte_set).bit_length() - 1
+        for _ in range(n):
+            same, nxt = advance_of(st, low)
+            if nxt is None or byte_set & ~same:
+                return False
+            if nxt is st:
+                return True
+            st = nxt
         return True
 
     def token_allowed(self, st: State, data: bytes) -> bool:

@@ -78,14 +78,19 @@ class TokenTrie:
         self.tok_order = tok_order
         self.first_tok = first_tok
         # below[i]: the set of bytes (a 256-bit int) on the nodes strictly below i
+        # height[i]: the most bytes on a path below i (a token's bytes past node i)
         below = [0] * n
+        height = [0] * n
         for i in range(n - 1, -1, -1):
-            acc, j, end = 0, i + 1, skip[i]
+            acc, h, j, end = 0, 0, i + 1, skip[i]
             while j < end:
                 acc |= (1 << byte[j]) | below[j]
+                h = max(h, height[j] + 1)
                 j = skip[j]
             below[i] = acc
+            height[i] = h
         self.below = below
+        self.height = height
 
     def node_of(self, data: bytes) -> int | None:
         """The node whose path spells `data` (None when no token starts with it)."""

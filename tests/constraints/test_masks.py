@@ -21,6 +21,16 @@ from llamay.constraints import (
 from llamay.constraints.trie import TokenTrie
 from tests.constraints.helpers import DATA, SCHEMAS
 
+# strings with counted lengths: far from the bound (a chain of counter states longer than any token) and near it
+BOUNDED = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 60},
+        "tag": {"type": "string", "maxLength": 3},
+        "email": {"type": "string", "format": "email", "maxLength": 200},
+    },
+}
+
 GRAMMARS = {
     "json": json_gbnf("object"),
     "product": schema_to_gbnf(SCHEMAS["product"]),
@@ -28,6 +38,7 @@ GRAMMARS = {
     "chess": (DATA / "grammars" / "chess.gbnf").read_text(),
     "japanese": (DATA / "grammars" / "japanese.gbnf").read_text(),
     "lexicon": lexicon_grammar(["yes", "yesterday", "no", "maybe not"]).to_gbnf(),
+    "bounded_strings": schema_to_gbnf(BOUNDED),
 }
 
 
@@ -54,6 +65,26 @@ def test_masks_equal_token_by_token_checks(grammar, vocab):
         # prefer longer tokens now and then, to reach deeper states in fewer steps
         tok = max(rng.sample(choices, min(4, len(choices))), key=lambda t: len(vocab.token_bytes[t] or b""))
         st = c.advance(st, tok)
+
+
+def test_chain_shortcut_changes_no_mask(vocab):
+    """Subtrees accepted whole along counter chains (`MaskEngine.chains`) give the masks of the full walk, on
+    states sampled along walks into long bounded strings, and spare most of the walk there."""
+    on, off = (constraint(GRAMMARS["bounded_strings"], vocab) for _ in range(2))
+    off.engine.chains = False
+    rng = random.Random(7)
+    for prefix in ['{"name":"', '{"name":"' + "x" * 55, '{"tag":"a', '{"email":"ab', '{"name":"ok","tag":"']:
+        st_on, st_off = on.advance_bytes(on.start(), prefix.encode()), off.advance_bytes(off.start(), prefix.encode())
+        for _ in range(6):
+            mask = on.allowed(st_on)
+            assert mask.tokens() == off.allowed(st_off).tokens()
+            choices = [t for t in mask.tokens() if t not in vocab.eog_ids and (vocab.token_bytes[t] or b"")[:1] != b'"']
+            if not choices:
+                break
+            tok = rng.choice(choices)
+            st_on, st_off = on.advance(st_on, tok), off.advance(st_off, tok)
+    if vocab.n_vocab > 10_000:  # a real vocabulary: long tokens make the counter chains matter
+        assert on.engine.walked_nodes < off.engine.walked_nodes / 2
 
 
 def test_eos_only_when_complete(vocab):
@@ -95,3 +126,4 @@ def test_trie_layout():
     assert trie.depth == [0, 1, 2, 1] and trie.skip == [4, 3, 3, 4]
     assert trie.node_of(b"ab") == 2 and trie.node_of(b"ba") is None
     assert sorted(trie.tokens_below(1)) == [0, 1, 4]  # duplicate bytes share a node
+    assert trie.height == [2, 1, 0, 0]  # the longest token below: "ab" from the root, "b" below "a"
