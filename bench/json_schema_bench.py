@@ -19,26 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+from workers import Timeout, WorkerProcess, alarm
+
 MODEL = Path.home() / ".cache/llamay/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 LLG_DEFAULTS = {"whitespace_flexible": True}
-
-
-class Timeout(Exception):
-    pass
-
-
-def _alarm(*_: object) -> None:
-    raise Timeout
 
 
 def compact(doc: object) -> str:
@@ -150,7 +142,7 @@ def handle(engine: object, req: dict) -> dict:
 def worker(engine_name: str, timeout: float, memory_gb: float) -> None:
     """Answer one JSON line per request line."""
     resource.setrlimit(resource.RLIMIT_AS, (int(memory_gb * (1 << 30)),) * 2)
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGALRM, alarm)
     engine = Llamay() if engine_name == "llamay" else LLGuidance()
     for line in sys.stdin:
         req = json.loads(line)
@@ -169,32 +161,11 @@ def worker(engine_name: str, timeout: float, memory_gb: float) -> None:
 # -- the driver ----------------------------------------------------------------------------------------------
 
 
-class Side:
+def worker_side(engine: str, python: str, args: argparse.Namespace) -> WorkerProcess:
     """One engine's worker process, restarted when it dies."""
-
-    def __init__(self, engine: str, python: str, args: argparse.Namespace) -> None:
-        self.cmd = [python, __file__, "--worker", engine, "--timeout", str(args.timeout), "--memory", str(args.memory)]
-        self.proc = None
-
-    def send(self, req: dict) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # another checkout is only read
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.proc.stdin.write(json.dumps(req) + "\n")
-        self.proc.stdin.flush()
-
-    def receive(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait()
-            self.proc = None
-            return {"status": "crash", "msg": "the worker died (killed for memory?)", "cpu": 0.0}
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.stdin.close()
-            self.proc.wait()
+    return WorkerProcess(
+        [python, __file__, "--worker", engine, "--timeout", str(args.timeout), "--memory", str(args.memory)]
+    )
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -221,7 +192,7 @@ def summary(name: str, recs: list[dict], labels: list[list[bool]], masks: list[f
     ]
 
 
-def run(files: list[Path], sides: dict[str, Side], tok, every_mask: int) -> tuple[dict, list, dict]:
+def run(files: list[Path], sides: dict[str, WorkerProcess], tok, every_mask: int) -> tuple[dict, list, dict]:
     """Every schema to both engines; masks on every `every_mask`-th schema both compile."""
     recs: dict[str, list[dict]] = {n: [] for n in sides}
     labels: list[list[bool]] = []
@@ -254,7 +225,7 @@ def run(files: list[Path], sides: dict[str, Side], tok, every_mask: int) -> tupl
     return recs, labels, times
 
 
-def exchange(sides: dict[str, Side], req: dict) -> dict[str, dict]:
+def exchange(sides: dict[str, WorkerProcess], req: dict) -> dict[str, dict]:
     for side in sides.values():
         side.send(req)
     return {n: side.receive() for n, side in sides.items()}
@@ -302,7 +273,10 @@ def main() -> None:
 
     tok = load_tokenizer(open_gguf(str(MODEL)))
     files = sorted(Path(args.dir).expanduser().glob("*.json"))[:: args.every]
-    sides = {"llamay": Side("llamay", args.llamay_python, args), "llguidance": Side("llguidance", sys.executable, args)}
+    sides = {
+        "llamay": worker_side("llamay", args.llamay_python, args),
+        "llguidance": worker_side("llguidance", sys.executable, args),
+    }
     recs, labels, times = run(files, sides, tok, args.masks)
     for side in sides.values():
         side.close()

@@ -17,25 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+from workers import Timeout, WorkerProcess, alarm
+
 MODEL = Path.home() / ".cache/llamay/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-class Timeout(Exception):
-    pass
-
-
-def _alarm(*_: object) -> None:
-    raise Timeout
 
 
 def compile_one(path: str) -> tuple[dict, object]:
@@ -89,7 +81,7 @@ def walk_masks(path: str, prog: object, tok, vocab) -> list[float]:
 def worker(timeout: float, memory_gb: float) -> None:
     """Answer one JSON line per request line: {"file", "masks"} -> the record."""
     resource.setrlimit(resource.RLIMIT_AS, (int(memory_gb * (1 << 30)),) * 2)
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGALRM, alarm)
     tok = vocab = None
     for line in sys.stdin:
         req = json.loads(line)
@@ -119,32 +111,9 @@ def worker(timeout: float, memory_gb: float) -> None:
         print(json.dumps(rec), flush=True)
 
 
-class Side:
+def worker_side(python: str, args: argparse.Namespace) -> WorkerProcess:
     """One checkout's worker process, restarted when it dies."""
-
-    def __init__(self, python: str, args: argparse.Namespace) -> None:
-        self.cmd = [python, __file__, "--worker", "--timeout", str(args.timeout), "--memory", str(args.memory)]
-        self.proc = None
-
-    def send(self, file: str, masks: bool) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # the other checkout is only read
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.proc.stdin.write(json.dumps({"file": file, "masks": masks}) + "\n")
-        self.proc.stdin.flush()
-
-    def receive(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait()
-            self.proc = None
-            return {"status": "crash", "msg": "the worker died (killed for memory?)", "cpu": 0.0}
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.stdin.close()
-            self.proc.wait()
+    return WorkerProcess([python, __file__, "--worker", "--timeout", str(args.timeout), "--memory", str(args.memory)])
 
 
 def stats(times: list[float]) -> str:
@@ -193,15 +162,15 @@ def main() -> None:
     if args.worker:
         return worker(args.timeout, args.memory)
     files = sorted(str(p) for p in Path(args.dir).expanduser().glob("*.json"))[: args.limit]
-    sides = {"this": Side(sys.executable, args)}
+    sides = {"this": worker_side(sys.executable, args)}
     if args.base:
-        sides["base"] = Side(args.base, args)
+        sides["base"] = worker_side(args.base, args)
     step = max(1, len(files) // args.masks) if args.masks else 0
     recs: dict[str, dict[str, dict]] = {name: {} for name in sides}
     t0 = time.time()
     for i, f in enumerate(files):
         for side in sides.values():
-            side.send(f, bool(step) and i % step == 0)
+            side.send({"file": f, "masks": bool(step) and i % step == 0})
         for name, side in sides.items():
             recs[name][Path(f).name] = side.receive()
         if i % 500 == 0:
