@@ -25,8 +25,16 @@ class Buffer:
     def length(self, cfg: ModelConfig, n_batch: int) -> int:
         n = 1
         for d in self.size:
-            n *= d if isinstance(d, int) else n_batch if d == "n_batch" else getattr(cfg, d)
+            n *= d if isinstance(d, int) else n_batch if d == "n_batch" else _dim(cfg, d)
         return n
+
+
+def _dim(cfg: ModelConfig, name: str) -> int:
+    """A config dimension. A config made without its architecture's parameters (by hand, `params=None`) has
+    none of theirs: a buffer sized by one (llama's experts) is then empty, as it is for a file without them."""
+    if cfg.params is None and name not in ModelConfig.__dataclass_fields__:
+        return 0
+    return getattr(cfg, name)
 
 
 BUFFERS = tuple[Buffer, ...]

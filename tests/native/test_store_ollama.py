@@ -217,8 +217,10 @@ def test_llamay_web_serves_stored_models_by_name(env, tmp_path):
         status, _h, body = get(srv.url, "/models/index.json")
         index = {m["name"]: m for m in json.loads(body)}
         assert status == 200 and set(index) == {"mine:latest", "fake:latest"}
-        assert index["fake:latest"] == {"name": "fake:latest", "url": "/models/fake:latest.gguf",
-                                        "size": MODEL.stat().st_size}  # fmt: skip
+        fake = index["fake:latest"]  # the index also says what each model is (tests/native/test_model_facts.py)
+        want = {"name": "fake:latest", "url": "/models/fake:latest.gguf", "size": MODEL.stat().st_size}
+        assert {k: fake[k] for k in want} == want
+        assert fake["architecture"] == "llama" and fake["kind"] == "text"
         for name in index:
             status, headers, body = get(srv.url, index[name]["url"])
             assert status == 200 and body == MODEL.read_bytes()
