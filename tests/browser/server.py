@@ -95,10 +95,11 @@ BUNDLED_FIXTURES = ("models/stories260K", "models/all-minilm-l6-v2", "vocab")
 
 
 def write_bundle(out: Path, fixture_dirs: tuple[str, ...] = BUNDLED_FIXTURES) -> Path:
-    """A zip of the repository's tests and docs (the tests run the docs' examples) as repo/, and the given
-    fixture folders as shared/fixtures/."""
+    """A zip of the repository's tests, docs and README (the tests run the docs' examples and check the README's
+    architecture table) as repo/, and the given fixture folders as shared/fixtures/."""
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         z.write(paths.REPO / "pyproject.toml", "repo/pyproject.toml")
+        z.write(paths.REPO / "README.md", "repo/README.md")
         for p in sorted((paths.REPO / "docs").glob("*.md")):
             z.write(p, f"repo/docs/{p.name}")
         for p in sorted((paths.REPO / "tests").rglob("*")):
