@@ -53,10 +53,16 @@ def _now() -> str:
 @router.post("/api/generate", summary="Generate a completion (NDJSON stream unless `stream: false`)",
              responses={200: {"content": {NDJSON: {}}}})  # fmt: skip
 async def generate(body: OllamaGenerateRequest, request: Request, pool: PoolDep):
+    return await _leased(pool, body, request, _generate)
+
+
+async def _leased(pool: ModelPool, body: Any, request: Request, handler: Any) -> Any:
+    """`handler(body, request, lease, keep)` holding the model the body names (released at its end, unless a
+    stream it returns holds it on)."""
     keep = keep_alive.seconds(body.keep_alive, pool.default_keep_alive)
     lease = await pool.lease(body.model, "generate", keep)
     try:
-        return await _generate(body, request, lease, keep)
+        return await handler(body, request, lease, keep)
     finally:
         lease.done()
 
@@ -236,12 +242,7 @@ async def _stream(gen: Generation, model: ServedModel, key: str, final: Any,
 @router.post("/api/chat", summary="Chat (NDJSON stream unless `stream: false`)",
              responses={200: {"content": {NDJSON: {}}}})  # fmt: skip
 async def chat(body: OllamaChatRequest, request: Request, pool: PoolDep):
-    keep = keep_alive.seconds(body.keep_alive, pool.default_keep_alive)
-    lease = await pool.lease(body.model, "generate", keep)
-    try:
-        return await _chat(body, request, lease, keep)
-    finally:
-        lease.done()
+    return await _leased(pool, body, request, _chat)
 
 
 async def _chat(body: OllamaChatRequest, request: Request, lease: Lease, keep: float):
