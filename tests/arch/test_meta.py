@@ -39,7 +39,7 @@ STORIES_CASES = [
     ("llama.rope.dimension_count", V.UINT32, 0, r"UINT32 0: must be at least 2 and at most the head size 8"),
     ("llama.rope.dimension_count", V.UINT32, 1 << 31, r"UINT32 2147483648: must be at least 2 and at most the head"),
     ("llama.rope.dimension_count", V.UINT32, 7, r"UINT32 7: must be even"),
-    ("llama.rope.scaling.type", V.STRING, "yarn", r"STRING 'yarn': is not supported \(none, linear\)"),
+    ("llama.rope.scaling.type", V.STRING, "dynamic", r"'dynamic': is not supported \(none, linear, yarn, longrope\)"),
     ("llama.rope.scaling.type", V.UINT32, 1, r"UINT32 1: must be a STRING"),
     ("llama.rope.scaling.factor", V.FLOAT32, -2.0, r"FLOAT32 -2\.0: must be 0 \(none\) or a finite number in"),
     ("llama.rope.scaling.factor", V.FLOAT32, 1e-30, r"must be 0 \(none\) or a finite number in"),
