@@ -88,6 +88,7 @@ class ModelConfig:
     nope_layers: tuple[bool, ...] = field(default_factory=tuple)  # per layer: no rotary (smollm3's NoPE layers)
     residual_scale: float = 1.0  # each block output times this before its residual add (granite)
     logit_scale: float = 1.0  # logits times this (granite: 1 / its logit_scale key; command-r: the key)
+    clamp_kqv: float = 0.0  # Q, K and V clamped to ±this after their projections (olmo); 0: not clamped
     params: Any = None  # the architecture's own hyper-parameters (its Params dataclass)
 
     def __getattr__(self, name: str) -> Any:

@@ -47,6 +47,9 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
         be.add_bias(st.q, a.q_bias, n)
         be.add_bias(st.k, a.k_bias, n)
         be.add_bias(st.v, a.v_bias, n)
+    if cfg.clamp_kqv:  # olmo's attention.clamp_kqv, after the projections (and their biases), as llama.cpp
+        for x, width in ((st.q, cfg.n_q), (st.k, cfg.n_embd_k_gqa), (st.v, cfg.n_embd_v_gqa)):
+            be.clamp(x, -cfg.clamp_kqv, cfg.clamp_kqv, n * width)
     if a.q_norm is not None and a.q_norm.weight.n_in == cfg.head_dim:  # QK-norm: RMSNorm of every head
         be.head_rms_norm(st.q, a.q_norm.weight, n, cfg.n_head, cfg.head_dim, cfg.norm_eps)
         be.head_rms_norm(st.k, a.k_norm.weight, n, cfg.n_head_kv, cfg.head_dim, cfg.norm_eps)

@@ -171,3 +171,6 @@ class Backend(Protocol):
     def add_rows_scaled(self, out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int) -> None:
         """out[rows[j]] += scales[j] · x[j] for j < n, rows (n, dim) of x; the product rounded to float32 before the
         sum, as ggml multiplies an expert's output by its weight, then adds."""
+
+    def clamp(self, x: Buf, lo: float, hi: float, count: int) -> None:
+        """x[0..count) clamped to [lo, hi] in place (lo and hi float32, as ggml_clamp)."""

@@ -154,5 +154,8 @@ OPS: tuple[Op, ...] = (
     op("add_rows_scaled", "out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int",
        "void llamay_add_rows_scaled(float *out, const float *x, const int32_t *rows, const float *scales, int32_t n, "
        "int32_t dim)"),
+    # clamped Q, K and V (olmo's attention.clamp_kqv, ggml_clamp)
+    op("clamp", "x: Buf, lo: float, hi: float, count: int",
+       "void llamay_clamp(float *x, double lo, double hi, int32_t count)"),
 )  # fmt: skip
 BY_NAME: dict[str, Op] = {o.name: o for o in OPS}

@@ -194,6 +194,10 @@ class PortableBackend:
                     x[a] = x0 * c - x1 * s
                     x[b] = x0 * s + x1 * c
 
+    def clamp(self, x: array, lo: float, hi: float, count: int) -> None:
+        lo, hi = _f32(lo), _f32(hi)
+        x[:count] = array("f", (max(min(v, hi), lo) for v in x[:count]))
+
     def scale(self, x: array, s: float, count: int) -> None:
         x[:count] = array("f", (v * s for v in x[:count]))
 

@@ -103,6 +103,14 @@ def add_bias(x, bias, n, dim):
 
 
 @njit(cache=True, fastmath=False)
+def clamp(x, lo, hi, count):
+    """x[0..count) clamped to [lo, hi] (float32 bounds, as ggml_clamp)."""
+    lo32, hi32 = np.float32(lo), np.float32(hi)
+    for i in range(count):
+        x[i] = max(min(x[i], hi32), lo32)
+
+
+@njit(cache=True, fastmath=False)
 def scale(x, s, count):
     for i in range(count):
         x[i] = np.float64(x[i]) * s

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 
 import pytest
 
@@ -135,6 +136,9 @@ def test_norms_and_elementwise(backend, ref):
         r["bias"] = be.read_f32(xb, 0, n * dim)
         be.scale(yb, 1.7, n * dim)
         r["scale"] = be.read_f32(yb, 0, n * dim)
+        xb = _vec(be, x)
+        be.clamp(xb, -0.3, 0.25, n * dim - 1)  # an odd count: the SIMD loop's tail too; the last value untouched
+        r["clamp"] = be.read_f32(xb, 0, n * dim)
         xb, yb = _vec(be, x), _vec(be, y)
         be.swiglu(out, xb, yb, n * dim)
         r["swiglu"] = be.read_f32(out, 0, n * dim)
@@ -150,6 +154,8 @@ def test_norms_and_elementwise(backend, ref):
         results.append(r)
     for k in results[1]:
         close(results[0][k], results[1][k], 1e-5, k)
+    lo, hi = array("f", (-0.3, 0.25))  # the bounds as float32, as ggml_clamp takes them
+    assert results[1]["clamp"] == [*(min(max(v, lo), hi) for v in x[:-1]), x[-1]]
 
 
 # YaRN's arguments (ext_factor, mscale, corr_low, corr_high): plain rope, a ramp over pairs 1-4 with ggml's

@@ -291,8 +291,8 @@ SPECS.update((s.name or s.arch, s) for s in MOE_SPECS)
 MOE_ARCHES = tuple(s.name or s.arch for s in MOE_SPECS)
 
 
-def _scaled(arch: str, name: str, *keys: tuple[str, Any, GGUFValueType], **kw: Any) -> TinySpec:
-    """`arch`'s tiny model with rotary scaling keys added (the same weights where it adds no tensor)."""
+def _variant(arch: str, name: str, *keys: tuple[str, Any, GGUFValueType], **kw: Any) -> TinySpec:
+    """`arch`'s tiny model with keys added (the same weights where it adds no tensor)."""
     spec = SPECS[arch]
     return dataclasses.replace(spec, name=name, hparams=(*spec.hparams, *keys), **kw)
 
@@ -311,21 +311,24 @@ def _orig_ctx(n: int) -> tuple[str, int, GGUFValueType]:
 
 
 ROPE_SPECS = (
-    _scaled("llama", "llama-yarn", *YARN),  # the original context defaults to the trained one (128)
-    _scaled("qwen2", "qwen2-yarn", *YARN, _orig_ctx(32), ("rope.scaling.attn_factor", 0.9, V.FLOAT32)),
-    _scaled("llama", "llama-linear", LINEAR, ("rope.scaling.factor", 2.0, V.FLOAT32)),
-    _scaled("gemma3", "gemma3-linear", LINEAR, ("rope.scaling.factor", 8.0, V.FLOAT32)),  # sliding layers unscaled
-    _scaled("phi3", "phi3-longrope", _orig_ctx(16), LONGROPE_ATTN, optional_slots=LONGROPE),
-    _scaled("phi3", "phi3-longrope-short", _orig_ctx(4096), LONGROPE_ATTN, optional_slots=LONGROPE),
+    _variant("llama", "llama-yarn", *YARN),  # the original context defaults to the trained one (128)
+    _variant("qwen2", "qwen2-yarn", *YARN, _orig_ctx(32), ("rope.scaling.attn_factor", 0.9, V.FLOAT32)),
+    _variant("llama", "llama-linear", LINEAR, ("rope.scaling.factor", 2.0, V.FLOAT32)),
+    _variant("gemma3", "gemma3-linear", LINEAR, ("rope.scaling.factor", 8.0, V.FLOAT32)),  # sliding layers unscaled
+    _variant("phi3", "phi3-longrope", _orig_ctx(16), LONGROPE_ATTN, optional_slots=LONGROPE),
+    _variant("phi3", "phi3-longrope-short", _orig_ctx(4096), LONGROPE_ATTN, optional_slots=LONGROPE),
 )
-SPECS.update((s.name, s) for s in ROPE_SPECS)
+# olmo with Q, K and V clamped (attention.clamp_kqv): at 1.0 a good share of the projections are cut
+CLAMP_SPECS = (_variant("olmo", "olmo-clamp", ("attention.clamp_kqv", 1.0, V.FLOAT32)),)
+SPECS.update((s.name, s) for s in ROPE_SPECS + CLAMP_SPECS)
 ROPE_ARCHES = tuple(s.name for s in ROPE_SPECS)
+VARIANT_ARCHES = ROPE_ARCHES + tuple(s.name for s in CLAMP_SPECS)  # an architecture's model with keys added
 FACTOR_SLOTS = frozenset({"rope_freqs", *LONGROPE})  # per-frequency divisors: drawn in [1, FACTOR_MAX]
 FACTOR_MAX = 8.0
 # their quantised variants with goldens: every MoE model in Q8_0, and qwen3moe in MXFP4 (gpt-oss's expert type)
 MOE_VARIANTS = (*((a, GGMLType.Q8_0) for a in MOE_ARCHES), ("qwen3moe", GGMLType.MXFP4))
-ARCHES += MOE_ARCHES + ROPE_ARCHES
-TINY_QUANTISED += ROPE_ARCHES
+ARCHES += MOE_ARCHES + VARIANT_ARCHES
+TINY_QUANTISED += VARIANT_ARCHES
 
 
 def vocab_source(spec: TinySpec) -> str:
