@@ -137,13 +137,13 @@ EXPORT void llamay_rope(float *x, const int32_t *pos, int32_t n, int32_t n_heads
 }
 
 /* x[0..count) clamped to [lo, hi] (ggml_clamp: MAX(MIN(x, hi), lo), the bounds as float32) */
-EXPORT void llamay_clamp(float *x, double lo_d, double hi_d, int32_t count) {
-    float lo = (float)lo_d, hi = (float)hi_d;
-    v128_t lv = wasm_f32x4_splat(lo), hv = wasm_f32x4_splat(hi);
+EXPORT void llamay_clamp(float *x, double lo, double hi, int32_t count) {
+    float l = (float)lo, h = (float)hi;
+    v128_t lv = wasm_f32x4_splat(l), hv = wasm_f32x4_splat(h);
     int i = 0;
     for (; i + 4 <= count; i += 4)
         wasm_v128_store(x + i, wasm_f32x4_pmax(wasm_f32x4_pmin(wasm_v128_load(x + i), hv), lv));
-    for (; i < count; i++) x[i] = x[i] > hi ? hi : x[i] < lo ? lo : x[i];
+    for (; i < count; i++) x[i] = x[i] > h ? h : x[i] < l ? l : x[i];
 }
 
 /* x[0..count) *= s (the product in double, as portable) */
