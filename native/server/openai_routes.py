@@ -12,10 +12,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from starlette.background import BackgroundTask
 
 from llamay.tools import ToolPlan
 
@@ -25,7 +23,7 @@ from .errors import bad_request
 from .limits import MAX_BATCH, MAX_EMBED_INPUTS
 from .llamacpp_prompts import timings
 from .params import from_openai
-from .pool import Available, Lease, not_found, served_entry
+from .pool import Available, Lease, ModelPool, not_found, served_entry
 from .schemas import (
     ChatCompletion,
     ChatCompletionRequest,
@@ -37,7 +35,7 @@ from .schemas import (
     ModelList,
 )
 from .service import Service
-from .streaming import SSE_HEADERS, Generation, Piece, sse_stream
+from .streaming import Generation, Piece, Stream, check_room, sse_response, sse_stream
 from .tools import OpenAIDeltas, finish_of, message_dicts, openai_message, plan_for
 
 router = APIRouter(tags=["OpenAI"], route_class=StrictJsonRoute)
@@ -78,9 +76,16 @@ def _card(a: Available) -> dict[str, Any]:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def chat_completions(body: ChatCompletionRequest, request: Request, pool: PoolDep):
+    return await _leased(pool, body, request, _chat_completions)
+
+
+async def _leased(pool: ModelPool, body: Any, request: Request, handler: Any) -> Any:
+    """`handler(body, request, lease)` holding the model the body names (released at its end, unless a stream
+    it returns holds it on); a request the queue cannot take now is refused before any preparation."""
     lease = await pool.lease(body.model, "generate", ollama=False)
     try:
-        return await _chat_completions(body, request, lease)
+        check_room(lease.service, body.n)
+        return await handler(body, request, lease)
     finally:
         lease.done()
 
@@ -108,7 +113,7 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         events = _timed(_chat_chunks(gen, head, plan, include_usage), gen, body.timings_per_token)
-        return _streaming(lease, events)
+        return _streaming(lease, gen, events)
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):
@@ -121,10 +126,10 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
     return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
-def _streaming(lease: Lease, events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
-    """An SSE stream holding the model's lease to its end (released once, whichever way it ends)."""
-    return StreamingResponse(sse_stream(lease.stream(events)), media_type="text/event-stream", headers=SSE_HEADERS,
-                             background=BackgroundTask(lease.release))  # fmt: skip
+def _streaming(lease: Lease, gen: Generation, events: AsyncIterator[dict[str, Any]]) -> Stream:
+    """An SSE stream holding the model's lease to its end (released once, whichever way it ends, and the jobs
+    cancelled: also when the client is gone before the first byte)."""
+    return sse_response(sse_stream(events), gen, lease.hand_over())
 
 
 async def _chat_chunks(gen: Generation, head: dict[str, Any], plan: ToolPlan | None,
@@ -207,11 +212,7 @@ def _chat_logprobs(service: Service, job: Any, gen: Generation, i: int) -> dict[
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def completions(body: CompletionRequest, request: Request, pool: PoolDep):
-    lease = await pool.lease(body.model, "generate", ollama=False)
-    try:
-        return await _completions(body, request, lease)
-    finally:
-        lease.done()
+    return await _leased(pool, body, request, _completions)
 
 
 async def _completions(body: CompletionRequest, request: Request, lease: Lease):
@@ -235,7 +236,7 @@ async def _completions(body: CompletionRequest, request: Request, lease: Lease):
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         events = _timed(_completion_chunks(gen, head, echo, include_usage), gen, body.timings_per_token)
-        return _streaming(lease, events)
+        return _streaming(lease, gen, events)
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -105,17 +105,11 @@ class Lease:
         if not self._handed:
             self.release()
 
-    def stream(self, items: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """`items`, holding the lease until they end (or the client goes, or the stream fails)."""
-        self._handed = True  # here, not in the generator: its body runs only once the response is sent
-        return self._held(items)
-
-    async def _held(self, items: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        try:
-            async for x in items:
-                yield x
-        finally:
-            self.release()
+    def hand_over(self) -> Callable[[], None]:
+        """The lease goes to a stream the handler returns: held until the stream's clean-up calls what this
+        returns (`streaming.Stream`: once its last byte is sent, or its client is gone, even before the first)."""
+        self._handed = True
+        return self.release
 
 
 Loader = Callable[[Any], Service]  # a llamay.native.store.Resolved -> a started Service
