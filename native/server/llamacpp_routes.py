@@ -23,7 +23,7 @@ from llamay.sampling.request import RequestFieldError, sampling_from_request
 from .bodies import StrictJsonRoute
 from .context_store import Context
 from .contexts import _adopt, _discard, _settled
-from .deps import ServiceDep
+from .deps import PoolDep, ServiceDep
 from .errors import ApiError, bad_request
 from .llamacpp_prompts import (
     fim_ids,
@@ -106,11 +106,11 @@ def check_slot(body: CompletionBody, service: Service, n_sequences: int) -> int 
 class Native:
     """One /completion (or /infill) request: its generation and how its results are written."""
 
-    def __init__(self, service: Service, body: CompletionBody, prompts: list[list[int]], params: GenParams,
-                 slot: int | None) -> None:  # fmt: skip
+    def __init__(self, service: Service, model: str, body: CompletionBody, prompts: list[list[int]],
+                 params: GenParams, slot: int | None) -> None:  # fmt: skip
         self.service, self.body, self.prompts, self.params, self.slot = service, body, prompts, params, slot
         self.n_predict = n_predict(body)
-        self.model = service.generative(body.model).id
+        self.model = model
         self.gen: Generation | None = None
 
     async def start(self) -> Native:
@@ -243,13 +243,13 @@ async def run_native(native: Native, request: Request) -> Any:
 
 @router.post("/completion", summary="llama-server's completion: its fields, its response (SSE with stream)",
              responses={200: {"content": {"text/event-stream": {}}}})  # fmt: skip
-async def completion(body: CompletionBody, request: Request, service: ServiceDep) -> Any:
-    service.generative(body.model)
+async def completion(body: CompletionBody, request: Request, service: ServiceDep, pool: PoolDep) -> Any:
+    model = (await pool.resident_only(body.model, "generate")).id
     check_room(service, body.n_cmpl)  # before the prompt is tokenized
     params = native_params(body, service)
     prompts = await service.offload(prompt_ids, service, body.prompt)
     slot = check_slot(body, service, len(prompts) * params.n)
-    return await run_native(Native(service, body, prompts, params, slot), request)
+    return await run_native(Native(service, model, body, prompts, params, slot), request)
 
 
 router.add_api_route("/completions", completion, methods=["POST"], include_in_schema=False)
@@ -257,22 +257,22 @@ router.add_api_route("/completions", completion, methods=["POST"], include_in_sc
 
 @router.post("/infill", summary="Code infill from the model's fill-in-the-middle tokens (as /completion answers)",
              responses={200: {"content": {"text/event-stream": {}}}})  # fmt: skip
-async def infill(body: InfillBody, request: Request, service: ServiceDep) -> Any:
-    service.generative(body.model)
+async def infill(body: InfillBody, request: Request, service: ServiceDep, pool: PoolDep) -> Any:
+    model = (await pool.resident_only(body.model, "generate")).id
     check_room(service, body.n_cmpl)  # before the prompt is tokenized
     params = native_params(body, service)
     ids = await service.offload(fim_ids, service, body.input_prefix, body.input_suffix, body.input_extra,
                                 body.prompt)  # fmt: skip
     slot = check_slot(body, service, params.n)
-    return await run_native(Native(service, body, [ids], params, slot), request)
+    return await run_native(Native(service, model, body, [ids], params, slot), request)
 
 
 # -- /apply-template ------------------------------------------------------------------------------------------
 
 
 @router.post("/apply-template", summary="The chat template applied to messages: the prompt /completion takes")
-async def apply_template(body: ApplyTemplateBody, service: ServiceDep) -> dict[str, Any]:
-    service.generative(body.model)
+async def apply_template(body: ApplyTemplateBody, service: ServiceDep, pool: PoolDep) -> dict[str, Any]:
+    await pool.resident_only(body.model, "generate")
     # the tools go in as the chat route puts them: the template's own syntax, or the generic format's system text
     plan = plan_for(service.chat_template, body.tools)
     return {"prompt": await service.offload(service.chat_text, message_dicts(body.messages), plan,
@@ -296,7 +296,8 @@ def normalize(v: list[float], p: int) -> list[float]:
 
 
 @router.post("/embedding", summary="llama-server's embedding: [{index, embedding: [[...]]}] (encoder models)")
-async def embedding(body: NativeEmbeddingBody, service: ServiceDep) -> list[dict[str, Any]]:
+async def embedding(body: NativeEmbeddingBody, service: ServiceDep, pool: PoolDep) -> list[dict[str, Any]]:
+    await pool.resident_only(body.model, "embed")
     value = body.content if body.content is not None else body.input
     if value is None:
         raise bad_request("content (or input) is required", "content")
@@ -317,9 +318,10 @@ async def embedding(body: NativeEmbeddingBody, service: ServiceDep) -> list[dict
 # -- /rerank --------------------------------------------------------------------------------------------------
 
 
-async def rerank(body: RerankBody, service: ServiceDep) -> dict[str, Any]:
+async def rerank(body: RerankBody, service: ServiceDep, pool: PoolDep) -> dict[str, Any]:
     """llama-server's rerank: each document's relevance score (the reranker's raw output), best first, the
     first top_n."""
+    await pool.resident_only(body.model, "rerank")
     model, scores, n_tokens = await service.rerank(body.model, body.query, body.documents)
     results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
                      key=lambda r: -r["relevance_score"])  # fmt: skip

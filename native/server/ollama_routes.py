@@ -28,7 +28,7 @@ from .ollama_schemas import (
 )
 from .openai_routes import _token_entry
 from .params import from_ollama
-from .pool import Available, Lease, ModelPool, not_found, served_entry, stamp
+from .pool import Available, Lease, ModelPool, served_entry, stamp
 from .schemas import OllamaErrorResponse
 from .service import ServedModel, Service
 from .streaming import Generation, Stream, check_room, ndjson_response, ndjson_stream
@@ -373,7 +373,7 @@ async def _shown(pool: ModelPool, name: str, param: str, verbose: bool) -> dict[
             return found
         service = pool.resident.service
         if not any(m.matches(name) for m in service.models):
-            raise not_found(name, ollama=True)
+            raise await pool.unknown(name, ollama=True)
     service = pool.resident.service
     m = service.find(name, param)
     model = m.model

@@ -54,12 +54,13 @@ async def list_models(pool: PoolDep) -> dict[str, Any]:
 async def get_model(model: str, pool: PoolDep) -> dict[str, Any]:
     if not pool.store:
         return _card(served_entry(pool.resident.service.find(model)))
-    for a in await asyncio.to_thread(pool.available):
+    available = await asyncio.to_thread(pool.available)
+    for a in available:
         if a.name == model or a.name == f"{model}:latest" or a.name.removesuffix(":latest") == model:
             return _card(a)
     if any(m.matches(model) for m in pool.resident.service.models):
         return _card(served_entry(pool.resident.service.find(model)))
-    raise not_found(model, ollama=False)
+    raise not_found(model, False, [a.name for a in available])
 
 
 def _card(a: Available) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from . import openai_routes
 from .bodies import StrictJsonRoute
-from .deps import ServiceDep
+from .deps import PoolDep, ServiceDep
 from .errors import ApiError, bad_request
 from .limits import MAX_MESSAGES
 from .params import GenParams, requested
@@ -105,8 +105,8 @@ def _format(body: ResponsesRequest) -> tuple[dict[str, Any] | None, dict[str, An
 
 @router.post("/v1/responses", summary="A model response (OpenAI's Responses API; its typed events with `stream`)",
              responses={200: {"content": {"text/event-stream": {}}}})  # fmt: skip
-async def responses(body: ResponsesRequest, request: Request, service: ServiceDep):
-    model = service.generative(body.model)
+async def responses(body: ResponsesRequest, request: Request, service: ServiceDep, pool: PoolDep):
+    model = await pool.resident_only(body.model, "generate")
     check_room(service)  # before the prompt is rendered and tokenized
     got = requested(body, "openai", service.tokenizer.n_vocab)
     rf, text_block = _format(body)
