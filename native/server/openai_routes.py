@@ -8,7 +8,7 @@ import dataclasses
 import struct
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -92,7 +92,7 @@ async def _leased(pool: ModelPool, body: Any, request: Request, handler: Any) ->
 
 
 async def _chat_completions(body: ChatCompletionRequest, request: Request, lease: Lease):
-    service, model = lease.service, lease.model
+    service = lease.service
     choice = body.tool_choice.model_dump() if isinstance(body.tool_choice, BaseModel) else body.tool_choice
     plan = plan_for(service.chat_template, body.tools, choice, body.parallel_tool_calls)
     max_tokens = body.max_completion_tokens or body.max_tokens
@@ -106,15 +106,9 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
     prompt = await service.offload(service.chat_ids, message_dicts(body.messages), plan)
     truncate, n_keep = truncation(body)
     prompt, budget, cut = service.fit(prompt, max_tokens, param, truncate=truncate, n_keep=n_keep)
-    gen = await Generation.create(service, [prompt], params, [budget])
-    gen.truncated = cut
-    gen.start()
-    head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
-            "system_fingerprint": service.fingerprint}  # fmt: skip
+    gen, head = await _started(lease, [prompt], params, [budget], cut, "chatcmpl")
     if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _timed(_chat_chunks(gen, head, plan, include_usage), gen, body.timings_per_token)
-        return _streaming(lease, gen, events)
+        return _streaming(body, lease, gen, lambda usage: _chat_chunks(gen, head, plan, usage))
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):
@@ -127,9 +121,24 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
     return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
-def _streaming(lease: Lease, gen: Generation, events: AsyncIterator[dict[str, Any]]) -> Stream:
-    """An SSE stream holding the model's lease to its end (released once, whichever way it ends, and the jobs
-    cancelled: also when the client is gone before the first byte)."""
+async def _started(lease: Lease, prompts: list[list[int]], params: Any, budgets: list[int], cut: int,
+                   kind: str) -> tuple[Generation, dict[str, Any]]:  # fmt: skip
+    """The request's generation, queued, and the head every reply and chunk carries (`kind`: the id's prefix)."""
+    service = lease.service
+    gen = await Generation.create(service, prompts, params, budgets)
+    gen.truncated = cut
+    gen.start()
+    return gen, {"id": f"{kind}-{uuid.uuid4().hex}", "created": int(time.time()), "model": lease.model.id,
+                 "system_fingerprint": service.fingerprint}  # fmt: skip
+
+
+def _streaming(body: Any, lease: Lease, gen: Generation,
+               chunks: Callable[[bool], AsyncIterator[dict[str, Any]]]) -> Stream:  # fmt: skip
+    """The SSE stream of `chunks(include_usage)`, with llama-server's timings, holding the model's lease to its
+    end (released once, whichever way it ends, and the jobs cancelled: also when the client is gone before the
+    first byte)."""
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    events = _timed(chunks(include_usage), gen, body.timings_per_token)
     return sse_response(sse_stream(events), gen, lease.hand_over())
 
 
@@ -217,7 +226,7 @@ async def completions(body: CompletionRequest, request: Request, pool: PoolDep):
 
 
 async def _completions(body: CompletionRequest, request: Request, lease: Lease):
-    service, model = lease.service, lease.model
+    service = lease.service
     if body.suffix:
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if body.best_of is not None and body.best_of != body.n:
@@ -229,15 +238,9 @@ async def _completions(body: CompletionRequest, request: Request, lease: Lease):
     max_tokens = 16 if body.max_tokens is None else body.max_tokens
     fitted = [service.fit(p, max_tokens, truncate=truncate, n_keep=n_keep) for p in prompts]
     prompts = [p for p, _, _ in fitted]
-    gen = await Generation.create(service, prompts, params, [b for _, b, _ in fitted])
-    gen.truncated = sum(c for _, _, c in fitted)
-    gen.start()
-    head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
-            "system_fingerprint": service.fingerprint}  # fmt: skip
+    gen, head = await _started(lease, prompts, params, [b for _, b, _ in fitted], sum(c for _, _, c in fitted), "cmpl")
     if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _timed(_completion_chunks(gen, head, echo, include_usage), gen, body.timings_per_token)
-        return _streaming(lease, gen, events)
+        return _streaming(body, lease, gen, lambda usage: _completion_chunks(gen, head, echo, usage))
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):
