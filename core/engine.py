@@ -16,6 +16,7 @@ from .errors import LlamayError
 from .generate import decode_step, prefill
 from .model import Model
 from .sampling import Sampler, SamplerConfig
+from .tokenizer import StreamDecoder
 
 
 @dataclass
@@ -165,10 +166,12 @@ class Engine:
         stop: Sequence[str] = (),
         add_special: bool = True,
         constraint: Any = None,
+        decoder: StreamDecoder | None = None,
     ) -> Iterator[str]:
-        """Stream the completion of `prompt` as text pieces (never a broken UTF-8 character)."""
+        """Stream the completion of `prompt` as text pieces (never a broken UTF-8 character); `decoder`: how the
+        tokens become text (default: control tokens as nothing; with tools, `ToolPlan.decoder`)."""
         ids = self.tokenizer.encode(prompt, add_special=add_special) if isinstance(prompt, str) else list(prompt)
-        detok = self.tokenizer.detokenizer()
+        detok = decoder or self.tokenizer.detokenizer()
         matcher = StopMatcher(list(stop))
         sampler = Sampler(sampling, constraint=constraint, tokenizer=self.tokenizer)
         for tok in self.generate_tokens(ids, max_tokens, sampler):
@@ -190,14 +193,16 @@ class Engine:
         stop: Sequence[str] = (),
         tools: list[dict[str, Any]] | None = None,
         constraint: Any = None,
+        decoder: StreamDecoder | None = None,
     ) -> Iterator[str]:
-        """Stream the assistant's reply to `messages`, rendered with the model's chat template."""
+        """Stream the assistant's reply to `messages`, rendered with the model's chat template (`decoder`: as
+        `complete` takes it)."""
         prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tools=tools)
         ids = self.tokenizer.encode(prompt, add_special=True, parse_special=True)
         bos = self.tokenizer.bos_id
         if len(ids) > 1 and ids[0] == ids[1] == bos:  # the template wrote the BOS text itself
             del ids[0]
-        return self.complete(ids, max_tokens, sampling, stop, constraint=constraint)
+        return self.complete(ids, max_tokens, sampling, stop, constraint=constraint, decoder=decoder)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised, pooled embedding per text (encoder models)."""

@@ -186,14 +186,18 @@ class Model:
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise LlamayError('chat takes a list of messages: [{"role": "user", "content": "..."}]')
         plan = plan_tools(self.tokenizer.chat_template_source, tools, tool_choice, parallel_tool_calls)
-        template_tools = None
+        template_tools = decoder = None
         if plan is not None:
             if constraint is not None or (sampler is not None and sampler.constraint is not None):
                 raise LlamayError("a constraint cannot hold a reply that may call tools: the tools' grammar does")
             messages, template_tools = plan.messages(messages), plan.template_tools
             constraint = plan.constraint(self.tokenizer)
-        return self._run(lambda e, n, cfg, stops, c: e.chat(messages, n, cfg, stops, template_tools, constraint=c),
-                         max_tokens, 512, stream, stop, sampler, constraint, sampling)  # fmt: skip
+            decoder = plan.decoder(self.tokenizer)  # the syntax's control-token markers shown, as the server does
+
+        def start(e: Engine, n: int, cfg: SamplerConfig, stops: tuple[str, ...], c: Any) -> Iterator[str]:
+            return e.chat(messages, n, cfg, stops, template_tools, constraint=c, decoder=decoder)
+
+        return self._run(start, max_tokens, 512, stream, stop, sampler, constraint, sampling)
 
     def tool_calls(self, reply: str) -> tuple[str | None, list[dict[str, Any]]]:
         """(content, calls) of a `chat` reply with tools, in this model's syntax: each call {"name", "arguments"

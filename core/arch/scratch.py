@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import LlamayError
 from .config import ModelConfig
 
 DTYPES = ("f32", "i32")
@@ -30,10 +31,13 @@ class Buffer:
 
 
 def _dim(cfg: ModelConfig, name: str) -> int:
-    """A config dimension. A config made without its architecture's parameters (by hand, `params=None`) has
-    none of theirs: a buffer sized by one (llama's experts) is then empty, as it is for a file without them."""
+    """A config dimension: a shared field, or one of the architecture's own parameters. A config made without
+    them (by hand, `params=None`) cannot size such a buffer: refused by name, never a silent 0."""
     if cfg.params is None and name not in ModelConfig.__dataclass_fields__:
-        return 0
+        raise LlamayError(
+            f"a scratch buffer of {cfg.arch!r} is sized by {name!r}, one of the architecture's own parameters, "
+            "but this config has none (params=None): give it the architecture's Params"
+        )
     return getattr(cfg, name)
 
 

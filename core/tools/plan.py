@@ -23,6 +23,7 @@ from typing import Any
 
 from ..constraints import ConstraintVocab, grammar_constraint
 from ..errors import LlamayError
+from ..tokenizer.stream import StreamDecoder
 from .grammar import ROOT, tool_gbnf
 from .lazy import LazyConstraint
 from .syntax import ToolSyntax, detect_syntax
@@ -106,6 +107,15 @@ class ToolPlan:
         """Control tokens that are this syntax's markers (`[TOOL_CALLS]` of Mistral's vocabularies): the reply's
         text shows them, the grammar may write them."""
         return _marker_tokens(tokenizer, self.syntax)
+
+    def decoder(self, tokenizer: Any) -> StreamDecoder:
+        """The streaming decoder of a reply: this syntax's control-token markers show as their text (the parser
+        reads `[TOOL_CALLS]`), other control tokens as nothing. The server and the library decode with it, so
+        their parsers read the same text."""
+        shown = self.shown_tokens(tokenizer)
+        if not shown:
+            return tokenizer.detokenizer()
+        return StreamDecoder(lambda i: tokenizer.token_bytes(i, i in shown))
 
     def constraint(self, tokenizer: Any) -> Any:
         """The grammar of the reply over the tokenizer's vocabulary: whole for required/named calls and the

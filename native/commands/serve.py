@@ -68,6 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-model-name", action="store_true",
                    help="refuse (404) a model name that is not a served model's, and a request without one (default: "
                    "any name, or none, is the served model, as llama-server answers)")  # fmt: skip
+    p.add_argument("--any-model-name", action="store_true",
+                   help="serving the store (no -m FILE): a model name no loaded or stored model has (gpt-4o, a "
+                   "client's hard-coded name) is served by the resident model (-m, else the default), on every "
+                   "route, and the reply names it (default: 404 listing the models available)")  # fmt: skip
     p.add_argument(
         "-q",
         "--quiet",
@@ -152,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         raise LlamayError(f"--head-timeout must be more than 0 seconds, not {args.head_timeout}")
     if args.max_body_bytes is not None and args.max_body_bytes < 1024:
         raise LlamayError(f"--max-body-bytes must be at least 1024, not {args.max_body_bytes}")
+    if args.any_model_name and args.strict_model_name:
+        raise LlamayError("--any-model-name and --strict-model-name contradict each other: give one of them")
     if args.max_loaded is not None and args.max_loaded < 1:
         raise LlamayError(f"--max-loaded must be at least 1 (the resident model), not {args.max_loaded}")
     try:
@@ -193,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         raise LlamayError(f"--memory {args.memory:,} bytes is less than the resident model {r.name} takes "
                           f"({loaded_size(service):,} bytes: weights and KV cache)")  # fmt: skip
     pool = ModelPool(service, store=store, keep_alive=keep, max_loaded=args.max_loaded, memory=args.memory,
-                     loader=loader)  # fmt: skip
+                     loader=loader, any_name=args.any_model_name)  # fmt: skip
     app = create_app(service, api_key=api_key, bound=args.host, allowed_hosts=tuple(args.allowed_host),
                      cors_origins=tuple(args.cors_origin), pool=pool,
                      **({"max_blob_bytes": args.max_blob_bytes} if args.max_blob_bytes else {}))  # fmt: skip

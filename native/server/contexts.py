@@ -23,9 +23,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import StreamingResponse
 
 from llamay.kv import snapshot_file
+from llamay.kv.cache import Snapshot
 from llamay.kv.pages import OutOfPages
 
 from .bodies import StrictJsonRoute
@@ -51,7 +51,7 @@ from .schemas import (
 )
 from .service import Service
 from .snapshot_store import FULL, ID_PATTERN
-from .streaming import SSE_HEADERS, Generation, sse_stream
+from .streaming import Generation, check_room, sse_response, sse_stream
 from .tools import message_dicts
 
 BASE = "/llamay/contexts"
@@ -75,6 +75,13 @@ def _discard(service: Service, job: Job) -> None:
             job.kept = None
 
     service.scheduler.call(drop)
+
+
+def _adopt(job: Job) -> Snapshot:
+    """The job's kept snapshot, now owned by the caller (a context's new pin): `_discard` no longer drops it."""
+    snap, job.kept = job.kept, None
+    assert snap is not None
+    return snap
 
 
 async def _settled(service: Service) -> None:
@@ -108,6 +115,7 @@ async def create(body: ContextCreate, request: Request, service: ServiceDep) -> 
     if body.n != 1:
         raise bad_request("a context has one continuation: n must be 1", "n")
     with store.reserve(body.name):
+        check_room(service)  # before the prompt is rendered and tokenized
         params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens or 1)
         if body.messages is not None:
             ids = await service.offload(service.chat_ids, message_dicts(body.messages))
@@ -125,7 +133,7 @@ async def create(body: ContextCreate, request: Request, service: ServiceDep) -> 
             _discard(service, ch.job)
             raise
         tokens = ids + (ch.tokens if body.max_tokens else [])
-        ctx = Context(body.name, tokens, Pin(ch.job.kept, service.scheduler), int(time.time()))
+        ctx = Context(body.name, tokens, Pin(_adopt(ch.job), service.scheduler), int(time.time()))
         store.put(ctx)
     return ctx.info(gen.text(0) if body.max_tokens else None, gen.usage())
 
@@ -249,6 +257,7 @@ async def continue_context(body: ContextContinue, request: Request, name: Name,
     ctx = store.get(name)
     if body.n != 1:
         raise bad_request("a context continues one way at a time: n must be 1 (fork it for more)", "n")
+    check_room(service)  # before the prompt is tokenized
     params = from_openai(body, service.tokenizer.n_vocab, max_tokens=body.max_tokens)
     new = await service.offload(service.encode, body.prompt, False) if body.prompt else []
     ctx = store.get(name)  # again: it may have moved on (or gone) while the prompt was tokenized
@@ -261,14 +270,14 @@ async def continue_context(body: ContextContinue, request: Request, name: Name,
     def advance() -> dict[str, Any]:
         ch = gen.choices[0]
         if body.update and ch.job.kept is not None and store.items.get(name) is ctx:
-            store.put(Context(name, ids + ch.tokens, Pin(ch.job.kept, service.scheduler), ctx.created))
+            store.put(Context(name, ids + ch.tokens, Pin(_adopt(ch.job), service.scheduler), ctx.created))
         elif ch.job.kept is not None:
             _discard(service, ch.job)
         return store.items[name].info() if name in store.items else {"name": name, "deleted": True}
 
-    if body.stream:
-        return StreamingResponse(sse_stream(_chunks(service, gen, head, advance)), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)  # fmt: skip
+    if body.stream:  # a reply not streamed to its end leaves the context as it was (what it kept is dropped)
+        return sse_response(sse_stream(_chunks(service, gen, head, advance)), gen,
+                            lambda: _discard(service, gen.choices[0].job))  # fmt: skip
     try:
         await gen.collect(request.is_disconnected)
         await _settled(service)
@@ -283,15 +292,9 @@ async def continue_context(body: ContextContinue, request: Request, name: Name,
 
 
 async def _chunks(service: Service, gen: Generation, head: dict[str, Any], advance: Any) -> AsyncIterator[dict]:
-    done = False
-    try:
-        async for piece in gen.pieces():
-            if piece.text or piece.finish:
-                yield {**head, "object": "text_completion", "choices": [{"index": 0, "text": piece.text,
-                       "logprobs": None, "finish_reason": piece.finish}]}  # fmt: skip
-        await _settled(service)
-        done = True
-        yield {**head, "object": "text_completion", "choices": [], "usage": gen.usage(), "context": advance()}
-    finally:
-        if not done:
-            _discard(service, gen.choices[0].job)
+    async for piece in gen.pieces():
+        if piece.text or piece.finish:
+            yield {**head, "object": "text_completion", "choices": [{"index": 0, "text": piece.text,
+                   "logprobs": None, "finish_reason": piece.finish}]}  # fmt: skip
+    await _settled(service)
+    yield {**head, "object": "text_completion", "choices": [], "usage": gen.usage(), "context": advance()}

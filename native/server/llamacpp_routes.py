@@ -16,15 +16,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
 
 from llamay.sampling import request as sampling_request
 from llamay.sampling.request import RequestFieldError, sampling_from_request
 
 from .bodies import StrictJsonRoute
 from .context_store import Context
-from .contexts import _discard, _settled
-from .deps import ServiceDep
+from .contexts import _adopt, _discard, _settled
+from .deps import PoolDep, ServiceDep
 from .errors import ApiError, bad_request
 from .llamacpp_prompts import (
     fim_ids,
@@ -46,7 +45,7 @@ from .llamacpp_schemas import (
 from .params import GenParams, refused
 from .scheduler import Pin
 from .service import Service
-from .streaming import SSE_HEADERS, Generation, sse
+from .streaming import Generation, check_room, sse, sse_response
 from .tools import message_dicts, plan_for
 
 router = APIRouter(tags=["llama.cpp"], route_class=StrictJsonRoute)
@@ -107,11 +106,11 @@ def check_slot(body: CompletionBody, service: Service, n_sequences: int) -> int 
 class Native:
     """One /completion (or /infill) request: its generation and how its results are written."""
 
-    def __init__(self, service: Service, body: CompletionBody, prompts: list[list[int]], params: GenParams,
-                 slot: int | None) -> None:  # fmt: skip
+    def __init__(self, service: Service, model: str, body: CompletionBody, prompts: list[list[int]],
+                 params: GenParams, slot: int | None) -> None:  # fmt: skip
         self.service, self.body, self.prompts, self.params, self.slot = service, body, prompts, params, slot
         self.n_predict = n_predict(body)
-        self.model = service.generative(body.model).id
+        self.model = model
         self.gen: Generation | None = None
 
     async def start(self) -> Native:
@@ -176,7 +175,7 @@ class Native:
         if ch.finish == "cancelled":
             _discard(self.service, ch.job)
             return
-        ctx = Context(slot_name(self.slot), self.prompts[0] + ch.tokens, Pin(ch.job.kept, self.service.scheduler),
+        ctx = Context(slot_name(self.slot), self.prompts[0] + ch.tokens, Pin(_adopt(ch.job), self.service.scheduler),
                       int(time.time()))  # fmt: skip
         self.service.contexts.put(ctx)
         self.service.slot_params[self.slot] = self.settings()
@@ -188,33 +187,32 @@ class Native:
         assert gen is not None
         tok, n = self.service.tokenizer, self.params.n
         held: dict[int, list[Any]] = {i: [] for i in range(len(gen.choices))}  # tokens whose text is not out yet
-        done = False
-        try:
-            async for piece in gen.pieces():
-                if piece.token is not None:
-                    held[piece.index].append((piece.token, piece.logprob, piece.top))
-                if piece.text:
-                    ch = gen.choices[piece.index]
-                    items = held[piece.index]
-                    chunk: dict[str, Any] = {"index": piece.index, "content": piece.text,
-                                             "tokens": [t for t, _, _ in items], "stop": False,
-                                             "id_slot": self.slot if self.slot is not None else -1,
-                                             "tokens_predicted": len(ch.tokens),
-                                             "tokens_evaluated": len(self.prompts[piece.index // n])}  # fmt: skip
-                    if self.params.logprobs:
-                        chunk["completion_probabilities"] = probabilities(tok, [x for x in items if x[1] is not None])
-                    if self.body.timings_per_token:
-                        chunk["timings"] = timings(ch.job, len(ch.tokens), time.monotonic())
-                    held[piece.index] = []
-                    yield chunk
-                if piece.finish is not None:
-                    await asyncio.sleep(0)
-                    yield self.result(piece.index, stream=True)
-            await self.keep_slot()
-            done = True
-        finally:
-            if not done and self.slot is not None:
-                _discard(self.service, gen.choices[0].job)
+        async for piece in gen.pieces():
+            if piece.token is not None:
+                held[piece.index].append((piece.token, piece.logprob, piece.top))
+            if piece.text:
+                ch = gen.choices[piece.index]
+                items = held[piece.index]
+                chunk: dict[str, Any] = {"index": piece.index, "content": piece.text,
+                                         "tokens": [t for t, _, _ in items], "stop": False,
+                                         "id_slot": self.slot if self.slot is not None else -1,
+                                         "tokens_predicted": len(ch.tokens),
+                                         "tokens_evaluated": len(self.prompts[piece.index // n])}  # fmt: skip
+                if self.params.logprobs:
+                    chunk["completion_probabilities"] = probabilities(tok, [x for x in items if x[1] is not None])
+                if self.body.timings_per_token:
+                    chunk["timings"] = timings(ch.job, len(ch.tokens), time.monotonic())
+                held[piece.index] = []
+                yield chunk
+            if piece.finish is not None:
+                await asyncio.sleep(0)
+                yield self.result(piece.index, stream=True)
+        await self.keep_slot()
+
+    def discard(self) -> None:
+        """Drop what the slot's job kept unless the slot took it (`keep_slot`): a reply not sent to its end."""
+        if self.slot is not None and self.gen is not None:
+            _discard(self.service, self.gen.choices[0].job)
 
 
 async def native_stream(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
@@ -232,14 +230,12 @@ async def run_native(native: Native, request: Request) -> Any:
     gen = native.gen
     assert gen is not None
     if native.body.stream:
-        return StreamingResponse(native_stream(native.chunks()), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)  # fmt: skip
+        return sse_response(native_stream(native.chunks()), gen, native.discard)
     try:
         await gen.collect(request.is_disconnected)
         await native.keep_slot()
     except BaseException:
-        if native.slot is not None:
-            _discard(native.service, gen.choices[0].job)
+        native.discard()
         raise
     results = [native.result(i) for i in range(len(gen.choices))]
     return results[0] if len(results) == 1 else results
@@ -247,12 +243,13 @@ async def run_native(native: Native, request: Request) -> Any:
 
 @router.post("/completion", summary="llama-server's completion: its fields, its response (SSE with stream)",
              responses={200: {"content": {"text/event-stream": {}}}})  # fmt: skip
-async def completion(body: CompletionBody, request: Request, service: ServiceDep) -> Any:
-    service.generative(body.model)
+async def completion(body: CompletionBody, request: Request, service: ServiceDep, pool: PoolDep) -> Any:
+    model = (await pool.resident_only(body.model, "generate")).id
+    check_room(service, body.n_cmpl)  # before the prompt is tokenized
     params = native_params(body, service)
     prompts = await service.offload(prompt_ids, service, body.prompt)
     slot = check_slot(body, service, len(prompts) * params.n)
-    return await run_native(Native(service, body, prompts, params, slot), request)
+    return await run_native(Native(service, model, body, prompts, params, slot), request)
 
 
 router.add_api_route("/completions", completion, methods=["POST"], include_in_schema=False)
@@ -260,21 +257,22 @@ router.add_api_route("/completions", completion, methods=["POST"], include_in_sc
 
 @router.post("/infill", summary="Code infill from the model's fill-in-the-middle tokens (as /completion answers)",
              responses={200: {"content": {"text/event-stream": {}}}})  # fmt: skip
-async def infill(body: InfillBody, request: Request, service: ServiceDep) -> Any:
-    service.generative(body.model)
+async def infill(body: InfillBody, request: Request, service: ServiceDep, pool: PoolDep) -> Any:
+    model = (await pool.resident_only(body.model, "generate")).id
+    check_room(service, body.n_cmpl)  # before the prompt is tokenized
     params = native_params(body, service)
     ids = await service.offload(fim_ids, service, body.input_prefix, body.input_suffix, body.input_extra,
                                 body.prompt)  # fmt: skip
     slot = check_slot(body, service, params.n)
-    return await run_native(Native(service, body, [ids], params, slot), request)
+    return await run_native(Native(service, model, body, [ids], params, slot), request)
 
 
 # -- /apply-template ------------------------------------------------------------------------------------------
 
 
 @router.post("/apply-template", summary="The chat template applied to messages: the prompt /completion takes")
-async def apply_template(body: ApplyTemplateBody, service: ServiceDep) -> dict[str, Any]:
-    service.generative(body.model)
+async def apply_template(body: ApplyTemplateBody, service: ServiceDep, pool: PoolDep) -> dict[str, Any]:
+    await pool.resident_only(body.model, "generate")
     # the tools go in as the chat route puts them: the template's own syntax, or the generic format's system text
     plan = plan_for(service.chat_template, body.tools)
     return {"prompt": await service.offload(service.chat_text, message_dicts(body.messages), plan,
@@ -298,7 +296,8 @@ def normalize(v: list[float], p: int) -> list[float]:
 
 
 @router.post("/embedding", summary="llama-server's embedding: [{index, embedding: [[...]]}] (encoder models)")
-async def embedding(body: NativeEmbeddingBody, service: ServiceDep) -> list[dict[str, Any]]:
+async def embedding(body: NativeEmbeddingBody, service: ServiceDep, pool: PoolDep) -> list[dict[str, Any]]:
+    await pool.resident_only(body.model, "embed")
     value = body.content if body.content is not None else body.input
     if value is None:
         raise bad_request("content (or input) is required", "content")
@@ -319,9 +318,10 @@ async def embedding(body: NativeEmbeddingBody, service: ServiceDep) -> list[dict
 # -- /rerank --------------------------------------------------------------------------------------------------
 
 
-async def rerank(body: RerankBody, service: ServiceDep) -> dict[str, Any]:
+async def rerank(body: RerankBody, service: ServiceDep, pool: PoolDep) -> dict[str, Any]:
     """llama-server's rerank: each document's relevance score (the reranker's raw output), best first, the
     first top_n."""
+    await pool.resident_only(body.model, "rerank")
     model, scores, n_tokens = await service.rerank(body.model, body.query, body.documents)
     results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
                      key=lambda r: -r["relevance_score"])  # fmt: skip

@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
-from starlette.background import BackgroundTask
 
 from llamay.tools import ToolPlan
 
@@ -30,10 +28,10 @@ from .ollama_schemas import (
 )
 from .openai_routes import _token_entry
 from .params import from_ollama
-from .pool import Available, Lease, ModelPool, not_found, served_entry, stamp
+from .pool import Available, Lease, ModelPool, served_entry, stamp
 from .schemas import OllamaErrorResponse
 from .service import ServedModel, Service
-from .streaming import Generation, ndjson_stream
+from .streaming import Generation, Stream, check_room, ndjson_response, ndjson_stream
 from .thinking import ThinkSplit, reasons, split
 from .tools import OllamaPieces, message_dicts, ollama_message, plan_for
 
@@ -75,6 +73,7 @@ async def _generate(body: OllamaGenerateRequest, request: Request, lease: Lease,
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if not body.prompt and not body.context:  # Ollama's load (and, with keep_alive 0, unload) request
         return await _load_reply(lease, keep, "response", "")
+    check_room(service)  # before the prompt is rendered and tokenized
     params = _logprobs(service, body, from_ollama(body.options, body.format))
     if body.think is not None and (body.raw or body.template or body.context):
         raise bad_request("think needs the model's own template (not raw, template or context)", "think")
@@ -90,7 +89,7 @@ async def _generate(body: OllamaGenerateRequest, request: Request, lease: Lease,
 
     if body.stream:
         events = _stream(gen, model, "response", final, ThinkSplit(opened) if thinks else None)
-        return _streaming(lease, events)
+        return _streaming(lease, gen, events)
     await gen.collect(request.is_disconnected)
     reply: dict[str, Any] = {"model": model.id, "created_at": _now(), "response": gen.text(0)}
     if thinks:
@@ -111,10 +110,10 @@ async def _load_reply(lease: Lease, keep: float, key: str, empty: Any) -> dict[s
     return {"model": lease.model.id, "created_at": _now(), key: empty, "done": True, "done_reason": reason}
 
 
-def _streaming(lease: Lease, items: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
-    """An NDJSON stream holding the model's lease to its end (released once, whichever way it ends)."""
-    return StreamingResponse(ndjson_stream(lease.stream(items)), media_type=NDJSON,
-                             background=BackgroundTask(lease.release))  # fmt: skip
+def _streaming(lease: Lease, gen: Generation, items: AsyncIterator[dict[str, Any]]) -> Stream:
+    """An NDJSON stream holding the model's lease to its end (released once, whichever way it ends, and the jobs
+    cancelled: also when the client is gone before the first byte)."""
+    return ndjson_response(ndjson_stream(items), gen, lease.hand_over())
 
 
 def _logprobs(service: Service, body: Any, params: Any) -> Any:
@@ -249,6 +248,7 @@ async def _chat(body: OllamaChatRequest, request: Request, lease: Lease, keep: f
     service, model = lease.service, lease.model
     if not body.messages:
         return await _load_reply(lease, keep, "message", {"role": "assistant", "content": ""})
+    check_room(service)  # before the prompt is rendered and tokenized
     if any(m.images for m in body.messages):
         raise bad_request("images are not supported: the served model reads text only", "messages")
     plan = plan_for(service.chat_template, body.tools)  # Ollama has no tool_choice: the model may call
@@ -272,7 +272,7 @@ async def _chat(body: OllamaChatRequest, request: Request, lease: Lease, keep: f
             events = _stream(gen, model, "message", final, ThinkSplit(opened) if thinks else None)
         else:
             events = _tool_stream(gen, model, plan, final)
-        return _streaming(lease, events)
+        return _streaming(lease, gen, events)
     await gen.collect(request.is_disconnected)
     thinking, text = split(gen.text(0), opened) if thinks else ("", gen.text(0))
     message = {"role": "assistant", "content": text} if plan is None else ollama_message(plan, text)
@@ -373,7 +373,7 @@ async def _shown(pool: ModelPool, name: str, param: str, verbose: bool) -> dict[
             return found
         service = pool.resident.service
         if not any(m.matches(name) for m in service.models):
-            raise not_found(name, ollama=True)
+            raise await pool.unknown(name, ollama=True)
     service = pool.resident.service
     m = service.find(name, param)
     model = m.model

@@ -64,14 +64,24 @@ OLLAMA_TRUNCATE = Field(None, description="with options.num_ctx: an over-long pr
                         "(Ollama's); false: refused")  # fmt: skip
 
 
-class OllamaGenerateRequest(_Lenient, _Checked):
-    FIELDS: ClassVar[str] = "ollama.generate"
+class _OllamaGeneration(_Lenient, _Checked):
+    """What /api/generate and /api/chat both read: the model, sampling `options`, `format`, streaming, thinking,
+    log-probabilities, the context's truncation and keep_alive."""
+
     think: bool | None = THINK
     logprobs: bool | None = OLLAMA_LOGPROBS
     top_logprobs: Int | None = OLLAMA_TOP_LOGPROBS
     shift: Literal[False] | None = Field(None, description="no context shift: only false")
     truncate: bool | None = OLLAMA_TRUNCATE
     model: str
+    format: OllamaFormat = None
+    stream: bool = True
+    options: OllamaOptions | None = None
+    keep_alive: KeepAlive = None
+
+
+class OllamaGenerateRequest(_OllamaGeneration):
+    FIELDS: ClassVar[str] = "ollama.generate"
     prompt: str = ""
     suffix: str | None = Field(None, max_length=0, description="not supported (fill-in-the-middle)")
     system: str | None = None
@@ -79,28 +89,14 @@ class OllamaGenerateRequest(_Lenient, _Checked):
     context: token_ids("token-id", min_length=0, max_length=MAX_CONTEXT_TOKENS) | None = Field(
         None, description="tokens of an earlier reply"
     )
-    stream: bool = True
     raw: bool = False
-    format: OllamaFormat = None
     images: list[str] | None = NO_IMAGES
-    options: OllamaOptions | None = None
-    keep_alive: KeepAlive = None
 
 
-class OllamaChatRequest(_Lenient, _Checked):
+class OllamaChatRequest(_OllamaGeneration):
     FIELDS: ClassVar[str] = "ollama.chat"
-    think: bool | None = THINK
-    logprobs: bool | None = OLLAMA_LOGPROBS
-    top_logprobs: Int | None = OLLAMA_TOP_LOGPROBS
-    shift: Literal[False] | None = Field(None, description="no context shift: only false")
-    truncate: bool | None = OLLAMA_TRUNCATE
-    model: str
     messages: list[OllamaMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
-    format: OllamaFormat = None
-    stream: bool = True
-    options: OllamaOptions | None = None
-    keep_alive: KeepAlive = None
 
 
 class NoOptions(_Lenient):

@@ -8,14 +8,12 @@ import dataclasses
 import struct
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from starlette.background import BackgroundTask
 
 from llamay.tools import ToolPlan
 
@@ -25,7 +23,7 @@ from .errors import bad_request
 from .limits import MAX_BATCH, MAX_EMBED_INPUTS
 from .llamacpp_prompts import timings
 from .params import from_openai
-from .pool import Available, Lease, not_found, served_entry
+from .pool import Available, Lease, ModelPool, not_found, served_entry
 from .schemas import (
     ChatCompletion,
     ChatCompletionRequest,
@@ -37,7 +35,7 @@ from .schemas import (
     ModelList,
 )
 from .service import Service
-from .streaming import SSE_HEADERS, Generation, Piece, sse_stream
+from .streaming import Generation, Piece, Stream, check_room, sse_response, sse_stream
 from .tools import OpenAIDeltas, finish_of, message_dicts, openai_message, plan_for
 
 router = APIRouter(tags=["OpenAI"], route_class=StrictJsonRoute)
@@ -56,12 +54,13 @@ async def list_models(pool: PoolDep) -> dict[str, Any]:
 async def get_model(model: str, pool: PoolDep) -> dict[str, Any]:
     if not pool.store:
         return _card(served_entry(pool.resident.service.find(model)))
-    for a in await asyncio.to_thread(pool.available):
+    available = await asyncio.to_thread(pool.available)
+    for a in available:
         if a.name == model or a.name == f"{model}:latest" or a.name.removesuffix(":latest") == model:
             return _card(a)
     if any(m.matches(model) for m in pool.resident.service.models):
         return _card(served_entry(pool.resident.service.find(model)))
-    raise not_found(model, ollama=False)
+    raise not_found(model, False, [a.name for a in available])
 
 
 def _card(a: Available) -> dict[str, Any]:
@@ -78,15 +77,22 @@ def _card(a: Available) -> dict[str, Any]:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def chat_completions(body: ChatCompletionRequest, request: Request, pool: PoolDep):
+    return await _leased(pool, body, request, _chat_completions)
+
+
+async def _leased(pool: ModelPool, body: Any, request: Request, handler: Any) -> Any:
+    """`handler(body, request, lease)` holding the model the body names (released at its end, unless a stream
+    it returns holds it on); a request the queue cannot take now is refused before any preparation."""
     lease = await pool.lease(body.model, "generate", ollama=False)
     try:
-        return await _chat_completions(body, request, lease)
+        check_room(lease.service, body.n)
+        return await handler(body, request, lease)
     finally:
         lease.done()
 
 
 async def _chat_completions(body: ChatCompletionRequest, request: Request, lease: Lease):
-    service, model = lease.service, lease.model
+    service = lease.service
     choice = body.tool_choice.model_dump() if isinstance(body.tool_choice, BaseModel) else body.tool_choice
     plan = plan_for(service.chat_template, body.tools, choice, body.parallel_tool_calls)
     max_tokens = body.max_completion_tokens or body.max_tokens
@@ -100,15 +106,9 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
     prompt = await service.offload(service.chat_ids, message_dicts(body.messages), plan)
     truncate, n_keep = truncation(body)
     prompt, budget, cut = service.fit(prompt, max_tokens, param, truncate=truncate, n_keep=n_keep)
-    gen = await Generation.create(service, [prompt], params, [budget])
-    gen.truncated = cut
-    gen.start()
-    head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
-            "system_fingerprint": service.fingerprint}  # fmt: skip
+    gen, head = await _started(lease, [prompt], params, [budget], cut, "chatcmpl")
     if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _timed(_chat_chunks(gen, head, plan, include_usage), gen, body.timings_per_token)
-        return _streaming(lease, events)
+        return _streaming(body, lease, gen, lambda usage: _chat_chunks(gen, head, plan, usage))
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):
@@ -121,10 +121,25 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request, lease
     return {**head, "object": "chat.completion", "choices": choices, "usage": gen.usage(), "timings": _timings(gen)}
 
 
-def _streaming(lease: Lease, events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
-    """An SSE stream holding the model's lease to its end (released once, whichever way it ends)."""
-    return StreamingResponse(sse_stream(lease.stream(events)), media_type="text/event-stream", headers=SSE_HEADERS,
-                             background=BackgroundTask(lease.release))  # fmt: skip
+async def _started(lease: Lease, prompts: list[list[int]], params: Any, budgets: list[int], cut: int,
+                   kind: str) -> tuple[Generation, dict[str, Any]]:  # fmt: skip
+    """The request's generation, queued, and the head every reply and chunk carries (`kind`: the id's prefix)."""
+    service = lease.service
+    gen = await Generation.create(service, prompts, params, budgets)
+    gen.truncated = cut
+    gen.start()
+    return gen, {"id": f"{kind}-{uuid.uuid4().hex}", "created": int(time.time()), "model": lease.model.id,
+                 "system_fingerprint": service.fingerprint}  # fmt: skip
+
+
+def _streaming(body: Any, lease: Lease, gen: Generation,
+               chunks: Callable[[bool], AsyncIterator[dict[str, Any]]]) -> Stream:  # fmt: skip
+    """The SSE stream of `chunks(include_usage)`, with llama-server's timings, holding the model's lease to its
+    end (released once, whichever way it ends, and the jobs cancelled: also when the client is gone before the
+    first byte)."""
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    events = _timed(chunks(include_usage), gen, body.timings_per_token)
+    return sse_response(sse_stream(events), gen, lease.hand_over())
 
 
 async def _chat_chunks(gen: Generation, head: dict[str, Any], plan: ToolPlan | None,
@@ -207,15 +222,11 @@ def _chat_logprobs(service: Service, job: Any, gen: Generation, i: int) -> dict[
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def completions(body: CompletionRequest, request: Request, pool: PoolDep):
-    lease = await pool.lease(body.model, "generate", ollama=False)
-    try:
-        return await _completions(body, request, lease)
-    finally:
-        lease.done()
+    return await _leased(pool, body, request, _completions)
 
 
 async def _completions(body: CompletionRequest, request: Request, lease: Lease):
-    service, model = lease.service, lease.model
+    service = lease.service
     if body.suffix:
         raise bad_request("suffix (fill-in-the-middle) is not supported", "suffix")
     if body.best_of is not None and body.best_of != body.n:
@@ -227,15 +238,9 @@ async def _completions(body: CompletionRequest, request: Request, lease: Lease):
     max_tokens = 16 if body.max_tokens is None else body.max_tokens
     fitted = [service.fit(p, max_tokens, truncate=truncate, n_keep=n_keep) for p in prompts]
     prompts = [p for p, _, _ in fitted]
-    gen = await Generation.create(service, prompts, params, [b for _, b, _ in fitted])
-    gen.truncated = sum(c for _, _, c in fitted)
-    gen.start()
-    head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model.id,
-            "system_fingerprint": service.fingerprint}  # fmt: skip
+    gen, head = await _started(lease, prompts, params, [b for _, b, _ in fitted], sum(c for _, _, c in fitted), "cmpl")
     if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = _timed(_completion_chunks(gen, head, echo, include_usage), gen, body.timings_per_token)
-        return _streaming(lease, events)
+        return _streaming(body, lease, gen, lambda usage: _completion_chunks(gen, head, echo, usage))
     await gen.collect(request.is_disconnected)
     choices = []
     for i, ch in enumerate(gen.choices):

@@ -8,8 +8,9 @@ scheduler, its model thread) the first time a request names it; requests for it 
 load, and a failed load fails only them. A request holds a `Lease` on its model until its last byte is sent;
 a model with leases is never unloaded. Before a load, the least recently used idle models are unloaded until
 the new one fits `--max-loaded` (models, the resident one counted) and `--memory` (bytes: weights and KV); if
-the busy ones leave no room, 503 with Retry-After. Without a store (`-m FILE`) there is the one model, which
-answers to any name as llama-server's does (Service.resolve).
+the busy ones leave no room, 503 with Retry-After. A name no model has is a 404 listing those available, or
+with `--any-model-name` (`any_name`) the resident model, on every route. Without a store (`-m FILE`) there is
+the one model, which answers to any name as llama-server's does (Service.resolve).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -105,17 +106,11 @@ class Lease:
         if not self._handed:
             self.release()
 
-    def stream(self, items: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """`items`, holding the lease until they end (or the client goes, or the stream fails)."""
-        self._handed = True  # here, not in the generator: its body runs only once the response is sent
-        return self._held(items)
-
-    async def _held(self, items: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        try:
-            async for x in items:
-                yield x
-        finally:
-            self.release()
+    def hand_over(self) -> Callable[[], None]:
+        """The lease goes to a stream the handler returns: held until the stream's clean-up calls what this
+        returns (`streaming.Stream`: once its last byte is sent, or its client is gone, even before the first)."""
+        self._handed = True
+        return self.release
 
 
 Loader = Callable[[Any], Service]  # a llamay.native.store.Resolved -> a started Service
@@ -123,11 +118,13 @@ Loader = Callable[[Any], Service]  # a llamay.native.store.Resolved -> a started
 
 class ModelPool:
     def __init__(self, resident: Service, *, store: bool = False, keep_alive: float = 300.0,
-                 max_loaded: int | None = None, memory: int | None = None,
-                 loader: Loader | None = None) -> None:  # fmt: skip
+                 max_loaded: int | None = None, memory: int | None = None, loader: Loader | None = None,
+                 any_name: bool = False) -> None:  # fmt: skip
         self.resident = Loaded(resident.generator.id, resident, loaded_size(resident), resident=True)
         self.store = store  # answer for stored models by name (else: the resident model for any name)
-        resident.own_names_only = store  # llama-server's routes: the resident model, by its own names only
+        self.any_name = any_name  # --any-model-name: a name no model has is the resident model's (else 404)
+        # the routes only the resident serves: by its own names (unless any_name: then `resident_only` looked)
+        resident.own_names_only = store and not any_name
         self.default_keep_alive = keep_alive
         self.max_loaded = max_loaded
         self.memory = memory
@@ -213,7 +210,9 @@ class ModelPool:
         assert name is not None
         resolved = await asyncio.to_thread(_find, name)
         if resolved is None:
-            raise not_found(name, ollama)
+            if self.any_name:  # --any-model-name: the resident model answers, and its reply names it
+                return self._take(self.resident, self.resident.service.resolve(None, kind), keep_alive)
+            raise await self.unknown(name, ollama)
         if resolved.name == self.resident.name:  # the resident model by another spelling (`alpha`, `library/alpha`)
             return self._take(self.resident, self.resident.service.resolve(resolved.name, kind), keep_alive)
         if kind == "embed":
@@ -229,6 +228,32 @@ class ModelPool:
                 if not self._wanted[resolved.name]:
                     del self._wanted[resolved.name]
         return self._take(entry, entry.service.generator, keep_alive)
+
+    async def resident_only(self, name: str | None, kind: str) -> ServedModel:
+        """The model of a route only the resident model serves (llama-server's routes, /v1/responses): by its own
+        names, or none; a stored model's name is a 404 naming the routes that serve it; any other name is a 404
+        too, or with --any-model-name the resident model (as `lease` answers it)."""
+        svc = self.resident.service
+        if not self.store or not name:
+            return svc.resolve(name, kind)
+        served = self._resident_for(name, kind)
+        if served is not None:
+            return served
+        resolved = await asyncio.to_thread(_find, name)
+        if resolved is not None and resolved.name == self.resident.name:
+            return svc.resolve(resolved.name, kind)
+        if resolved is not None:
+            raise ApiError(404, f"{resolved.name} is a stored model, but this route serves the resident model "
+                           f"{self.resident.name} only: ask /v1/chat/completions, /v1/completions or Ollama's "
+                           "/api/generate and /api/chat for it", param="model", code="model_not_found")  # fmt: skip
+        if self.any_name:
+            return svc.resolve(None, kind)
+        raise await self.unknown(name, ollama=False)
+
+    async def unknown(self, name: str, ollama: bool) -> ApiError:
+        """The 404 of a name no model has, listing the models that are available (off the event loop)."""
+        names = [a.name for a in await asyncio.to_thread(self.available)]
+        return not_found(name, ollama, names)
 
     def _take(self, e: Loaded, model: ServedModel, keep_alive: float | None) -> Lease:
         ka = self.default_keep_alive if keep_alive is None else keep_alive
@@ -328,12 +353,22 @@ class ModelPool:
         return out
 
 
-def not_found(name: str, ollama: bool) -> ApiError:
-    """Ollama's words for an unknown model on its routes, OpenAI's on theirs."""
+SHOWN_NAMES = 8  # available models a 404 lists at most
+
+
+def not_found(name: str, ollama: bool, available: list[str] | None = None) -> ApiError:
+    """Ollama's words for an unknown model on its routes, OpenAI's on theirs; then the models available (the
+    first SHOWN_NAMES) and how to serve any name."""
+    listed = ""
+    if available is not None:
+        more = f" and {len(available) - SHOWN_NAMES} more" if len(available) > SHOWN_NAMES else ""
+        listed = (f"; available: {', '.join(available[:SHOWN_NAMES])}{more} (llamay serve --any-model-name serves "
+                  "any other name with the resident model)")  # fmt: skip
     if ollama:
-        return ApiError(404, f"model '{name}' not found, try pulling it first", param="model", code="model_not_found")
+        return ApiError(404, f"model '{name}' not found, try pulling it first{listed}", param="model",
+                        code="model_not_found")  # fmt: skip
     return ApiError(404, f"The model `{name}` does not exist: it is neither loaded nor in a model store (`llamay "
-                    "list` shows them)", param="model", code="model_not_found")  # fmt: skip
+                    f"list` shows them){listed}", param="model", code="model_not_found")  # fmt: skip
 
 
 def load_error(name: str, e: BaseException) -> ApiError:

@@ -12,17 +12,16 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from . import openai_routes
 from .bodies import StrictJsonRoute
-from .deps import ServiceDep
+from .deps import PoolDep, ServiceDep
 from .errors import ApiError, bad_request
 from .limits import MAX_MESSAGES
 from .params import GenParams, requested
 from .schemas import MODEL_NAME, SEED, Int, Stop, _Checked, _Lenient, sampling_field
-from .streaming import SSE_HEADERS, Generation, sse
+from .streaming import Generation, check_room, sse, sse_response
 
 router = APIRouter(tags=["OpenAI"], route_class=StrictJsonRoute)
 MAX_OUTPUT = 1 << 20  # a static cap; the real one is the context
@@ -106,8 +105,9 @@ def _format(body: ResponsesRequest) -> tuple[dict[str, Any] | None, dict[str, An
 
 @router.post("/v1/responses", summary="A model response (OpenAI's Responses API; its typed events with `stream`)",
              responses={200: {"content": {"text/event-stream": {}}}})  # fmt: skip
-async def responses(body: ResponsesRequest, request: Request, service: ServiceDep):
-    model = service.generative(body.model)
+async def responses(body: ResponsesRequest, request: Request, service: ServiceDep, pool: PoolDep):
+    model = await pool.resident_only(body.model, "generate")
+    check_room(service)  # before the prompt is rendered and tokenized
     got = requested(body, "openai", service.tokenizer.n_vocab)
     rf, text_block = _format(body)
     params = GenParams(max_tokens=body.max_output_tokens, sampling=got.sampling, seed=got.seed, stop=got.stop,
@@ -125,7 +125,7 @@ async def responses(body: ResponsesRequest, request: Request, service: ServiceDe
             "tools": [], "text": text_block, "truncation": body.truncation or "disabled", "store": False,
             "metadata": body.metadata or {}, "user": body.user, "error": None}  # fmt: skip
     if body.stream:
-        return StreamingResponse(_events(gen, head, mid), media_type="text/event-stream", headers=SSE_HEADERS)
+        return sse_response(_events(gen, head, mid), gen)
     await gen.collect(request.is_disconnected)
     return _response(gen, head, mid, gen.text(0))
 

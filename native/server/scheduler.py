@@ -239,16 +239,25 @@ class Scheduler:
         """Queue jobs, all or none; QueueFull when the queue cannot take them all."""
         now = time.monotonic()
         with self._cond:
-            if self._stopping:
-                raise JobFailed("the server is shutting down", 503)
-            if len(self._pending) + len(jobs) > self.cfg.queue:
-                raise QueueFull(len(self._pending), self._retry_after())
+            self._check_room(len(jobs))
             for job in jobs:
                 job.t_submit = now
                 if job.timeout == math.inf:
                     job.timeout = self.cfg.timeout
                 self._pending.append(job)
             self._cond.notify_all()
+
+    def room(self, n: int) -> None:
+        """Raise what `submit` would raise for n jobs now (QueueFull, or JobFailed while stopping), queueing nothing:
+        a cheap look before a request spends time on its preparation."""
+        with self._cond:
+            self._check_room(n)
+
+    def _check_room(self, n: int) -> None:
+        if self._stopping:
+            raise JobFailed("the server is shutting down", 503)
+        if len(self._pending) + n > self.cfg.queue:
+            raise QueueFull(len(self._pending), self._retry_after())
 
     def cancel(self, job: Job, reason: str = "cancelled") -> None:
         """Stop a job wherever it is (queued or running); its sequence and pages are released."""

@@ -16,6 +16,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
 from llamay.engine import StopMatcher, StopStrings
 
 from .errors import ApiError
@@ -65,6 +68,32 @@ def prepare(service: Any, prompts: list[list[int]], params: GenParams) -> tuple[
     return samplers, StopStrings(params.stop)
 
 
+def check_room(service: Any, n: int = 1) -> None:
+    """Refuse a request of n jobs (choices x prompts) the queue cannot take now, before its preparation
+    (template, tokenizing, a grammar's compile) is done for nothing: what `Generation.start` answers after it."""
+    queue(service, n)
+
+
+def queue(service: Any, n: int, jobs: list[Job] | None = None) -> None:
+    """Queue `jobs` (n of them), or, without jobs, only look whether the queue could take n now; refused as an
+    ApiError: 400 too_many_sequences (more than the queue holds), 429 queue_full (with Retry-After), 503 while
+    the server stops."""
+    sched = service.scheduler
+    if n > sched.cfg.queue:
+        raise ApiError(400, f"this request needs {n} sequences (n x prompts); the server queues at most "
+                       f"{sched.cfg.queue} (--queue)", param="n", code="too_many_sequences")  # fmt: skip
+    try:
+        if jobs is None:
+            sched.room(n)
+        else:
+            sched.submit(jobs)
+    except QueueFull as e:
+        service.metrics.rejected["queue_full"] += 1
+        raise ApiError(429, str(e), code="queue_full", headers={"Retry-After": str(e.retry_after)}) from None
+    except JobFailed as e:
+        raise ApiError(e.status, str(e)) from None
+
+
 class Generation:
     """The jobs of one request (n choices × prompts), submitted together and followed to their end."""
 
@@ -102,6 +131,7 @@ class Generation:
         try:
             # a stored model's PARAMETERs under what the request set (store.options.Options, or None)
             params = with_defaults(params, getattr(service, "defaults", None))
+            check_room(service, len(prompts) * params.n)  # before a grammar is compiled for nothing
             prepared = await service.offload(prepare, service, prompts, params)
             return cls(
                 service, prompts, params, budgets, keep=keep, pin=pin, reuse_cache=reuse_cache, prepared=prepared
@@ -112,20 +142,11 @@ class Generation:
 
     def start(self) -> Generation:
         """Queue every job now (before any response is sent, so that a full queue is a real 429)."""
-        sched = self.service.scheduler
-        if len(self.choices) > sched.cfg.queue:
-            self._release_pins()
-            raise ApiError(400, f"this request needs {len(self.choices)} sequences (n x prompts); the server queues "
-                           f"at most {sched.cfg.queue} (--queue)", param="n", code="too_many_sequences")  # fmt: skip
         try:
-            sched.submit([c.job for c in self.choices])
-        except QueueFull as e:
+            queue(self.service, len(self.choices), [c.job for c in self.choices])
+        except ApiError:
             self._release_pins()
-            self.service.metrics.rejected["queue_full"] += 1
-            raise ApiError(429, str(e), code="queue_full", headers={"Retry-After": str(e.retry_after)}) from None
-        except JobFailed as e:
-            self._release_pins()
-            raise ApiError(e.status, str(e)) from None
+            raise
         return self
 
     # -- following ------------------------------------------------------------------------------------------
@@ -280,6 +301,44 @@ def sse(data: dict[str, Any] | str) -> str:
 
 def ndjson(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+class Stream(StreamingResponse):
+    """A streamed response whose clean-up (`on_close`) runs once it is over, however it ends: sent to its end,
+    its client gone mid-stream, or gone before the first byte. In that last case the body is never iterated,
+    so no `finally` of its generators runs: what the route acquired (its jobs, a kept snapshot, its model's
+    lease) must be given back here."""
+
+    def __init__(self, content: AsyncIterator[str], on_close: Callable[[], None], *, media_type: str,
+                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+        super().__init__(content, media_type=media_type, headers=headers)
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.on_close()
+
+
+def sse_response(events: AsyncIterator[str], gen: Generation, *also: Callable[[], None]) -> Stream:
+    """An SSE `Stream` of `gen`: at its end, every job of `gen` not yet over is cancelled (its pins let go), then
+    `also` run (a kept snapshot dropped, a lease released)."""
+    return Stream(events, _closing(gen, also), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def ndjson_response(lines: AsyncIterator[str], gen: Generation, *also: Callable[[], None]) -> Stream:
+    """An NDJSON `Stream` of `gen`, closed as `sse_response` closes its stream."""
+    return Stream(lines, _closing(gen, also), media_type="application/x-ndjson")
+
+
+def _closing(gen: Generation, also: tuple[Callable[[], None], ...]) -> Callable[[], None]:
+    def close() -> None:
+        gen.close("the client went away before its stream ended")
+        for fn in also:
+            fn()
+
+    return close
 
 
 async def sse_stream(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:

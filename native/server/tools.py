@@ -68,12 +68,8 @@ def plan_for(template: str | None, tools: list[Any] | None, tool_choice: Any = N
 
 
 def reply_decoder(tokenizer: Any, plan: ToolPlan | None) -> StreamDecoder:
-    """The streaming decoder of a reply; with tools, the syntax's control-token markers show as their text (the
-    parser reads `[TOOL_CALLS]`), other control tokens as nothing."""
-    shown = plan.shown_tokens(tokenizer) if plan is not None else ()
-    if not shown:
-        return tokenizer.detokenizer()
-    return StreamDecoder(lambda i: tokenizer.token_bytes(i, i in shown))
+    """The streaming decoder of a reply: with tools, the plan's (`ToolPlan.decoder`, the library's too)."""
+    return plan.decoder(tokenizer) if plan is not None else tokenizer.detokenizer()
 
 
 def call_id() -> str:

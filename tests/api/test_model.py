@@ -165,3 +165,34 @@ def test_chat_with_tools_as_the_server_honours_them():
         model.chat(msgs, tools=tools, tool_choice={"type": "function", "function": {"name": "nope"}})
     plain = model.chat(msgs, tools=tools, tool_choice="none", max_tokens=8, temperature=0)
     assert plain == model.chat(msgs, max_tokens=8, temperature=0)
+
+
+ADD_TOOL = {"type": "function", "function": {"name": "add", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99}, "b": {"type": "boolean"}},
+    "required": ["a", "b"]}}}  # fmt: skip
+
+
+def mistral_tool_reply(model, marker: int, stream: bool = False):
+    """A reply that must call `add`, its first token pushed to the marker's control token (the grammar allows
+    it, or the same text in plain tokens)."""
+    msgs = [{"role": "user", "content": "Add 2 and 3."}]
+    return model.chat(msgs, tools=[ADD_TOOL], tool_choice="required", max_tokens=200, temperature=0,
+                      logit_bias={marker: 100}, stream=stream)  # fmt: skip
+
+
+def test_chat_with_tools_shows_a_control_token_marker_to_the_parser(tmp_path):
+    """Mistral's `[TOOL_CALLS]` is a control token: the library's reply shows it (as the server's decoder does,
+    `ToolPlan.decoder`), so `tool_calls` reads the calls; any other control token stays unseen."""
+    from tests.models.tiny_tools import MARKER, write_mistral_tools
+
+    path = tmp_path / "tiny-mistral-tools.gguf"
+    marker = write_mistral_tools(path)
+    with llamay.load(path) as model:
+        assert model.tokenize(MARKER, add_special=False) == [marker] and model.token_to_piece(marker) == ""
+        reply = mistral_tool_reply(model, marker)
+        assert model.stats.finish_reason == "stop"
+        assert reply.startswith(MARKER) and model.detokenize([model.bos]) == ""
+        content, calls = model.tool_calls(reply)
+        assert content is None and [c["name"] for c in calls] == ["add"]
+        assert set(calls[0]["arguments"]) == {"a", "b"} and 0 <= calls[0]["arguments"]["a"] <= 99
+        assert "".join(mistral_tool_reply(model, marker, stream=True)) == reply

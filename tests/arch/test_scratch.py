@@ -39,3 +39,15 @@ def test_a_decoder_state_has_no_encoder_buffers():
     st = State(_cfg("llama"), get_backend("portable"), n_ctx=16, n_batch=4)
     with pytest.raises(AttributeError, match=r"State has no buffer 'pooled'"):
         _ = st.pooled
+
+
+def test_a_config_without_its_parameters_cannot_size_their_buffers():
+    """A hand-made config (`params=None`) whose architecture sizes a buffer by one of its own parameters (llama's
+    MoE router by n_expert) is refused naming it, not given an empty buffer."""
+    import dataclasses
+
+    from llamay.errors import LlamayError
+
+    cfg = dataclasses.replace(_cfg("llama"), params=None)
+    with pytest.raises(LlamayError, match=r"sized by 'n_expert'.*params=None"):
+        State(cfg, get_backend("portable"), n_ctx=16, n_batch=4)

@@ -224,11 +224,12 @@ class PagesMachine(RuleBasedStateMachine):
 
 
 def _tiny_cfg():
+    from llamay.arch import llama
     from llamay.arch.config import ModelConfig, Norm, Rope, RopeConfig
 
     return ModelConfig(
         arch="llama", n_vocab=8, n_embd=4, n_layer=1, n_head=1, n_head_kv=1, head_dim=4, head_dim_v=4, n_ff=4,
-        n_ctx_train=32, norm=Norm.RMS, norm_eps=1e-5, rope=RopeConfig(Rope.NORMAL, 4),
+        n_ctx_train=32, norm=Norm.RMS, norm_eps=1e-5, rope=RopeConfig(Rope.NORMAL, 4), params=llama.Params(),
     )  # fmt: skip
 
 

@@ -156,7 +156,8 @@ def test_unknown_names_get_ollamas_404_and_openais(live):
     c = ollama.Client(host=live.url)
     with pytest.raises(ollama.ResponseError) as e:
         generate(c, "nosuch")
-    assert e.value.status_code == 404 and e.value.error == "model 'nosuch' not found, try pulling it first"
+    assert e.value.status_code == 404 and e.value.error.startswith("model 'nosuch' not found, try pulling it first")
+    assert "available: alpha:latest, beta:latest, gamma:latest" in e.value.error  # what could be asked instead
     with pytest.raises(ollama.ResponseError) as e:
         c.show("nosuch")
     assert e.value.status_code == 404
@@ -164,6 +165,7 @@ def test_unknown_names_get_ollamas_404_and_openais(live):
     with pytest.raises(openai.NotFoundError) as e2:
         live.openai().chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
     assert e2.value.body["code"] == "model_not_found" and "gpt-4o" in e2.value.body["message"]
+    assert "available: alpha:latest" in e2.value.body["message"] and "--any-model-name" in e2.value.body["message"]
     with pytest.raises(openai.NotFoundError):
         live.openai().models.retrieve("gpt-4o")
     with live.client() as h:  # llama-server's own routes serve the resident model only, by its names
@@ -171,6 +173,43 @@ def test_unknown_names_get_ollamas_404_and_openais(live):
         r = h.post("/completion", json={"model": "beta", "prompt": PROMPT, "n_predict": 1})
         assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
     assert loaded(c) == ["alpha:latest"]
+
+
+def test_any_model_name_serves_an_unknown_name_with_the_resident_model_on_every_route(store):
+    """--any-model-name: a name no model has (a client's hard-coded gpt-4o) is the resident model on the OpenAI,
+    Ollama and llama-server routes alike, the reply naming it; a stored model's name is still that model (or,
+    on the routes only the resident serves, a 404 saying so); nothing else is loaded."""
+    openai = pytest.importorskip("openai")
+    live = start(any_name=True)
+    try:
+        c = ollama.Client(host=live.url)
+        r = generate(c, "nosuch")
+        assert (r.model, r.eval_count, r.response) == ("alpha:latest", 3, reference("alpha"))  # alpha's layers
+        assert generate(c, "beta").model == "beta:latest"  # a stored name is still its model
+        msgs = [{"role": "user", "content": "hi"}]
+        assert c.chat(model="gpt-4o", messages=msgs, options={"num_predict": 2}).model == "alpha:latest"
+        oa = live.openai()
+        assert oa.chat.completions.create(model="gpt-4o", messages=msgs, max_tokens=2).model == "alpha:latest"
+        done = oa.completions.create(model="gpt-3.5-turbo-instruct", prompt=PROMPT, max_tokens=3, temperature=0)
+        assert (done.model, done.choices[0].text) == ("alpha:latest", reference("alpha"))
+        assert oa.responses.create(model="gpt-4o", input=PROMPT, max_output_tokens=2).model == "alpha:latest"
+        with live.client() as h:
+            r = h.post("/completion", json={"model": "gpt-4o", "prompt": PROMPT, "n_predict": 3, "temperature": 0})
+            assert r.status_code == 200 and r.json()["content"] == reference("alpha"), r.text
+            r = h.post("/completion", json={"model": "gamma", "prompt": PROMPT, "n_predict": 1})
+            assert r.status_code == 404 and "resident model alpha:latest only" in r.json()["error"]["message"]
+        with pytest.raises(openai.NotFoundError):  # a lookup still wants a served name
+            oa.models.retrieve("gpt-4o")
+        assert loaded(c) == ["alpha:latest", "beta:latest"]
+    finally:
+        live.stop()
+
+
+def test_any_model_name_and_strict_model_name_are_refused_together(capsys):
+    from llamay.native import cli
+
+    assert cli.main(["serve", "--any-model-name", "--strict-model-name", "-m", "nosuch"]) == 1
+    assert "--any-model-name and --strict-model-name contradict each other" in capsys.readouterr().err
 
 
 def test_the_budget_unloads_the_least_recently_used_idle_model(store):

@@ -13,6 +13,7 @@ import json
 import pytest
 
 from tests.models import tiny
+from tests.models.tiny_tools import MISTRAL, write_mistral_tools
 from tests.openai_shapes import check_openai_shape
 from tests.paths import SMOLLM2, registry_model
 from tests.server.conftest import start_server
@@ -41,11 +42,6 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
 {%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>
 
 {% endif %}"""
-MISTRAL = """{%- for m in messages %}{%- if m.role == 'user' %}{% if loop.last and tools %}[AVAILABLE_TOOLS] \
-{{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}[INST] {{ m.content }}[/INST]
-{%- elif m.tool_calls %}[TOOL_CALLS] {{ m.tool_calls | map(attribute='function') | list | tojson }}</s>
-{%- elif m.role == 'tool' %}[TOOL_RESULTS] {{ m.content }}[/TOOL_RESULTS]{%- else %}{{ m.content }}</s>{% endif %}\
-{% endfor %}"""
 TEMPLATES = {"generic": None, "hermes": HERMES, "llama3": LLAMA3, "mistral": MISTRAL}
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
@@ -337,3 +333,25 @@ def test_a_control_token_marker_reaches_the_parser_as_text():
     content, calls = parse_reply(plan.syntax, text)
     assert content is None and [c["name"] for c in calls] == ["add"]
     assert reply_decoder(tok, None).push(tok.bos_id) == ""
+
+
+def test_the_library_reads_the_calls_the_server_reads(tmp_path):
+    """On a vocabulary where `[TOOL_CALLS]` is a control token, the library's chat gives the same calls as the
+    server's for the same greedy request: both decoders show the marker (`ToolPlan.decoder`)."""
+    import llamay
+    from tests.api.test_model import ADD_TOOL, mistral_tool_reply
+
+    path = tmp_path / "tiny-mistral-tools.gguf"
+    marker = write_mistral_tools(path)
+    with llamay.load(path) as model:
+        content, calls = model.tool_calls(mistral_tool_reply(model, marker))
+    live = start_server(path, n_ctx=2048, parallel=1, queue=2)
+    try:
+        r = live.openai().chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Add 2 and 3."}], tools=[ADD_TOOL], tool_choice="required",
+            max_tokens=200, temperature=0, logit_bias={str(marker): 100})  # fmt: skip
+    finally:
+        live.stop()
+    served = [(c.function.name, json.loads(c.function.arguments)) for c in r.choices[0].message.tool_calls]
+    assert calls and [(c["name"], c["arguments"]) for c in calls] == served
+    assert content is None and not r.choices[0].message.content
