@@ -36,6 +36,7 @@ class AttentionWeights:
     o_bias: Tensor | None = None
     q_norm: NormWeights | None = None  # (head_dim,) shared by every head
     k_norm: NormWeights | None = None
+    sinks: Tensor | None = None  # (n_head,): a logit per head joined to the softmax denominator (gpt-oss)
 
 
 @dataclass(frozen=True)

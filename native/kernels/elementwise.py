@@ -146,6 +146,14 @@ def gelu(x, count, table):
 
 
 @njit(cache=True, fastmath=False)
+def softcap(x, cap, count):
+    """x = cap·tanh(x / cap), float32."""
+    c = np.float32(cap)
+    for i in range(count):
+        x[i] = c * np.tanh(x[i] / c)
+
+
+@njit(cache=True, fastmath=False)
 def kv_store(cache, layer, n_slots, slots, src, n, dim):
     """cache[layer, slots[i], :] = src[i, :]; cache is (n_layer, n_slots, dim)."""
     base = layer * n_slots * dim
