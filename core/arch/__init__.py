@@ -14,6 +14,7 @@ from . import (
     deepseek,
     falcon,
     gemma,
+    gemma2,
     gemma3,
     gpt2,
     gptneox,
@@ -22,6 +23,7 @@ from . import (
     llama,
     llama_like,
     moe,
+    mpt,
     nomic_bert,
     olmo,
     olmo2,
@@ -36,7 +38,7 @@ from . import (
     starcoder2,
 )
 from .binder import Binder
-from .blocks import embed_positions, parallel, sequential
+from .blocks import embed_norm, embed_positions, parallel, sequential
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
 from .refused import refusal
@@ -126,6 +128,22 @@ ARCHITECTURES: dict[str, Architecture] = {
             gpt2.TENSORS,
             sequential,
             embed=embed_positions,
+        ),
+        Architecture(
+            "gemma2",
+            "Gemma 2 (soft-capped attention and logits, sliding window every other layer)",
+            gemma2.config,
+            gemma2.TENSORS,
+            sequential,
+        ),
+        Architecture("mpt", "MPT (ALiBi, fused QKV, no biases)", mpt.config, mpt.TENSORS, sequential),
+        Architecture(
+            "bloom",
+            "BLOOM (ALiBi, embedding norm, biases)",
+            mpt.bloom_config,
+            mpt.BLOOM_TENSORS,
+            sequential,
+            embed=embed_norm,
         ),
         Architecture(
             "bert",

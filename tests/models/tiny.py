@@ -34,12 +34,12 @@ V = GGUFValueType
 ARCHES = (
     "llama", "qwen2", "qwen3", "gemma3", "bert", "nomic-bert",
     "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
-    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder", "gemma2", "mpt", "bloom",
 )  # fmt: skip
 # decoders with a quantised (Q8_0) golden beside the F32 one: the architectures added with the shared pieces
 TINY_QUANTISED = (
     "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
-    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder", "gemma2", "mpt", "bloom",
 )  # fmt: skip
 # BERT's position and token-type embeddings stay F32, and so do MoE routers (llama.cpp's quantizer leaves
 # ffn_gate_inp alone: a rounded router flips near-tied expert choices)
@@ -174,6 +174,23 @@ SPECS: dict[str, TinySpec] = {
         TinySpec("mistral3", n_layer=2, untied_output=True, hparams=(RMS_EPS, ("rope.freq_base", 1e6, V.FLOAT32))),
         TinySpec("gpt2", n_layer=2, n_head_kv=4, hparams=(LN_EPS,)),
         TinySpec("starcoder", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
+        TinySpec(
+            "gemma2",
+            n_layer=2,  # layer 0 slides, layer 1 is global
+            head_dim=32,
+            embd_gain=1.0,
+            hparams=(
+                ("rope.freq_base", 10000.0, V.FLOAT32),
+                RMS_EPS,
+                ("attention.sliding_window", 8, V.UINT32),
+                ("attn_logit_softcapping", 1.5, V.FLOAT32),  # caps near the scores' size: tanh bends them
+                ("final_logit_softcapping", 4.0, V.FLOAT32),
+            ),
+        ),
+        TinySpec("mpt", n_layer=2, n_head_kv=4, hparams=(LN_EPS, ("attention.max_alibi_bias", 8.0, V.FLOAT32))),
+        TinySpec(
+            "bloom", n_layer=2, n_head=6, n_head_kv=6, n_embd=96, untied_output=True, hparams=(LN_EPS,)
+        ),  # six heads: ALiBi's two slope series
         TinySpec(
             "nomic-bert",
             n_layer=2,
