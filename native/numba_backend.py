@@ -343,13 +343,17 @@ class NumbaBackend:
         scale: float,
         neox: bool,
         freq_factors: Weight | None,
+        ext_factor: float,
+        mscale: float,
+        corr_low: float,
+        corr_high: float,
     ) -> None:
         if len(self._cos_sin) < n_rot:
             self._cos_sin = np.zeros(n_rot, np.float64)
         theta_scale = np.float32(base ** (-2.0 / n_rot))
         ff = freq_factors.handle.vec if freq_factors is not None else self._one
         ew.rope(x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, neox, ff, freq_factors is not None,
-                self._cos_sin)  # fmt: skip
+                self._cos_sin, np.float32(ext_factor), mscale, np.float32(corr_low), np.float32(corr_high))  # fmt: skip
 
     @staticmethod
     @functools.cache

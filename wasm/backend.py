@@ -214,13 +214,19 @@ class WasmBackend:
         scale: float,
         neox: bool,
         freq_factors: Weight | None,
+        ext_factor: float,
+        mscale: float,
+        corr_low: float,
+        corr_high: float,
     ) -> None:
         ff = freq_factors.handle.f32 if freq_factors is not None else 0
-        key = (_ROPE, x, pos, n, n_heads, head_dim, n_rot, base, scale, neox, ff)
+        yarn = (ext_factor, mscale, corr_low, corr_high)
+        key = (_ROPE, x, pos, n, n_heads, head_dim, n_rot, base, scale, neox, ff, *yarn)
         cmd = self._cmds.get(key)
         if cmd is None:  # the command carries the float32 theta scale, as ggml and portable compute it
             theta_scale = array("f", (base ** (-2.0 / n_rot),))[0]
-            cmd = self._command(key, (_ROPE, x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, int(neox), ff))
+            args = (_ROPE, x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, int(neox), ff, *yarn)
+            cmd = self._command(key, args)
         self._exec(cmd)
 
     def geglu(self, out: int, gate: int, up: int, count: int) -> None:

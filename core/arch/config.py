@@ -45,8 +45,21 @@ class RopeConfig:
     kind: Rope
     n_dims: int = 0  # leading dimensions of each head that rotate
     base: float = 10000.0
-    scale: float = 1.0  # linear position scale (1 / rope.scaling.factor)
+    scale: float = 1.0  # position scale, float32 1 / rope.scaling.factor (every scaling type but none)
     base_swa: float | None = None  # sliding-window layers' own base (gemma3)
+    scale_swa: float | None = None  # sliding-window layers' own scale (gemma3: 1, they are not scaled)
+    scaling: str = "none"  # rope.scaling.type: none, linear, yarn, longrope
+    ext_factor: float = 0.0  # YaRN's extrapolation mix: 1 with yarn (llama.cpp's yarn_ext_factor)
+    attn_factor: float = 1.0  # rope.scaling.attn_factor: cos and sin times this (LongRoPE's magnitude)
+    n_ctx_orig: int = 0  # rope.scaling.original_context_length: YaRN's ramp, LongRoPE's long/short choice
+    beta_fast: float = 32.0  # YaRN's ramp ends, in turns over the original context (llama.cpp's defaults)
+    beta_slow: float = 1.0
+
+    def layer(self, swa: bool) -> tuple[float, float]:
+        """(base, scale) of a layer, a sliding-window one taking its own where the architecture has them."""
+        if not swa:
+            return self.base, self.scale
+        return self.base_swa or self.base, self.scale if self.scale_swa is None else self.scale_swa
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,7 @@ class ModelConfig:
     attn_softcap: float = 0.0  # attention scores soft-capped: cap·tanh(s / cap) (gemma2); 0: none
     max_alibi_bias: float = 0.0  # ALiBi's max bias, its per-head slopes (mpt, bloom); 0: none
     final_softcap: float = 0.0  # logits soft-capped: cap·tanh(logit / cap) (gemma2); 0: none
+    clamp_kqv: float = 0.0  # Q, K and V clamped to ±this after their projections (olmo); 0: not clamped
     params: Any = None  # the architecture's own hyper-parameters (its Params dataclass)
 
     def __getattr__(self, name: str) -> Any:

@@ -29,7 +29,8 @@ def config(f: GGUFFile, arch: str = "gemma3") -> ModelConfig:
     m = Meta(f, arch)
     common = m.common()
     n_layer = common["n_layer"]
-    norm_eps, rope = m.eps(Keys.LAYERNORM_RMS_EPS), m.rope(Rope.NEOX, common["head_dim"], base_swa=ROPE_BASE_SWA)
+    norm_eps = m.eps(Keys.LAYERNORM_RMS_EPS)
+    rope = m.rope(Rope.NEOX, common["head_dim"], ROPE_BASE_SWA, scale_swa=1.0)  # local layers are never scaled
     params = read_params(m, Params)
     return ModelConfig(
         **common,

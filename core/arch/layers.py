@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..kernels import Backend
 from .config import Activation, ModelConfig, Norm, Rope
+from .rope import rope_args
 from .weights import AttentionWeights, FFNWeights, NormWeights
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
         be.add_bias(st.q, a.q_bias, n)
         be.add_bias(st.k, a.k_bias, n)
         be.add_bias(st.v, a.v_bias, n)
+    if cfg.clamp_kqv:  # olmo's attention.clamp_kqv, after the projections (and their biases), as llama.cpp
+        for x, width in ((st.q, cfg.n_q), (st.k, cfg.n_embd_k_gqa), (st.v, cfg.n_embd_v_gqa)):
+            be.clamp(x, -cfg.clamp_kqv, cfg.clamp_kqv, n * width)
     if a.q_norm is not None and a.q_norm.weight.n_in == cfg.head_dim:  # QK-norm: RMSNorm of every head
         be.head_rms_norm(st.q, a.q_norm.weight, n, cfg.n_head, cfg.head_dim, cfg.norm_eps)
         be.head_rms_norm(st.k, a.k_norm.weight, n, cfg.n_head_kv, cfg.head_dim, cfg.norm_eps)
@@ -56,11 +60,12 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
     rope = cfg.rope
     nope = bool(cfg.nope_layers) and cfg.nope_layers[il]  # a layer without positions (smollm3)
     if rope.kind != Rope.NONE and not nope:
-        base = rope.base_swa if swa and rope.base_swa else rope.base
-        neox = rope.kind == Rope.NEOX
-        ff = p.w.rope_freqs
-        be.rope(st.q, st.pos, n, cfg.n_head, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
-        be.rope(st.k, st.pos, n, cfg.n_head_kv, cfg.head_dim, rope.n_dims, base, rope.scale, neox, ff)
+        base, scale = rope.layer(swa)
+        neox, ff = rope.kind == Rope.NEOX, rope_factors(p)
+        y = rope_args(rope, base, scale)  # YaRN's mix and the cos/sin magnitude (rope.py)
+        for x, heads in ((st.q, cfg.n_head), (st.k, cfg.n_head_kv)):
+            be.rope(x, st.pos, n, heads, cfg.head_dim, rope.n_dims, base, scale, neox, ff, y.ext_factor, y.mscale,
+                    y.corr_low, y.corr_high)  # fmt: skip
     g = st.kv.group_of[il]  # the KV group holding this layer (window layers apart from global ones)
     li = g.index[il]
     be.kv_store(g.k, li, g.n_slots, g.slots, st.k, n, cfg.n_embd_k_gqa)
@@ -73,6 +78,15 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
     be.matmul(out, a.o, st.att, n)  # (n, n_embd)
     if a.o_bias is not None:
         be.add_bias(out, a.o_bias, n)
+
+
+def rope_factors(p: Pass) -> Any:
+    """llama.cpp's get_rope_factors: the file's rope_freqs, else LongRoPE's long factors when the context per
+    sequence exceeds the original one, else its short ones (None when the file has none)."""
+    w = p.w
+    if w.rope_freqs is not None:
+        return w.rope_freqs
+    return w.rope_long if p.st.n_ctx > p.cfg.rope.n_ctx_orig else w.rope_short
 
 
 def ffn(p: Pass, f: FFNWeights, inp: Any, out: Any) -> None:

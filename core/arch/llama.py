@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..gguf import GGUFFile, Keys
@@ -40,9 +41,16 @@ def config(f: GGUFFile, arch: str = "llama") -> ModelConfig:
 
 
 ROPE_FREQS = w(T.ROPE_FREQS, "n_rope_freqs", slot="rope_freqs", required=False)  # llama 3.1 style scaling
+# LongRoPE's two sets of factors (phi3 always may have them; llama when its scaling type says longrope)
+LONGROPE = (
+    w(T.ROPE_FACTORS_LONG, "n_rope_freqs", slot="rope_long", required=False),
+    w(T.ROPE_FACTORS_SHORT, "n_rope_freqs", slot="rope_short", required=False),
+)
+_LONGROPE_LLAMA = tuple(dataclasses.replace(d, when=lambda c: c.rope.scaling == "longrope") for d in LONGROPE)
 # dense, or experts in place of the FFN (Mixtral)
 TENSORS = (
     ROPE_FREQS,
+    *_LONGROPE_LLAMA,
     *decoder(moe.replace_ffn(decoder_block(), moe.moe_tensors(when=moe.has_experts), when=moe.dense)),
 )
 

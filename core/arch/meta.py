@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ModelError
 from ..gguf import GGUFFile, GGUFValueType, Keys, MetadataField
+from ..quants.minifloat import f32
 from .config import Rope, RopeConfig
 
 V = GGUFValueType
@@ -28,7 +29,7 @@ MAX_VOCAB = 1 << 24  # tokens
 EPS_MAX = 1.0  # a norm epsilon above 1 is no epsilon
 ROPE_BASE_MIN = 1.0  # a base below 1 makes the rotation faster for higher dimensions: no model has one
 ROPE_FACTOR_RANGE = (1e-6, 1e6)  # positions times 1/factor stay finite in float32
-ROPE_SCALING_TYPES = ("none", "linear")
+ROPE_SCALING_TYPES = ("none", "linear", "yarn", "longrope")  # all llama.cpp knows
 
 
 class Meta:
@@ -190,19 +191,30 @@ class Meta:
             n_ctx_train=self.int(Keys.CONTEXT_LENGTH, hi=MAX_CONTEXT),
         )
 
-    def rope(self, kind: Rope, head_dim: int, base_swa: float | None = None) -> RopeConfig:
-        scaling = self.str(Keys.ROPE_SCALING_TYPE, "none")
+    def rope(
+        self, kind: Rope, head_dim: int, base_swa: float | None = None, scale_swa: float | None = None
+    ) -> RopeConfig:
+        """Rotary and its scaling as llama.cpp reads them: type (default linear), factor (or the older
+        `rope.scale_linear`), attn_factor, original context (default the trained one)."""
+        scaling = self.str(Keys.ROPE_SCALING_TYPE, "linear")
         if scaling not in ROPE_SCALING_TYPES:
             raise self.refuse(Keys.ROPE_SCALING_TYPE, scaling, f"is not supported ({', '.join(ROPE_SCALING_TYPES)})")
-        factor = self.float(Keys.ROPE_SCALING_FACTOR, 0.0, lo=ROPE_FACTOR_RANGE[0], hi=ROPE_FACTOR_RANGE[1],
-                            lo_open=False, none=True)  # fmt: skip
+        factor_key = Keys.ROPE_SCALING_FACTOR if self.field(Keys.ROPE_SCALING_FACTOR) else Keys.ROPE_SCALE_LINEAR
+        factor = self.float(factor_key, 0.0, lo=ROPE_FACTOR_RANGE[0], hi=ROPE_FACTOR_RANGE[1], lo_open=False,
+                            none=True)  # fmt: skip
         n_dims = self.int(Keys.ROPE_DIMENSION_COUNT, head_dim, lo=2, hi=head_dim, hi_what=f"the head size {head_dim}")
         if n_dims % 2:
             raise self.refuse(Keys.ROPE_DIMENSION_COUNT, n_dims, "must be even: dimensions rotate in pairs")
+        n_ctx_train = self.int(Keys.CONTEXT_LENGTH, hi=MAX_CONTEXT)
         return RopeConfig(
             kind=kind,
             n_dims=n_dims,
             base=self.float(Keys.ROPE_FREQ_BASE, 10000.0, lo=ROPE_BASE_MIN, lo_open=False),
-            scale=1.0 / factor if scaling == "linear" and factor > 0 else 1.0,
+            scale=f32(1.0 / factor) if scaling != "none" and factor > 0 else 1.0,
             base_swa=base_swa,
+            scale_swa=scale_swa,
+            scaling=scaling,
+            ext_factor=1.0 if scaling == "yarn" else 0.0,
+            attn_factor=self.float(Keys.ROPE_SCALING_ATTN_FACTOR, 1.0, hi=ROPE_FACTOR_RANGE[1]),
+            n_ctx_orig=self.int(Keys.ROPE_SCALING_ORIG_CTX, n_ctx_train, lo=0, hi=MAX_CONTEXT) or n_ctx_train,
         )

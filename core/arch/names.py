@@ -16,6 +16,8 @@ class T:
     OUTPUT_NORM = "output_norm"
     OUTPUT = "output"
     ROPE_FREQS = "rope_freqs"
+    ROPE_FACTORS_LONG = "rope_factors_long"  # LongRoPE (phi3): factors for contexts past the original one
+    ROPE_FACTORS_SHORT = "rope_factors_short"  # and within it
 
     ATTN_NORM = "blk.{bid}.attn_norm"
     ATTN_Q = "blk.{bid}.attn_q"

@@ -1,12 +1,11 @@
 """`olmo` (OLMo 1): the llama block with LayerNorms that have neither weights nor biases (constant 1s, not in
-the file), adjacent-pair rotary, SwiGLU. A file that clamps Q, K and V (`attention.clamp_kqv`, OLMo-7B-0424)
-is refused by that key: the clamp is not built."""
+the file), adjacent-pair rotary, SwiGLU, and Q, K and V clamped to ±`attention.clamp_kqv` when the file says so
+(OLMo-7B-0424: 8), as llama.cpp reads that key for olmo."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ModelError
 from ..gguf import GGUFFile
 from .config import ModelConfig, Norm, Rope
 from .family import decoder_config
@@ -22,13 +21,9 @@ class Params:
 
 
 def config(f: GGUFFile, arch: str = "olmo") -> ModelConfig:
-    cfg = decoder_config(f, arch, norm=Norm.LAYER, rope=Rope.NORMAL, params=Params)
-    if cfg.params.clamp_kqv:
-        raise ModelError(
-            f"{f.name}: key {CLAMP_KQV.format(arch=arch)!r} = {cfg.params.clamp_kqv:g}: clamping Q, K and V is "
-            "not supported yet (OLMo files without the key run)"
-        )
-    return cfg
+    return decoder_config(
+        f, arch, norm=Norm.LAYER, rope=Rope.NORMAL, params=Params, clamp_kqv=lambda m, c, p: p.clamp_kqv
+    )
 
 
 def _weightless(decls: Declaration) -> Declaration:

@@ -89,6 +89,8 @@ class ModelWeights:
     cls_out: Tensor | None = None  # (n_embd, n_cls_out)
     cls_out_bias: Tensor | None = None  # (n_cls_out,)
     rope_freqs: Tensor | None = None  # (rope_dims / 2,): per-frequency divisors (llama 3.1 style)
+    rope_long: Tensor | None = None  # (rope_dims / 2,): LongRoPE's divisors past the original context
+    rope_short: Tensor | None = None  # (rope_dims / 2,): and within it
 
     @property
     def lm_head(self) -> Tensor:

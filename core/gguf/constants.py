@@ -75,6 +75,9 @@ class Keys:
     ROPE_FREQ_BASE = "{arch}.rope.freq_base"
     ROPE_SCALING_TYPE = "{arch}.rope.scaling.type"
     ROPE_SCALING_FACTOR = "{arch}.rope.scaling.factor"
+    ROPE_SCALE_LINEAR = "{arch}.rope.scale_linear"  # the factor's older key, which llama.cpp still reads
+    ROPE_SCALING_ATTN_FACTOR = "{arch}.rope.scaling.attn_factor"
+    ROPE_SCALING_ORIG_CTX = "{arch}.rope.scaling.original_context_length"
     POOLING_TYPE = "{arch}.pooling_type"
 
     TOKENIZER_MODEL = "tokenizer.ggml.model"

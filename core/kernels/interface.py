@@ -104,8 +104,15 @@ class Backend(Protocol):
         scale: float,
         neox: bool,
         freq_factors: Weight | None,
+        ext_factor: float,
+        mscale: float,
+        corr_low: float,
+        corr_high: float,
     ) -> None:
-        """In place rotary embedding of x (n, n_heads·head_dim) at positions pos[0..n)."""
+        """In place rotary embedding of x (n, n_heads·head_dim) at positions pos[0..n): pair j turns by
+        pos / base^(2j/n_rot) / freq_factors[j] · scale, YaRN-mixed with the unscaled angle by
+        ramp(j) · ext_factor (ramp 1 below corr_low, 0 above corr_high), cos and sin times mscale (ggml's
+        rope_yarn; ext_factor 0 and mscale 1 are plain rope)."""
 
     def scale(self, x: Buf, s: float, count: int) -> None:
         """x[0..count) *= s."""
@@ -173,3 +180,6 @@ class Backend(Protocol):
     def add_rows_scaled(self, out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int) -> None:
         """out[rows[j]] += scales[j] · x[j] for j < n, rows (n, dim) of x; the product rounded to float32 before the
         sum, as ggml multiplies an expert's output by its weight, then adds."""
+
+    def clamp(self, x: Buf, lo: float, hi: float, count: int) -> None:
+        """x[0..count) clamped to [lo, hi] in place (lo and hi float32, as ggml_clamp)."""

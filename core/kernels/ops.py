@@ -120,9 +120,10 @@ OPS: tuple[Op, ...] = (
        "int32_t dim, double eps)"),
     op("head_rms_norm", "x: Buf, w: Weight, n: int, n_heads: int, head_dim: int, eps: float", None),
     op("rope", "x: Buf, pos: IBuf, n: int, n_heads: int, head_dim: int, n_rot: int, base: float, scale: float, "
-       "neox: bool, freq_factors: Weight | None",
+       "neox: bool, freq_factors: Weight | None, ext_factor: float, mscale: float, corr_low: float, corr_high: float",
        "void llamay_rope(float *x, const int32_t *pos, int32_t n, int32_t n_heads, int32_t head_dim, "
-       "int32_t n_rot, float theta_scale, double scale, int32_t neox, const float *freq)"),
+       "int32_t n_rot, float theta_scale, double scale, int32_t neox, const float *freq, float ext_factor, "
+       "float mscale, float corr_low, float corr_high)"),
     op("scale", "x: Buf, s: float, count: int", "void llamay_scale(float *x, double s, int32_t count)"),
     op("add", "out: Buf, a: Buf, b: Buf, count: int",
        "void llamay_add(float *out, const float *a, const float *b, int32_t count)"),
@@ -156,5 +157,8 @@ OPS: tuple[Op, ...] = (
     op("add_rows_scaled", "out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int",
        "void llamay_add_rows_scaled(float *out, const float *x, const int32_t *rows, const float *scales, int32_t n, "
        "int32_t dim)"),
+    # clamped Q, K and V (olmo's attention.clamp_kqv, ggml_clamp)
+    op("clamp", "x: Buf, lo: float, hi: float, count: int",
+       "void llamay_clamp(float *x, double lo, double hi, int32_t count)"),
 )  # fmt: skip
 BY_NAME: dict[str, Op] = {o.name: o for o in OPS}

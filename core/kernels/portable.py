@@ -14,6 +14,7 @@ from typing import Any
 
 from ..ggml_types import GGMLType, block_size, row_bytes, type_size
 from ..quants import SUPPORTED_DEQUANTIZE, dequantize
+from ..quants.minifloat import f32 as _f32
 from .activations import QK8_0, VEC_DOT_TYPE, round_row
 from .gelu import gelu as _gelu
 from .interface import BatchView, Weight
@@ -21,7 +22,6 @@ from .interface import BatchView, Weight
 # weights up to this many elements are dequantised once and kept (the stories260K fixtures, norms, biases)
 CACHE_ELEMENTS = 1 << 22
 _HALF = struct.Struct("<e")
-_FLOAT = struct.Struct("<f")
 MIN_OFFSET = 2  # byte offset of the fp16 min `m` in Q4_1 / Q5_1 blocks (after the fp16 scale d)
 
 
@@ -34,8 +34,11 @@ def alibi_slope(h: int, n_head: int, max_bias: float) -> float:
     return _f32(_f32(2.0 ** _f32(-(max_bias / 2.0) / n2)) ** (2 * (h - n2) + 1))
 
 
-def _f32(v: float) -> float:
-    return _FLOAT.unpack(_FLOAT.pack(v))[0]
+def _yarn_mix(j: int, ext_factor: float, low: float, high: float) -> float:
+    """ggml's rope_yarn_ramp(low, high, 2j) · ext_factor in float32: 1 for the fast pairs below `low`
+    (extrapolated), 0 above `high` (interpolated), linear between."""
+    y = _f32((j - low) / max(_f32(0.001), _f32(high - low)))
+    return _f32(_f32(1.0 - min(1.0, max(0.0, y))) * ext_factor)
 
 
 def _zeros(n: int) -> array:
@@ -170,20 +173,27 @@ class PortableBackend:
         scale: float,
         neox: bool,
         freq_factors: Weight | None,
+        ext_factor: float,
+        mscale: float,
+        corr_low: float,
+        corr_high: float,
     ) -> None:
         ff = freq_factors.handle.row(0, n_rot // 2) if freq_factors is not None else None
         half = n_rot // 2
         # ggml: theta_scale = base^(-2/n_rot) in float32, theta multiplied by it once per pair, in float32
-        theta_scale = array("f", (base ** (-2.0 / n_rot),))[0]
+        theta_scale = _f32(base ** (-2.0 / n_rot))
         width = n_heads * head_dim
+        mix = [_yarn_mix(j, ext_factor, corr_low, corr_high) for j in range(half)] if ext_factor else None
         for i in range(n):
-            theta = array("f", (float(pos[i]),))
+            theta = _f32(float(pos[i]))
             cos_sin = []
             for j in range(half):
-                t = theta[0] / ff[j] if ff is not None else theta[0]
-                t = array("f", (t * scale,))[0]
-                cos_sin.append((math.cos(t), math.sin(t)))
-                theta[0] = theta[0] * theta_scale
+                t = theta / ff[j] if ff is not None else theta
+                ti = _f32(t * scale)
+                if mix is not None:  # YaRN: interpolated and extrapolated angles mixed (ggml's rope_yarn)
+                    ti = _f32(_f32(ti * _f32(1.0 - mix[j])) + _f32(_f32(t) * mix[j]))
+                cos_sin.append((math.cos(ti) * mscale, math.sin(ti) * mscale))
+                theta = _f32(theta * theta_scale)
             row = i * width
             for h in range(n_heads):
                 o = row + h * head_dim
@@ -192,6 +202,10 @@ class PortableBackend:
                     x0, x1 = x[a], x[b]
                     x[a] = x0 * c - x1 * s
                     x[b] = x0 * s + x1 * c
+
+    def clamp(self, x: array, lo: float, hi: float, count: int) -> None:
+        lo, hi = _f32(lo), _f32(hi)
+        x[:count] = array("f", (max(min(v, hi), lo) for v in x[:count]))
 
     def scale(self, x: array, s: float, count: int) -> None:
         x[:count] = array("f", (v * s for v in x[:count]))

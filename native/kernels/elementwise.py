@@ -58,18 +58,26 @@ def layer_norm(out, x, g, b, has_b, n, dim, eps):
 
 
 @njit(cache=True, fastmath=False)
-def rope(x, pos, n, n_heads, head_dim, n_rot, theta_scale, base_scale, neox, ff, has_ff, cos_sin):
+def rope(x, pos, n, n_heads, head_dim, n_rot, theta_scale, base_scale, neox, ff, has_ff, cos_sin, ext_factor, mscale,
+         corr_low, corr_high):  # fmt: skip
     """In place rotation of x (n, n_heads·head_dim); cos_sin (n_rot) is scratch. theta_scale = base^(-2/n_rot)
-    in float32; theta is multiplied by it once per pair in float32, as ggml does."""
+    in float32; theta is multiplied by it once per pair in float32, as ggml does. With ext_factor, YaRN: the
+    scaled angle mixed with the unscaled one by ggml's ramp between corr_low and corr_high, in float32."""
     half = n_rot // 2
     width = n_heads * head_dim
+    one = np.float32(1.0)
+    width_ramp = max(np.float32(0.001), np.float32(corr_high - corr_low))
     for i in range(n):
         theta = np.float32(pos[i])
         for j in range(half):
             t = np.float64(theta) / np.float64(ff[j]) if has_ff else np.float64(theta)
-            t = np.float64(np.float32(t * base_scale))
-            cos_sin[2 * j] = math.cos(t)
-            cos_sin[2 * j + 1] = math.sin(t)
+            ti = np.float32(t * base_scale)
+            if ext_factor != 0.0:
+                y = np.float32(np.float32(np.float32(j) - corr_low) / width_ramp)
+                mix = np.float32((one - min(one, max(np.float32(0.0), y))) * ext_factor)
+                ti = np.float32(ti * np.float32(one - mix)) + np.float32(np.float32(t) * mix)
+            cos_sin[2 * j] = math.cos(np.float64(ti)) * mscale
+            cos_sin[2 * j + 1] = math.sin(np.float64(ti)) * mscale
             theta = theta * theta_scale
         for h in range(n_heads):
             o = i * width + h * head_dim
@@ -92,6 +100,14 @@ def add_bias(x, bias, n, dim):
     for i in range(n):
         for j in range(dim):
             x[i * dim + j] += bias[j]
+
+
+@njit(cache=True, fastmath=False)
+def clamp(x, lo, hi, count):
+    """x[0..count) clamped to [lo, hi] (float32 bounds, as ggml_clamp)."""
+    lo32, hi32 = np.float32(lo), np.float32(hi)
+    for i in range(count):
+        x[i] = max(min(x[i], hi32), lo32)
 
 
 @njit(cache=True, fastmath=False)

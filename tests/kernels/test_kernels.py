@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 
 import pytest
 
@@ -135,6 +136,9 @@ def test_norms_and_elementwise(backend, ref):
         r["bias"] = be.read_f32(xb, 0, n * dim)
         be.scale(yb, 1.7, n * dim)
         r["scale"] = be.read_f32(yb, 0, n * dim)
+        xb = _vec(be, x)
+        be.clamp(xb, -0.3, 0.25, n * dim - 1)  # an odd count: the SIMD loop's tail too; the last value untouched
+        r["clamp"] = be.read_f32(xb, 0, n * dim)
         xb, yb = _vec(be, x), _vec(be, y)
         be.swiglu(out, xb, yb, n * dim)
         r["swiglu"] = be.read_f32(out, 0, n * dim)
@@ -150,23 +154,34 @@ def test_norms_and_elementwise(backend, ref):
         results.append(r)
     for k in results[1]:
         close(results[0][k], results[1][k], 1e-5, k)
+    lo, hi = array("f", (-0.3, 0.25))  # the bounds as float32, as ggml_clamp takes them
+    assert results[1]["clamp"] == [*(min(max(v, lo), hi) for v in x[:-1]), x[-1]]
+
+
+# YaRN's arguments (ext_factor, mscale, corr_low, corr_high): plain rope, a ramp over pairs 1-4 with ggml's
+# magnitude, and a ramp narrower than ggml's 0.001 floor
+ROPE_YARN = {"plain": (0.0, 1.0, 0.0, 0.0), "yarn": (1.0, 1.1386294, 1.0, 4.0), "narrow": (0.5, 1.0, 2.0, 2.0)}
 
 
 @pytest.mark.parametrize("neox", [False, True])
 @pytest.mark.parametrize("with_factors", [False, True])
-def test_rope(backend, ref, neox, with_factors):
+@pytest.mark.parametrize("yarn", list(ROPE_YARN))
+def test_rope(backend, ref, neox, with_factors, yarn):
     rng = random.Random(2)
     n, n_heads, head_dim, n_rot = 4, 3, 16, 12
     x = floats(rng, n * n_heads * head_dim)
     pos = [0, 1, 7, 500]
     factors = [1.0 + i * 0.5 for i in range(n_rot // 2)]
+    scale = 0.5 if yarn == "plain" else 0.25
     results = []
-    for be in (backend, ref):
+    for be, args in ((backend, ROPE_YARN[yarn]), (ref, ROPE_YARN[yarn]), (ref, ROPE_YARN["plain"])):
         xb = _vec(be, x)
         ff = _weight(be, GGMLType.F32, n_rot // 2, 1, _vec_bytes(factors), "ff") if with_factors else None
-        be.rope(xb, _ivec(be, pos), n, n_heads, head_dim, n_rot, 10000.0, 0.5, neox, ff)
+        be.rope(xb, _ivec(be, pos), n, n_heads, head_dim, n_rot, 10000.0, scale, neox, ff, *args)
         results.append(be.read_f32(xb, 0, len(x)))
     close(results[0], results[1], 1e-5, "rope")
+    if yarn != "plain":  # the mix and the magnitude change the rotation
+        assert max(abs(a - b) for a, b in zip(results[1], results[2], strict=True)) > 0.01
 
 
 def _vec_bytes(values):

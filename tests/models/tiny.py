@@ -306,9 +306,46 @@ MOE_SPECS += (
 )
 SPECS.update((s.name or s.arch, s) for s in MOE_SPECS)
 MOE_ARCHES = tuple(s.name or s.arch for s in MOE_SPECS)
+
+
+def _variant(arch: str, name: str, *keys: tuple[str, Any, GGUFValueType], **kw: Any) -> TinySpec:
+    """`arch`'s tiny model with keys added (the same weights where it adds no tensor)."""
+    spec = SPECS[arch]
+    return dataclasses.replace(spec, name=name, hparams=(*spec.hparams, *keys), **kw)
+
+
+# rotary scaling (llamay.arch.rope). YaRN with factor 4 moves most pairs to the interpolated angle and grows cos
+# and sin by 1 + 0.1 ln 4; an original context of 16, below the prompt, makes LongRoPE take its long factors
+# (both in llama.cpp, whose context is at least 256, and here); "-short" keeps an original context above both.
+YARN = (("rope.scaling.type", "yarn", V.STRING), ("rope.scaling.factor", 4.0, V.FLOAT32))
+LINEAR = ("rope.scaling.type", "linear", V.STRING)
+LONGROPE = ("rope_long", "rope_short")
+LONGROPE_ATTN = ("rope.scaling.attn_factor", 1.19, V.FLOAT32)  # as phi3's converter writes it
+
+
+def _orig_ctx(n: int) -> tuple[str, int, GGUFValueType]:
+    return ("rope.scaling.original_context_length", n, V.UINT32)
+
+
+ROPE_SPECS = (
+    _variant("llama", "llama-yarn", *YARN),  # the original context defaults to the trained one (128)
+    _variant("qwen2", "qwen2-yarn", *YARN, _orig_ctx(32), ("rope.scaling.attn_factor", 0.9, V.FLOAT32)),
+    _variant("llama", "llama-linear", LINEAR, ("rope.scaling.factor", 2.0, V.FLOAT32)),
+    _variant("gemma3", "gemma3-linear", LINEAR, ("rope.scaling.factor", 8.0, V.FLOAT32)),  # sliding layers unscaled
+    _variant("phi3", "phi3-longrope", _orig_ctx(16), LONGROPE_ATTN, optional_slots=LONGROPE),
+    _variant("phi3", "phi3-longrope-short", _orig_ctx(4096), LONGROPE_ATTN, optional_slots=LONGROPE),
+)
+# olmo with Q, K and V clamped (attention.clamp_kqv): at 1.0 a good share of the projections are cut
+CLAMP_SPECS = (_variant("olmo", "olmo-clamp", ("attention.clamp_kqv", 1.0, V.FLOAT32)),)
+SPECS.update((s.name, s) for s in ROPE_SPECS + CLAMP_SPECS)
+ROPE_ARCHES = tuple(s.name for s in ROPE_SPECS)
+VARIANT_ARCHES = ROPE_ARCHES + tuple(s.name for s in CLAMP_SPECS)  # an architecture's model with keys added
+FACTOR_SLOTS = frozenset({"rope_freqs", *LONGROPE})  # per-frequency divisors: drawn in [1, FACTOR_MAX]
+FACTOR_MAX = 8.0
 # their quantised variants with goldens: every MoE model in Q8_0, and qwen3moe in MXFP4 (gpt-oss's expert type)
 MOE_VARIANTS = (*((a, GGMLType.Q8_0) for a in MOE_ARCHES), ("qwen3moe", GGMLType.MXFP4))
-ARCHES += MOE_ARCHES
+ARCHES += MOE_ARCHES + VARIANT_ARCHES
+TINY_QUANTISED += VARIANT_ARCHES
 
 
 def vocab_source(spec: TinySpec) -> str:
@@ -359,6 +396,11 @@ class _Weights:
     def bias(self, name: str, dim: int) -> None:
         self._add(f"{name}.bias", (dim,), self._uniform(dim, 0.0, BIAS_SPREAD), False)
 
+    def factors(self, name: str, dim: int) -> None:
+        """Rotary frequency divisors, uniform in [1, FACTOR_MAX]."""
+        half = (FACTOR_MAX - 1.0) / 2.0
+        self._add(name, (dim,), self._uniform(dim, 1.0 + half, half / math.sqrt(3.0)), False)
+
 
 def _metadata(w: GGUFWriter, spec: TinySpec, vocab: GGUFFile, ggml_type: GGMLType) -> None:
     a = spec.arch
@@ -407,6 +449,8 @@ def build_tiny(arch: str, seed: int = 0, ggml_type: GGMLType = GGMLType.F32) -> 
         shape = d.dims(cfg)
         if name.endswith(".bias"):
             x.bias(name.removesuffix(".bias"), *shape)
+        elif d.slot in FACTOR_SLOTS:
+            x.factors(name, *shape)
         elif len(shape) == 1 and d.slot not in ROW_MATRICES:
             x.norm(name.removesuffix(".weight"), *shape)
         else:

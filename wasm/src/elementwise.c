@@ -101,18 +101,29 @@ EXPORT void llamay_add_bias(float *x, const float *b, int32_t n, int32_t dim) {
 /* In place rotary embedding of x (n, n_heads * head_dim) at positions pos; theta_scale = base^(-2/n_rot)
  * as a float32 (the caller rounds it), freq (n_rot/2 factors) may be 0. Pairs (j, j + n_rot/2) when neox,
  * else (2j, 2j + 1). As portable: theta in float32, theta / freq * scale rounded to float32, sin and cos in
- * double, the rotation in double rounded once. */
+ * double, the rotation in double rounded once. With ext_factor, YaRN: that angle mixed in float32 with the
+ * unscaled one by ggml's ramp between corr_low and corr_high; cos and sin times mscale. */
 EXPORT void llamay_rope(float *x, const int32_t *pos, int32_t n, int32_t n_heads, int32_t head_dim, int32_t n_rot,
-                        float theta_scale, double scale, int32_t neox, const float *freq) {
+                        float theta_scale, double scale, int32_t neox, const float *freq, float ext_factor,
+                        float mscale, float corr_low, float corr_high) {
     int half = n_rot / 2;
+    float ramp_width = corr_high - corr_low > 0.001f ? corr_high - corr_low : 0.001f;
     for (int i = 0; i < n; i++) {
         float theta = (float)pos[i];
         float *row = x + (size_t)i * n_heads * head_dim;
         for (int j = 0; j < half; j++) {
             double t = freq ? (double)theta / (double)freq[j] : (double)theta;
             float tf = (float)(t * scale);
+            if (ext_factor != 0.0f) {
+                float y = ((float)j - corr_low) / ramp_width;
+                float ramp = 1.0f - (y < 0.0f ? 0.0f : y > 1.0f ? 1.0f : y);
+                float mix = ramp * ext_factor;
+                tf = tf * (1.0f - mix) + (float)t * mix;
+            }
             double s, c;
             sincos_d((double)tf, &s, &c);
+            s *= mscale;
+            c *= mscale;
             theta = theta * theta_scale;
             int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
             for (int h = 0; h < n_heads; h++) {
@@ -123,6 +134,16 @@ EXPORT void llamay_rope(float *x, const int32_t *pos, int32_t n, int32_t n_heads
             }
         }
     }
+}
+
+/* x[0..count) clamped to [lo, hi] (ggml_clamp: MAX(MIN(x, hi), lo), the bounds as float32) */
+EXPORT void llamay_clamp(float *x, double lo_d, double hi_d, int32_t count) {
+    float lo = (float)lo_d, hi = (float)hi_d;
+    v128_t lv = wasm_f32x4_splat(lo), hv = wasm_f32x4_splat(hi);
+    int i = 0;
+    for (; i + 4 <= count; i += 4)
+        wasm_v128_store(x + i, wasm_f32x4_pmax(wasm_f32x4_pmin(wasm_v128_load(x + i), hv), lv));
+    for (; i < count; i++) x[i] = x[i] > hi ? hi : x[i] < lo ? lo : x[i];
 }
 
 /* x[0..count) *= s (the product in double, as portable) */
