@@ -32,7 +32,7 @@ from ..kernels.ops import Op
 from .runtime import OPS, RUNNABLE, SIGNATURES, Runtime, load_runtime
 
 F32 = 4
-CMD_BYTES = 104  # one command: 26 words, 8-byte aligned (the longest, attention, is its op and 24 arguments)
+CMD_BYTES = 96  # one command: 24 words (the longest, attention, takes 24: its op and 23 arguments)
 CMD_SLOTS = 4096  # commands kept; past that the table starts over (prefill chunk sizes vary without bound)
 _PACK = {"i": "I", "f": "f", "d": "d"}  # ints as u32: addresses past 2 GiB
 FORMATS = {op: struct.Struct("<I" + "".join(_PACK[c] for c in SIGNATURES[name][1])) for name, op in OPS.items()}

@@ -1,19 +1,17 @@
 """`mpt` (MPT-7B/30B) and `bloom`: no rotary, ALiBi biases on the attention scores instead, LayerNorms, fused
 QKV, a GELU FFN without a gate, the sequential block. MPT reads its ALiBi max bias from the file and, as MPT-7B,
 has no biases; BLOOM has biases everywhere, a LayerNorm right after the embeddings (`token_embd_norm`) and a max
-bias of 8 (fixed in llama.cpp, not in the file). An MPT file that clamps Q, K and V is refused by that key, as
-olmo's is."""
+bias of 8 (fixed in llama.cpp, not in the file). MPT may clamp Q, K and V (`attention.clamp_kqv`, as olmo)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ModelError
 from ..gguf import GGUFFile
+from . import olmo
 from .config import Activation, ModelConfig, Norm, Rope
 from .family import decoder_config
 from .names import T
-from .olmo import CLAMP_KQV
 from .params import NoParams, key
 from .tensors import TOKEN_EMBD, decoder, decoder_block, norm_w
 
@@ -21,9 +19,8 @@ BLOOM_MAX_ALIBI_BIAS = 8.0  # llama.cpp: "TODO: become GGUF KV parameter"
 
 
 @dataclass(frozen=True)
-class Params:
+class Params(olmo.Params):  # olmo's clamp_kqv
     max_alibi_bias: float = key("{arch}.attention.max_alibi_bias", "float")  # required, as llama.cpp reads it
-    clamp_kqv: float = key(CLAMP_KQV, "float", 0.0, lo=0.0, none=True)  # 0: no clamp
 
 
 def _alibi(f: GGUFFile, arch: str, params: type, max_bias, **fields) -> ModelConfig:
@@ -34,11 +31,7 @@ def _alibi(f: GGUFFile, arch: str, params: type, max_bias, **fields) -> ModelCon
 
 
 def config(f: GGUFFile, arch: str = "mpt") -> ModelConfig:
-    cfg = _alibi(f, arch, Params, lambda m, common, p: p.max_alibi_bias)
-    if cfg.params.clamp_kqv:
-        raise ModelError(f"{f.name}: key {CLAMP_KQV.format(arch=arch)!r} = {cfg.params.clamp_kqv:g}: clamping the "
-                         "fused QKV is not supported yet (MPT files without the key run)")  # fmt: skip
-    return cfg
+    return _alibi(f, arch, Params, lambda m, common, p: p.max_alibi_bias, clamp_kqv=lambda m, common, p: p.clamp_kqv)
 
 
 def bloom_config(f: GGUFFile, arch: str = "bloom") -> ModelConfig:

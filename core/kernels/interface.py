@@ -123,6 +123,10 @@ class Backend(Protocol):
     def swiglu(self, out: Buf, gate: Buf, up: Buf, count: int) -> None:
         """out = silu(gate) · up."""
 
+    def swiglu_oai(self, out: Buf, gate: Buf, up: Buf, count: int, alpha: float, limit: float) -> None:
+        """out = g·sigmoid(alpha·g) · (u + 1) with g = min(gate, limit), u = clamp(up, ±limit) (gpt-oss, ggml's
+        swiglu_oai)."""
+
     def geglu(self, out: Buf, gate: Buf, up: Buf, count: int) -> None:
         """out = gelu(gate) · up (tanh GELU)."""
 

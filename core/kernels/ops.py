@@ -129,6 +129,9 @@ OPS: tuple[Op, ...] = (
        "void llamay_add(float *out, const float *a, const float *b, int32_t count)"),
     op("swiglu", "out: Buf, gate: Buf, up: Buf, count: int",
        "void llamay_swiglu(float *out, const float *gate, const float *up, int32_t count)"),
+    op("swiglu_oai", "out: Buf, gate: Buf, up: Buf, count: int, alpha: float, limit: float",
+       "void llamay_swiglu_oai(float *out, const float *gate, const float *up, int32_t count, double alpha, "
+       "double limit)"),
     op("geglu", "out: Buf, gate: Buf, up: Buf, count: int",
        "void llamay_geglu(float *out, const float *gate, const float *up, int32_t count, const float *table)"),
     op("gelu", "x: Buf, count: int", "void llamay_gelu(float *x, int32_t count, const float *table)"),

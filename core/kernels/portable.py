@@ -22,6 +22,7 @@ from .interface import BatchView, Weight
 # weights up to this many elements are dequantised once and kept (the stories260K fixtures, norms, biases)
 CACHE_ELEMENTS = 1 << 22
 _HALF = struct.Struct("<e")
+EXP_MAX = 88.7  # float32 exp overflows above this
 MIN_OFFSET = 2  # byte offset of the fp16 min `m` in Q4_1 / Q5_1 blocks (after the fp16 scale d)
 
 
@@ -215,6 +216,16 @@ class PortableBackend:
 
     def swiglu(self, out: array, gate: array, up: array, count: int) -> None:
         out[:count] = array("f", (g / (1.0 + math.exp(-g)) * u for g, u in zip(gate[:count], up[:count], strict=True)))
+
+    def swiglu_oai(self, out: array, gate: array, up: array, count: int, alpha: float, limit: float) -> None:
+        a, lim = _f32(alpha), _f32(limit)
+        vals = []
+        for g, u in zip(gate[:count], up[:count], strict=True):
+            g = min(g, lim)
+            u = min(max(u, -lim), lim)
+            t = _f32(a * -g)
+            vals.append(_f32(g / _f32(1.0 + (math.exp(t) if t < EXP_MAX else math.inf))) * (u + 1.0))
+        out[:count] = array("f", vals)
 
     def geglu(self, out: array, gate: array, up: array, count: int) -> None:
         out[:count] = array("f", (_gelu(g) * u for g, u in zip(gate[:count], up[:count], strict=True)))

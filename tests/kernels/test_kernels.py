@@ -247,6 +247,18 @@ def test_alibi_slopes_are_ggmls():
     assert [alibi_slope(h, 6, 8.0) for h in range(6)] == [2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8, 2.0**-1, 2.0**-3]
 
 
+def test_swiglu_oai(backend, ref):
+    """Gates and ups spread past the limit on both sides, so both clamps cut."""
+    rng = random.Random(6)
+    gate, up = floats(rng, 41, 6.0), floats(rng, 41, 6.0)
+    results = []
+    for be in (backend, ref):
+        out = be.alloc_f32(len(gate))
+        be.swiglu_oai(out, _vec(be, gate), _vec(be, up), len(gate), 1.702, 7.0)
+        results.append(be.read_f32(out, 0, len(gate)))
+    close(results[0], results[1], 1e-5, "swiglu_oai")
+
+
 def test_softcap(backend, ref):
     rng = random.Random(5)
     x = floats(rng, 37, 20.0)
