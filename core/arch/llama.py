@@ -49,9 +49,9 @@ LONGROPE = (
 _LONGROPE_LLAMA = tuple(dataclasses.replace(d, when=lambda c: c.rope.scaling == "longrope") for d in LONGROPE)
 # dense, or experts in place of the FFN (Mixtral)
 TENSORS = (
+    *decoder(moe.replace_ffn(decoder_block(), moe.moe_tensors(when=moe.has_experts), when=moe.dense)),
     ROPE_FREQS,
     *_LONGROPE_LLAMA,
-    *decoder(moe.replace_ffn(decoder_block(), moe.moe_tensors(when=moe.has_experts), when=moe.dense)),
 )
 
 

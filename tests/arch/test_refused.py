@@ -47,7 +47,8 @@ def test_a_refused_architecture_is_refused_at_load_by_name(arch, tmp_path):
     assert "Supported: " + ", ".join(supported()) in msg  # what does work
 
 
-def test_a_clamped_qkv_olmo_is_refused_by_its_key(tmp_path):
+def test_a_negative_olmo_clamp_is_refused_by_its_key(tmp_path):
+    """A clamp runs (tests/model: tiny olmo-clamp against llama.cpp); a negative one is no clamp, and refused."""
     from llamay.errors import ModelError
     from llamay.gguf import GGUFFile
     from tests.models.tiny import build_tiny
@@ -56,9 +57,9 @@ def test_a_clamped_qkv_olmo_is_refused_by_its_key(tmp_path):
     w = GGUFWriter()
     for fld in src.fields.values():
         w.add(fld.key, fld.value, fld.type)
-    w.add("olmo.attention.clamp_kqv", 8.0, V.FLOAT32)
+    w.add("olmo.attention.clamp_kqv", -8.0, V.FLOAT32)
     for t in sorted(src.tensors.values(), key=lambda t: t.index):
         w.add_tensor(t.name, t.type, t.shape, bytes(src.tensor_data(t)))
     w.write(tmp_path / "clamped.gguf")
-    with pytest.raises(ModelError, match=r"'olmo\.attention\.clamp_kqv' = 8: clamping Q, K and V is not supported"):
+    with pytest.raises(ModelError, match=r"'olmo\.attention\.clamp_kqv' = FLOAT32 -8\.0: must be 0 \(none\) or"):
         load_model(tmp_path / "clamped.gguf", "portable")

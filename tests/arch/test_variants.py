@@ -21,6 +21,7 @@ COUNTERPART = {
     "gemma3-linear": "gemma3",
     "phi3-longrope": "phi3",
     "phi3-longrope-short": "phi3-longrope",
+    "llama-ropefreqs": "llama",
     "olmo-clamp": "olmo",
 }
 MATTERS = 0.1  # logprob: twice the goldens' tolerance, far above float noise

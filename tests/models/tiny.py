@@ -353,6 +353,7 @@ ROPE_SPECS = (
     _variant("gemma3", "gemma3-linear", LINEAR, ("rope.scaling.factor", 8.0, V.FLOAT32)),  # sliding layers unscaled
     _variant("phi3", "phi3-longrope", _orig_ctx(16), LONGROPE_ATTN, optional_slots=LONGROPE),
     _variant("phi3", "phi3-longrope-short", _orig_ctx(4096), LONGROPE_ATTN, optional_slots=LONGROPE),
+    _variant("llama", "llama-ropefreqs", optional_slots=("rope_freqs",)),  # llama 3.1's per-pair divisors
 )
 # olmo with Q, K and V clamped (attention.clamp_kqv): at 1.0 a good share of the projections are cut
 CLAMP_SPECS = (_variant("olmo", "olmo-clamp", ("attention.clamp_kqv", 1.0, V.FLOAT32)),)
