@@ -383,6 +383,9 @@ class NumbaBackend:
         kq_scale: float,
         causal: bool,
         window: int,
+        softcap: float,
+        max_bias: float,
+        sinks: Weight | None,
     ) -> None:
         scores, slots = self._scores, self._slots
         if scores.shape[0] < self.n_threads or scores.shape[1] < n_slots:
@@ -394,7 +397,8 @@ class NumbaBackend:
             att.attention, work, out, q, k_cache, v_cache, layer, n_slots,
             (b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len, b.page_size),
             (n_head, n_head_kv, head_dim, head_dim_v), np.float32(kq_scale), causal, window,
-            scores[: self.n_threads], slots[: self.n_threads],
+            (np.float32(softcap), np.float32(max_bias), sinks is not None),
+            sinks.handle.vec if sinks is not None else self._one, scores[: self.n_threads], slots[: self.n_threads],
         )  # fmt: skip
 
     def argmax(self, x: np.ndarray, offset: int, n: int) -> int:

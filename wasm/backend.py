@@ -32,7 +32,7 @@ from ..kernels.ops import Op
 from .runtime import OPS, RUNNABLE, SIGNATURES, Runtime, load_runtime
 
 F32 = 4
-CMD_BYTES = 96  # one command: 24 words (the longest, attention, takes 21)
+CMD_BYTES = 96  # one command: 24 words (the longest, attention, takes 24: its op and 23 arguments)
 CMD_SLOTS = 4096  # commands kept; past that the table starts over (prefill chunk sizes vary without bound)
 _PACK = {"i": "I", "f": "f", "d": "d"}  # ints as u32: addresses past 2 GiB
 FORMATS = {op: struct.Struct("<I" + "".join(_PACK[c] for c in SIGNATURES[name][1])) for name, op in OPS.items()}
@@ -253,11 +253,15 @@ class WasmBackend:
         kq_scale: float,
         causal: bool,
         window: int,
+        softcap: float,
+        max_bias: float,
+        sinks: Weight | None,
     ) -> None:
         b = batch
         key = (
             _ATTENTION, out, q, k_cache, v_cache, layer, n_slots, b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len,
-            b.page_size, n_head, n_head_kv, head_dim, head_dim_v, kq_scale, int(causal), window,
+            b.page_size, n_head, n_head_kv, head_dim, head_dim_v, kq_scale, int(causal), window, softcap, max_bias,
+            sinks.handle.f32 if sinks is not None else 0,
         )  # fmt: skip
         self._exec(self._cmds.get(key) or self._command(key))
 

@@ -14,14 +14,17 @@ from . import (
     deepseek,
     falcon,
     gemma,
+    gemma2,
     gemma3,
     gpt2,
+    gpt_oss,
     gptneox,
     granite,
     granitemoe,
     llama,
     llama_like,
     moe,
+    mpt,
     nomic_bert,
     olmo,
     olmo2,
@@ -36,7 +39,7 @@ from . import (
     starcoder2,
 )
 from .binder import Binder
-from .blocks import embed_positions, parallel, sequential
+from .blocks import embed_norm, embed_positions, parallel, sequential
 from .config import ModelConfig
 from .layers import embed_tokens, lm_head
 from .refused import refusal
@@ -128,6 +131,22 @@ ARCHITECTURES: dict[str, Architecture] = {
             embed=embed_positions,
         ),
         Architecture(
+            "gemma2",
+            "Gemma 2 (soft-capped attention and logits, sliding window every other layer)",
+            gemma2.config,
+            gemma2.TENSORS,
+            sequential,
+        ),
+        Architecture("mpt", "MPT (ALiBi, fused QKV, no biases)", mpt.config, mpt.TENSORS, sequential),
+        Architecture(
+            "bloom",
+            "BLOOM (ALiBi, embedding norm, biases)",
+            mpt.bloom_config,
+            mpt.BLOOM_TENSORS,
+            sequential,
+            embed=embed_norm,
+        ),
+        Architecture(
             "bert",
             "BERT encoders for embeddings (all-MiniLM, bge)",
             bert.config,
@@ -185,6 +204,14 @@ ARCHITECTURES: dict[str, Architecture] = {
             "IBM Granite 3 MoE (scale multipliers, routed experts, optional shared expert)",
             granitemoe.config,
             granitemoe.TENSORS,
+            sequential,
+            scratch=moe.SCRATCH,
+        ),
+        Architecture(
+            "gpt-oss",
+            "OpenAI gpt-oss (attention sinks, sliding window every other layer, biased experts, clamped SwiGLU)",
+            gpt_oss.config,
+            gpt_oss.TENSORS,
             sequential,
             scratch=moe.SCRATCH,
         ),

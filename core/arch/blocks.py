@@ -1,7 +1,7 @@
 """Decoder block wirings shared by many families, built from `layers.py`'s norm, attention and FFN (or mixture
 of experts): the sequential block (pre-norms, optional output norms, granite's residual scale) and the parallel
 block (attention and FFN read the same input, falcon / gptneox / phi2 / command-r), plus learned absolute
-positions (gpt2)."""
+positions (gpt2) and a norm of the embeddings (bloom)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,9 @@ def embed_positions(p: Pass) -> None:
     embed_tokens(p)
     p.be.get_rows(p.st.xb, p.w.pos_embd, p.st.pos, p.n)
     p.be.add(p.st.x, p.st.x, p.st.xb, p.n * p.cfg.n_embd)
+
+
+def embed_norm(p: Pass) -> None:
+    """x (n, n_embd) = norm(token embeddings) with `token_embd_norm` (bloom)."""
+    embed_tokens(p)
+    norm(p, p.st.x, p.st.x, p.w.embd_norm)

@@ -88,6 +88,9 @@ class ModelConfig:
     nope_layers: tuple[bool, ...] = field(default_factory=tuple)  # per layer: no rotary (smollm3's NoPE layers)
     residual_scale: float = 1.0  # each block output times this before its residual add (granite)
     logit_scale: float = 1.0  # logits times this (granite: 1 / its logit_scale key; command-r: the key)
+    attn_softcap: float = 0.0  # attention scores soft-capped: cap·tanh(s / cap) (gemma2); 0: none
+    max_alibi_bias: float = 0.0  # ALiBi's max bias, its per-head slopes (mpt, bloom); 0: none
+    final_softcap: float = 0.0  # logits soft-capped: cap·tanh(logit / cap) (gemma2); 0: none
     clamp_kqv: float = 0.0  # Q, K and V clamped to ±this after their projections (olmo); 0: not clamped
     params: Any = None  # the architecture's own hyper-parameters (its Params dataclass)
 

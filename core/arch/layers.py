@@ -73,6 +73,7 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
     be.attention(
         st.att, st.q, g.k, g.v, li, g.n_slots, g.batch,
         cfg.n_head, cfg.n_head_kv, cfg.head_dim, cfg.head_dim_v, cfg.kq_scale, cfg.causal, g.window,
+        cfg.attn_softcap, cfg.max_alibi_bias, a.sinks,
     )  # fmt: skip
     be.matmul(out, a.o, st.att, n)  # (n, n_embd)
     if a.o_bias is not None:
@@ -127,3 +128,5 @@ def lm_head(p: Pass) -> None:
         be.add_bias(st.logits, p.w.output_bias, p.n_out)
     if p.cfg.logit_scale != 1.0:
         be.scale(st.logits, p.cfg.logit_scale, p.n_out * p.cfg.n_vocab)
+    if p.cfg.final_softcap:
+        be.softcap(st.logits, p.cfg.final_softcap, p.n_out * p.cfg.n_vocab)

@@ -26,7 +26,7 @@ from .meta import MAX_DIM
 from .names import T
 from .params import key
 from .scratch import Buffer
-from .tensors import Declaration, TensorDecl, w
+from .tensors import Declaration, TensorDecl, b, w
 from .weights import LayerWeights, MoEWeights
 
 EXPERT_COUNT = "{arch}.expert_count"
@@ -41,6 +41,7 @@ LEADING_DENSE_BLOCK_COUNT = "{arch}.leading_dense_block_count"
 
 MAX_EXPERTS = 512  # llama.cpp's LLAMA_MAX_EXPERTS
 GATING_SOFTMAX, GATING_SIGMOID = 1, 2  # llama.cpp's llama_expert_gating_func_type
+GATING_SOFTMAX_WEIGHT = 3  # the top-k by raw logit, their weights a softmax over those k (gpt-oss)
 WEIGHTS_SUM_MIN = 6.103515625e-5  # llama.cpp clamps the sum it renormalises by (the smallest normal fp16)
 
 
@@ -56,6 +57,8 @@ class MoEParams:
     gating: int = GATING_SOFTMAX
     norm_w: bool = False
     w_scale: float = 0.0  # 0 or 1: unscaled
+    swiglu_alpha: float = 0.0  # with swiglu_limit > 0, the experts' activation is swiglu_oai (gpt-oss)
+    swiglu_limit: float = 0.0  # 0: plain SwiGLU
 
     @property
     def moe_on(self) -> int:
@@ -86,8 +89,9 @@ def with_ff_exp(params: MoEParams, n_ff: int) -> MoEParams:
 # -- tensors ------------------------------------------------------------------------------------------------
 
 
-def moe_tensors(*, shared: bool = False, shared_gate: bool = False, **kw: Any) -> Declaration:
-    """The router and the experts (and the shared expert) of an MoE layer, in gguf-py's order; `kw`: TensorDecl's
+def moe_tensors(*, shared: bool = False, shared_gate: bool = False, biases: bool = False, **kw: Any) -> Declaration:
+    """The router and the experts (and the shared expert) of an MoE layer, in gguf-py's order; `biases`: the
+    router's and each expert matrix's (gpt-oss; an expert bias is (n_out, n_expert)); `kw`: TensorDecl's
     `layers=` or `when=` where only some layers or files have them."""
     decls = [
         w(T.FFN_GATE_INP, "n_embd", "n_expert", slot="moe.router", **kw),
@@ -95,6 +99,13 @@ def moe_tensors(*, shared: bool = False, shared_gate: bool = False, **kw: Any) -
         w(T.FFN_DOWN_EXPS, "n_ff_exp", "n_embd", "n_expert", slot="moe.down", **kw),
         w(T.FFN_UP_EXPS, "n_embd", "n_ff_exp", "n_expert", slot="moe.up", **kw),
     ]
+    if biases:
+        decls += [
+            b(T.FFN_GATE_INP, "n_expert", slot="moe.router_bias", **kw),
+            b(T.FFN_GATE_EXPS, "n_ff_exp", "n_expert", slot="moe.gate_bias", **kw),
+            b(T.FFN_DOWN_EXPS, "n_embd", "n_expert", slot="moe.down_bias", **kw),
+            b(T.FFN_UP_EXPS, "n_ff_exp", "n_expert", slot="moe.up_bias", **kw),
+        ]
     return (*decls, *(shared_tensors(gate=shared_gate, **kw) if shared else ()))
 
 
@@ -161,7 +172,9 @@ def route(logits: list[float], n: int, p: MoEParams) -> dict[int, tuple[list[int
     groups: dict[int, tuple[list[int], list[float]]] = {}
     for i in range(n):
         row = logits[i * n_exp : (i + 1) * n_exp]
-        if p.gating == GATING_SIGMOID:
+        if p.gating == GATING_SOFTMAX_WEIGHT:
+            probs = row
+        elif p.gating == GATING_SIGMOID:
             probs = [1.0 / (1.0 + math.exp(-v)) for v in row]
         else:
             top = max(row)
@@ -170,6 +183,10 @@ def route(logits: list[float], n: int, p: MoEParams) -> dict[int, tuple[list[int
             probs = [e / total for e in exps]
         chosen = sorted(range(n_exp), key=lambda e: -probs[e])[:k]
         weights = [probs[e] for e in chosen]
+        if p.gating == GATING_SOFTMAX_WEIGHT:
+            top = max(weights)
+            exps = [math.exp(v - top) for v in weights]
+            weights = [v / sum(exps) for v in exps]
         if p.norm_w:
             total = max(sum(weights), WEIGHTS_SUM_MIN)
             weights = [v / total for v in weights]
@@ -187,6 +204,8 @@ def moe_ffn(p: Pass, m: MoEWeights, inp: Any, out: Any) -> None:
     be, cfg, sc, n = p.be, p.cfg, p.st.scratch, p.n
     e, f = cfg.n_embd, cfg.n_ff_exp
     be.matmul(sc.moe_logits, m.router, inp, n)  # (n, n_expert)
+    if m.router_bias is not None:
+        be.add_bias(sc.moe_logits, m.router_bias, n)
     groups = route(be.read_f32(sc.moe_logits, 0, n * cfg.n_expert), n, cfg.params)
     be.scale(out, 0.0, n * e)
     for expert, (rows, scales) in groups.items():
@@ -196,8 +215,16 @@ def moe_ffn(p: Pass, m: MoEWeights, inp: Any, out: Any) -> None:
         be.gather_rows(sc.moe_x, inp, sc.moe_rows, k, e)  # (k, n_embd)
         be.matmul(sc.moe_a, m.gate[expert], sc.moe_x, k)  # (k, n_ff_exp)
         be.matmul(sc.moe_b, m.up[expert], sc.moe_x, k)
-        be.swiglu(sc.moe_a, sc.moe_a, sc.moe_b, k * f)
+        if m.up_bias is not None:  # gpt-oss: a bias per expert on each of its matrices
+            be.add_bias(sc.moe_a, m.gate_bias[expert], k)
+            be.add_bias(sc.moe_b, m.up_bias[expert], k)
+        if cfg.params.swiglu_limit:
+            be.swiglu_oai(sc.moe_a, sc.moe_a, sc.moe_b, k * f, cfg.params.swiglu_alpha, cfg.params.swiglu_limit)
+        else:
+            be.swiglu(sc.moe_a, sc.moe_a, sc.moe_b, k * f)
         be.matmul(sc.moe_y, m.down[expert], sc.moe_a, k)  # (k, n_embd)
+        if m.down_bias is not None:
+            be.add_bias(sc.moe_y, m.down_bias[expert], k)
         be.add_rows_scaled(out, sc.moe_y, sc.moe_rows, sc.moe_scales, k, e)
     if m.shared is not None:
         shared_expert(p, m, inp, out)

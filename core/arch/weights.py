@@ -36,6 +36,7 @@ class AttentionWeights:
     o_bias: Tensor | None = None
     q_norm: NormWeights | None = None  # (head_dim,) shared by every head
     k_norm: NormWeights | None = None
+    sinks: Tensor | None = None  # (n_head,): a logit per head joined to the softmax denominator (gpt-oss)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class MoEWeights:
     gate: Any = None  # (n_embd, n_ff_exp, n_expert)
     shared: FFNWeights | None = None  # the shared expert every token runs (qwen2moe, deepseek)
     shared_gate: Tensor | None = None  # ffn_gate_inp_shexp (n_embd,): sigmoid gate of the shared expert (qwen2moe)
+    router_bias: Tensor | None = None  # (n_expert,): gpt-oss
+    gate_bias: Any = None  # (n_ff_exp, n_expert); bound: a tuple of (n_ff_exp,) vectors, one per expert
+    up_bias: Any = None  # (n_ff_exp, n_expert)
+    down_bias: Any = None  # (n_embd, n_expert)
 
 
 @dataclass(frozen=True)

@@ -123,11 +123,18 @@ class Backend(Protocol):
     def swiglu(self, out: Buf, gate: Buf, up: Buf, count: int) -> None:
         """out = silu(gate) · up."""
 
+    def swiglu_oai(self, out: Buf, gate: Buf, up: Buf, count: int, alpha: float, limit: float) -> None:
+        """out = g·sigmoid(alpha·g) · (u + 1) with g = min(gate, limit), u = clamp(up, ±limit) (gpt-oss, ggml's
+        swiglu_oai)."""
+
     def geglu(self, out: Buf, gate: Buf, up: Buf, count: int) -> None:
         """out = gelu(gate) · up (tanh GELU)."""
 
     def gelu(self, x: Buf, count: int) -> None:
         """In place tanh GELU."""
+
+    def softcap(self, x: Buf, cap: float, count: int) -> None:
+        """In place x = cap·tanh(x / cap) (gemma2's final logits)."""
 
     def kv_store(self, cache: Buf, layer: int, n_slots: int, slots: IBuf, src: Buf, n: int, dim: int) -> None:
         """cache[layer, slots[i], :] = src[i, :] for i < n; cache is (n_layer, n_slots, dim)."""
@@ -148,8 +155,14 @@ class Backend(Protocol):
         kq_scale: float,
         causal: bool,
         window: int,
+        softcap: float,
+        max_bias: float,
+        sinks: Weight | None,
     ) -> None:
-        """out (n, n_head·head_dim_v): softmax(q·kᵀ·kq_scale) · v over the keys of each token's sequence.
+        """out (n, n_head·head_dim_v): softmax(s) · v over the keys of each token's sequence, the score of key j
+        s = q·k_j·kq_scale, then softcap·tanh(s / softcap) (softcap 0: none; gemma2), then - slope_h·|p_j - p|
+        (ALiBi, max_bias 0: none; slope_h as ggml's soft_max, `alibi_slope`); sinks (n_head,): a logit per head
+        joined to the softmax's denominator only (gpt-oss; None: none).
 
         Causal: token at position p sees positions max(0, p - window + 1) .. p (window 0: all of 0 .. p).
         Non-causal: it sees positions 0 .. seq_len[seq] - 1. Query head h reads KV head h // (n_head / n_head_kv).

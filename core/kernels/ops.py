@@ -129,18 +129,24 @@ OPS: tuple[Op, ...] = (
        "void llamay_add(float *out, const float *a, const float *b, int32_t count)"),
     op("swiglu", "out: Buf, gate: Buf, up: Buf, count: int",
        "void llamay_swiglu(float *out, const float *gate, const float *up, int32_t count)"),
+    op("swiglu_oai", "out: Buf, gate: Buf, up: Buf, count: int, alpha: float, limit: float",
+       "void llamay_swiglu_oai(float *out, const float *gate, const float *up, int32_t count, double alpha, "
+       "double limit)"),
     op("geglu", "out: Buf, gate: Buf, up: Buf, count: int",
        "void llamay_geglu(float *out, const float *gate, const float *up, int32_t count, const float *table)"),
     op("gelu", "x: Buf, count: int", "void llamay_gelu(float *x, int32_t count, const float *table)"),
+    op("softcap", "x: Buf, cap: float, count: int", "void llamay_softcap(float *x, double cap, int32_t count)"),
     op("kv_store", "cache: Buf, layer: int, n_slots: int, slots: IBuf, src: Buf, n: int, dim: int",
        "void llamay_kv_store(float *cache, int32_t layer, int32_t n_slots, const int32_t *slots, const float *src, "
        "int32_t n, int32_t dim)"),
     op("attention", "out: Buf, q: Buf, k_cache: Buf, v_cache: Buf, layer: int, n_slots: int, batch: BatchView, "
-       "n_head: int, n_head_kv: int, head_dim: int, head_dim_v: int, kq_scale: float, causal: bool, window: int",
+       "n_head: int, n_head_kv: int, head_dim: int, head_dim_v: int, kq_scale: float, causal: bool, window: int, "
+       "softcap: float, max_bias: float, sinks: Weight | None",
        "void llamay_attention(float *out, const float *q, const float *k_cache, const float *v_cache, "
        "int32_t layer, int32_t n_slots, int32_t n, const int32_t *pos, const int32_t *seq, const int32_t *pages, "
        "const int32_t *page_off, const int32_t *seq_len, int32_t page_size, int32_t n_head, int32_t n_head_kv, "
-       "int32_t head_dim, int32_t head_dim_v, float kq_scale, int32_t causal, int32_t window)"),
+       "int32_t head_dim, int32_t head_dim_v, float kq_scale, int32_t causal, int32_t window, float softcap, "
+       "float max_bias, const float *sinks)"),
     op("argmax", "x: Buf, offset: int, n: int", "int32_t llamay_argmax(const float *x, int32_t n)", "int"),
     op("top_k", "x: Buf, offset: int, n: int, k: int",
        "int32_t llamay_top_k(const float *x, int32_t n, int32_t k, int32_t *idx, float *val)",

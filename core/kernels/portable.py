@@ -22,7 +22,17 @@ from .interface import BatchView, Weight
 # weights up to this many elements are dequantised once and kept (the stories260K fixtures, norms, biases)
 CACHE_ELEMENTS = 1 << 22
 _HALF = struct.Struct("<e")
+EXP_MAX = 88.7  # float32 exp overflows above this
 MIN_OFFSET = 2  # byte offset of the fp16 min `m` in Q4_1 / Q5_1 blocks (after the fp16 scale d)
+
+
+def alibi_slope(h: int, n_head: int, max_bias: float) -> float:
+    """ALiBi's slope of head h, as ggml's soft_max computes it (float32): heads below the largest power of two
+    n2 <= n_head get m0^(h+1), the rest m1^(2(h - n2) + 1), with m0 = 2^(-max_bias / n2), m1 = 2^(-max_bias / 2n2)."""
+    n2 = 1 << (n_head.bit_length() - 1)
+    if h < n2:
+        return _f32(_f32(2.0 ** _f32(-max_bias / n2)) ** (h + 1))
+    return _f32(_f32(2.0 ** _f32(-(max_bias / 2.0) / n2)) ** (2 * (h - n2) + 1))
 
 
 def _yarn_mix(j: int, ext_factor: float, low: float, high: float) -> float:
@@ -207,6 +217,16 @@ class PortableBackend:
     def swiglu(self, out: array, gate: array, up: array, count: int) -> None:
         out[:count] = array("f", (g / (1.0 + math.exp(-g)) * u for g, u in zip(gate[:count], up[:count], strict=True)))
 
+    def swiglu_oai(self, out: array, gate: array, up: array, count: int, alpha: float, limit: float) -> None:
+        a, lim = _f32(alpha), _f32(limit)
+        vals = []
+        for g, u in zip(gate[:count], up[:count], strict=True):
+            g = min(g, lim)
+            u = min(max(u, -lim), lim)
+            t = _f32(a * -g)
+            vals.append(_f32(g / _f32(1.0 + (math.exp(t) if t < EXP_MAX else math.inf))) * (u + 1.0))
+        out[:count] = array("f", vals)
+
     def geglu(self, out: array, gate: array, up: array, count: int) -> None:
         out[:count] = array("f", (_gelu(g) * u for g, u in zip(gate[:count], up[:count], strict=True)))
 
@@ -218,6 +238,9 @@ class PortableBackend:
         for i in range(n):
             o = base + slots[i] * dim
             cache[o : o + dim] = src[i * dim : (i + 1) * dim]
+
+    def softcap(self, x: array, cap: float, count: int) -> None:
+        x[:count] = array("f", (cap * math.tanh(v / cap) for v in x[:count]))
 
     def attention(
         self,
@@ -235,11 +258,16 @@ class PortableBackend:
         kq_scale: float,
         causal: bool,
         window: int,
+        softcap: float,
+        max_bias: float,
+        sinks: Weight | None,
     ) -> None:
         group = n_head // n_head_kv
         kdim, vdim = n_head_kv * head_dim, n_head_kv * head_dim_v
         kbase, vbase = layer * n_slots * kdim, layer * n_slots * vdim
         ps = batch.page_size
+        sink = sinks.handle.row(0, n_head) if sinks is not None else None
+        slopes = [alibi_slope(h, n_head, max_bias) for h in range(n_head)] if max_bias > 0 else None
         for i in range(batch.n):
             p, s = batch.pos[i], batch.seq[i]
             if causal:
@@ -262,9 +290,13 @@ class PortableBackend:
                     * kq_scale
                     for sl in slots
                 ]
-                m = max(scores)
+                if softcap:
+                    scores = [softcap * math.tanh(v / softcap) for v in scores]
+                if slopes is not None:  # ggml's mask holds -|p_j - p|, soft_max adds slope times it
+                    scores = [v - slopes[h] * abs(lo + j - p) for j, v in enumerate(scores)]
+                m = max(scores) if sink is None else max(*scores, sink[h])
                 e = [math.exp(v - m) for v in scores]
-                total = sum(e)
+                total = sum(e) + (math.exp(sink[h] - m) if sink is not None else 0.0)
                 acc = [0.0] * head_dim_v
                 for wgt, sl in zip(e, slots, strict=True):
                     vo = vbase + sl * vdim + kv * head_dim_v

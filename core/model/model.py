@@ -21,9 +21,12 @@ DEFAULT_N_CTX = 4096
 FINGERPRINT_EDGE = 64  # bytes of each tensor's start and end that go into the fingerprint
 
 
+EXPERT_BIAS = "_exps.bias"  # ffn_{gate,up,down}_exps.bias: one bias vector per expert (gpt-oss)
+
+
 def _to_backend(node: Any, be: Backend) -> Any:
     """The weight tree with every Tensor replaced by the backend's bound Weight (same dataclasses)."""
-    if isinstance(node, Tensor) and len(node.shape) == 3:
+    if isinstance(node, Tensor) and (len(node.shape) == 3 or node.name.endswith(EXPERT_BIAS)):
         return _experts(node, be)
     if isinstance(node, Tensor):
         return be.bind(node.name, node.type, node.shape, node.data())
@@ -38,13 +41,12 @@ def _to_backend(node: Any, be: Backend) -> Any:
 
 def _experts(t: Tensor, be: Backend) -> tuple:
     """A 3-D tensor (n_in, n_out, n_expert) is a stack of matrices (an MoE layer's experts): one bound Weight per
-    matrix, each a zero-copy slice of the file, so the existing matmul runs an expert over just its rows."""
-    n_in, n_out, n_mat = t.shape
-    size = row_bytes(t.type, n_in) * n_out
+    matrix, each a zero-copy slice of the file, so the existing matmul runs an expert over just its rows. An
+    expert bias (n_out, n_expert) is a stack of vectors, one per expert, the same way."""
+    *inner, n_mat = t.shape
+    size = row_bytes(t.type, inner[0]) * (inner[1] if len(inner) > 1 else 1)
     data = t.data()
-    return tuple(
-        be.bind(f"{t.name}[{e}]", t.type, (n_in, n_out), data[e * size : (e + 1) * size]) for e in range(n_mat)
-    )
+    return tuple(be.bind(f"{t.name}[{e}]", t.type, tuple(inner), data[e * size : (e + 1) * size]) for e in range(n_mat))
 
 
 class Model:

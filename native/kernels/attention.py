@@ -1,7 +1,8 @@
 """Attention over the paged KV cache (layout in `llamay.kernels.interface`), in float32.
 
 Each (token, head) pair is independent: scores q·k over the keys the token sees (its own sequence only; causal
-with an optional sliding window, or the whole sequence), softmax with the max subtracted, then the weighted sum
+with an optional sliding window, or the whole sequence), soft-capped and ALiBi-biased when asked, softmax with the
+max subtracted (a head's sink logit joins the max and the denominator), then the weighted sum
 of the values, 64 dimensions at a time in eight registers across all keys (then 8 at a time). The pairs are
 split into one contiguous chunk per thread; each chunk owns a row of the scratch (scores and the keys' cache
 slots), so nothing is allocated here.
@@ -49,14 +50,20 @@ def _fill_slots(slots, pages, off, page_size, lo, hi):
 
 @njit(cache=True, fastmath=False, inline="always")
 def _one_head(out, oo, q, qo, k_cache, kstart, kdim, head_dim, v_cache, vstart, vdim, head_dim_v, kq_scale, m,
-              scores, slots):  # fmt: skip
-    """out[oo..+head_dim_v) = softmax(q[qo..] · kᵀ · kq_scale) · v over the m keys at cache slots[0..m)."""
-    best = np.float32(-np.inf)
+              scores, slots, softcap, slope, dist0, sink):  # fmt: skip
+    """out[oo..+head_dim_v) = softmax(q[qo..] · kᵀ · kq_scale) · v over the m keys at cache slots[0..m); scores
+    soft-capped (softcap > 0), minus slope·|dist0 + p| for key p (ALiBi, slope > 0), a sink logit in the
+    denominator (sink > -inf)."""
+    best = sink
     for p in range(m):
         s = dot(q, qo, k_cache, kstart + slots[p] * kdim, head_dim) * kq_scale
+        if softcap > 0:
+            s = softcap * np.tanh(s / softcap)
+        if slope > 0:
+            s -= slope * np.float32(abs(dist0 + p))
         scores[p] = s
         best = max(best, s)
-    total = np.float32(0.0)
+    total = np.float32(0.0) if sink == -np.inf else np.exp(sink - best)
     for p in range(m):
         e = np.exp(scores[p] - best)
         scores[p] = e
@@ -98,13 +105,29 @@ def _one_head(out, oo, q, qo, k_cache, kstart, kdim, head_dim, v_cache, vstart, 
         out[oo + j] = acc1 * inv
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def alibi_slope(h, n_head, max_bias):
+    """ALiBi's slope of head h, as ggml's soft_max (`llamay.kernels.portable.alibi_slope`); 0 without ALiBi."""
+    if max_bias <= 0:
+        return np.float32(0.0)
+    n2 = 1
+    while n2 * 2 <= n_head:
+        n2 *= 2
+    if h < n2:
+        return np.float32(np.float32(2.0) ** np.float32(-max_bias / n2)) ** np.float32(h + 1)
+    return np.float32(np.float32(2.0) ** np.float32(-(max_bias / 2) / n2)) ** np.float32(2 * (h - n2) + 1)
+
+
 @njit(cache=True, fastmath=False, parallel=True)
-def attention(out, q, k_cache, v_cache, layer, n_slots, batch, shape, kq_scale, causal, window, scores, slots):
+def attention(out, q, k_cache, v_cache, layer, n_slots, batch, shape, kq_scale, causal, window, bias, sinks,
+              scores, slots):  # fmt: skip
     """out (n, n_head·head_dim_v). batch = (n, pos, seq, pages, page_off, seq_len, page_size);
-    shape = (n_head, n_head_kv, head_dim, head_dim_v); scores (n_chunks, n_slots) float32 and slots
-    (n_chunks, n_slots) int32 scratch, one row per chunk of (token, head) pairs."""
+    shape = (n_head, n_head_kv, head_dim, head_dim_v); bias = (softcap, max_bias, has_sinks), sinks (n_head,);
+    scores (n_chunks, n_slots) float32 and slots (n_chunks, n_slots) int32 scratch, one row per chunk of
+    (token, head) pairs."""
     n, pos, seq, pages, page_off, seq_len, page_size = batch
     n_head, n_head_kv, head_dim, head_dim_v = shape
+    softcap, max_bias, has_sinks = bias
     group = n_head // n_head_kv
     kdim, vdim = n_head_kv * head_dim, n_head_kv * head_dim_v
     kbase, vbase = layer * n_slots * kdim, layer * n_slots * vdim
@@ -122,9 +145,12 @@ def attention(out, q, k_cache, v_cache, layer, n_slots, batch, shape, kq_scale, 
                 else:
                     lo, hi = 0, seq_len[s]
                 m = hi - lo
+                dist0 = lo - p
                 _fill_slots(slots[c], pages, page_off[s], page_size, lo, hi)
                 last = i
             kv = h // group
+            sink = sinks[h] if has_sinks else np.float32(-np.inf)
             _one_head(out, (i * n_head + h) * head_dim_v, q, (i * n_head + h) * head_dim,
                       k_cache, kbase + kv * head_dim, kdim, head_dim,
-                      v_cache, vbase + kv * head_dim_v, vdim, head_dim_v, kq_scale, m, scores[c], slots[c])  # fmt: skip
+                      v_cache, vbase + kv * head_dim_v, vdim, head_dim_v, kq_scale, m, scores[c], slots[c],
+                      softcap, alibi_slope(h, n_head, max_bias), dist0, sink)  # fmt: skip

@@ -162,6 +162,24 @@ def gelu(x, count, table):
 
 
 @njit(cache=True, fastmath=False)
+def swiglu_oai(out, gate, up, count, alpha, limit):
+    """out = g / (1 + exp(-alpha·g)) · (u + 1), g = min(gate, limit), u = clamp(up, ±limit), float32 (ggml's)."""
+    a, lim = np.float32(alpha), np.float32(limit)
+    for i in range(count):
+        g = min(gate[i], lim)
+        u = min(max(up[i], -lim), lim)
+        out[i] = g / (np.float32(1.0) + np.exp(a * -g)) * (u + np.float32(1.0))
+
+
+@njit(cache=True, fastmath=False)
+def softcap(x, cap, count):
+    """x = cap·tanh(x / cap), float32."""
+    c = np.float32(cap)
+    for i in range(count):
+        x[i] = c * np.tanh(x[i] / c)
+
+
+@njit(cache=True, fastmath=False)
 def kv_store(cache, layer, n_slots, slots, src, n, dim):
     """cache[layer, slots[i], :] = src[i, :]; cache is (n_layer, n_slots, dim)."""
     base = layer * n_slots * dim

@@ -190,11 +190,19 @@ def _vec_bytes(values):
     return array("f", values).tobytes()
 
 
+# (softcap, max_alibi_bias, sinks): none (today's attention), each alone, all three together
+SCORING = [(0.0, 0.0, False), (0.7, 0.0, False), (0.0, 8.0, False), (0.0, 0.0, True), (0.7, 8.0, True)]
+SCORING_IDS = ["plain", "softcap", "alibi", "sinks", "all"]
+
+
 @pytest.mark.parametrize(("causal", "window"), [(True, 0), (True, 3), (False, 0)])
-def test_kv_store_and_attention(backend, ref, causal, window):
-    """Two sequences in one batch, paged caches with scattered pages, GQA."""
+@pytest.mark.parametrize(("softcap", "max_bias", "with_sinks"), SCORING, ids=SCORING_IDS)
+def test_kv_store_and_attention(backend, ref, causal, window, softcap, max_bias, with_sinks):
+    """Two sequences in one batch, paged caches with scattered pages, GQA; six query heads, so ALiBi reaches both
+    of ggml's slope series (heads below the largest power of two, 4, and those above); scores about as large as
+    the cap, so soft-capping bends them."""
     rng = random.Random(3)
-    n_head, n_head_kv, head_dim, head_dim_v = 4, 2, 8, 6
+    n_head, n_head_kv, head_dim, head_dim_v = 6, 2, 8, 6
     page_size, n_pages, n_layer, layer = 4, 8, 2, 1
     n_slots = n_pages * page_size
     kdim, vdim = n_head_kv * head_dim, n_head_kv * head_dim_v
@@ -209,6 +217,7 @@ def test_kv_store_and_attention(backend, ref, causal, window):
     cache_k = floats(rng, n_layer * n_slots * kdim)
     cache_v = floats(rng, n_layer * n_slots * vdim)
     k_new, v_new, q = floats(rng, n * kdim), floats(rng, n * vdim), floats(rng, n * n_head * head_dim)
+    sinks = floats(rng, n_head)
     seq_len = [past[0] + 3, past[1] + 2]
     results = []
     for be in (backend, ref):
@@ -220,12 +229,46 @@ def test_kv_store_and_attention(backend, ref, causal, window):
             n, _ivec(be, [p for _, p in new]), _ivec(be, [s for s, _ in new]), slots,
             _ivec(be, tables[0] + tables[1]), _ivec(be, [0, len(tables[0])]), _ivec(be, seq_len), page_size,
         )  # fmt: skip
+        sk = _weight(be, GGMLType.F32, n_head, 1, _vec_bytes(sinks), "attn_sinks") if with_sinks else None
         out = be.alloc_f32(n * n_head * head_dim_v)
         be.attention(out, _vec(be, q), kc, vc, layer, n_slots, batch, n_head, n_head_kv, head_dim, head_dim_v,
-                     1 / math.sqrt(head_dim), causal, window)  # fmt: skip
+                     1 / math.sqrt(head_dim), causal, window, softcap, max_bias, sk)  # fmt: skip
         results.append((be.read_f32(kc, 0, len(cache_k)), be.read_f32(out, 0, n * n_head * head_dim_v)))
     assert results[0][0] == results[1][0]  # stores are exact copies
     close(results[0][1], results[1][1], 1e-5, "attention")
+
+
+def test_alibi_slopes_are_ggmls():
+    """ggml's slopes for 8 heads and max_bias 8 are 2^-1 .. 2^-8; for 6 heads (n2 = 4): 2^-2 .. 2^-8 for heads 0-3,
+    then m1 = 2^-1 to the powers 1 and 3 (the published ALiBi slopes)."""
+    from llamay.kernels.portable import alibi_slope
+
+    assert [alibi_slope(h, 8, 8.0) for h in range(8)] == [2.0**-k for k in range(1, 9)]
+    assert [alibi_slope(h, 6, 8.0) for h in range(6)] == [2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8, 2.0**-1, 2.0**-3]
+
+
+def test_swiglu_oai(backend, ref):
+    """Gates and ups spread past the limit on both sides, so both clamps cut."""
+    rng = random.Random(6)
+    gate, up = floats(rng, 41, 6.0), floats(rng, 41, 6.0)
+    results = []
+    for be in (backend, ref):
+        out = be.alloc_f32(len(gate))
+        be.swiglu_oai(out, _vec(be, gate), _vec(be, up), len(gate), 1.702, 7.0)
+        results.append(be.read_f32(out, 0, len(gate)))
+    close(results[0], results[1], 1e-5, "swiglu_oai")
+
+
+def test_softcap(backend, ref):
+    rng = random.Random(5)
+    x = floats(rng, 37, 20.0)
+    results = []
+    for be in (backend, ref):
+        xb = _vec(be, x)
+        be.softcap(xb, 30.0, len(x))
+        results.append(be.read_f32(xb, 0, len(x)))
+    close(results[0], results[1], 1e-6, "softcap")
+    assert all(abs(v) < 30.0 for v in results[1])
 
 
 def test_argmax_and_top_k(backend, ref):

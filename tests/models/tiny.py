@@ -34,12 +34,12 @@ V = GGUFValueType
 ARCHES = (
     "llama", "qwen2", "qwen3", "gemma3", "bert", "nomic-bert",
     "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
-    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder", "gemma2", "mpt", "bloom",
 )  # fmt: skip
 # decoders with a quantised (Q8_0) golden beside the F32 one: the architectures added with the shared pieces
 TINY_QUANTISED = (
     "gemma", "phi3", "phi2", "gptneox", "stablelm", "falcon", "starcoder2", "olmo", "olmo2", "granite", "command-r",
-    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder",
+    "internlm2", "exaone", "smollm3", "mistral3", "gpt2", "starcoder", "gemma2", "mpt", "bloom",
 )  # fmt: skip
 # BERT's position and token-type embeddings stay F32, and so do MoE routers (llama.cpp's quantizer leaves
 # ffn_gate_inp alone: a rounded router flips near-tied expert choices)
@@ -175,6 +175,28 @@ SPECS: dict[str, TinySpec] = {
         TinySpec("gpt2", n_layer=2, n_head_kv=4, hparams=(LN_EPS,)),
         TinySpec("starcoder", n_layer=2, n_head_kv=1, untied_output=True, hparams=(LN_EPS,)),
         TinySpec(
+            "gemma2",
+            n_layer=2,  # layer 0 slides, layer 1 is global
+            head_dim=32,
+            embd_gain=1.0,
+            hparams=(
+                ("rope.freq_base", 10000.0, V.FLOAT32),
+                RMS_EPS,
+                ("attention.sliding_window", 8, V.UINT32),
+                ("attn_logit_softcapping", 1.5, V.FLOAT32),  # caps near the scores' size: tanh bends them
+                ("final_logit_softcapping", 4.0, V.FLOAT32),
+            ),
+        ),
+        TinySpec(
+            "mpt",
+            n_layer=2,
+            n_head_kv=4,
+            hparams=(LN_EPS, ("attention.max_alibi_bias", 8.0, V.FLOAT32), ("attention.clamp_kqv", 1.0, V.FLOAT32)),
+        ),
+        TinySpec(
+            "bloom", n_layer=2, n_head=6, n_head_kv=6, n_embd=96, untied_output=True, hparams=(LN_EPS,)
+        ),  # six heads: ALiBi's two slope series
+        TinySpec(
             "nomic-bert",
             n_layer=2,
             n_embd=32,
@@ -286,6 +308,20 @@ MOE_SPECS += (
             ("expert_shared_feed_forward_length", 64, V.UINT32),  # Granite MoE "shared": an ungated shared expert
         ),
     ),
+    TinySpec(
+        "gpt-oss",
+        n_layer=2,  # layer 0 slides, layer 1 is global
+        untied_output=True,
+        hparams=(
+            RMS_EPS,
+            ("rope.freq_base", 150000.0, V.FLOAT32),
+            ("attention.sliding_window", 8, V.UINT32),
+            *MOE_KEYS,
+            ("rope.scaling.type", "yarn", V.STRING),  # as the released files: YaRN, here factor 4 over 32 positions
+            ("rope.scaling.factor", 4.0, V.FLOAT32),
+            ("rope.scaling.original_context_length", 32, V.UINT32),
+        ),
+    ),
 )
 SPECS.update((s.name or s.arch, s) for s in MOE_SPECS)
 MOE_ARCHES = tuple(s.name or s.arch for s in MOE_SPECS)
@@ -326,8 +362,9 @@ ROPE_ARCHES = tuple(s.name for s in ROPE_SPECS)
 VARIANT_ARCHES = ROPE_ARCHES + tuple(s.name for s in CLAMP_SPECS)  # an architecture's model with keys added
 FACTOR_SLOTS = frozenset({"rope_freqs", *LONGROPE})  # per-frequency divisors: drawn in [1, FACTOR_MAX]
 FACTOR_MAX = 8.0
-# their quantised variants with goldens: every MoE model in Q8_0, and qwen3moe in MXFP4 (gpt-oss's expert type)
-MOE_VARIANTS = (*((a, GGMLType.Q8_0) for a in MOE_ARCHES), ("qwen3moe", GGMLType.MXFP4))
+# their quantised variants with goldens: every MoE model in Q8_0, and qwen3moe and gpt-oss in MXFP4 (gpt-oss's
+# expert type)
+MOE_VARIANTS = (*((a, GGMLType.Q8_0) for a in MOE_ARCHES), ("qwen3moe", GGMLType.MXFP4), ("gpt-oss", GGMLType.MXFP4))
 ARCHES += MOE_ARCHES + VARIANT_ARCHES
 TINY_QUANTISED += VARIANT_ARCHES
 
@@ -377,8 +414,9 @@ class _Weights:
         if bias:
             self.bias(name, dim)
 
-    def bias(self, name: str, dim: int) -> None:
-        self._add(f"{name}.bias", (dim,), self._uniform(dim, 0.0, BIAS_SPREAD), False)
+    def bias(self, name: str, *shape: int) -> None:
+        """A bias vector, or one per expert (n_out, n_expert: gpt-oss)."""
+        self._add(f"{name}.bias", shape, self._uniform(math.prod(shape), 0.0, BIAS_SPREAD), False)
 
     def factors(self, name: str, dim: int) -> None:
         """Rotary frequency divisors, uniform in [1, FACTOR_MAX]."""

@@ -76,9 +76,17 @@ static void scale_accumulate(float *o, float f, const float *w, const float *v, 
 /* Query heads h0 .. h0+ng-1 of one token, all reading one KV head, over keys lo..hi-1 of a sequence whose page
  * list is pages[off ..]. Per chunk of keys: their slots once (no division per key), the scores of every head,
  * then each head's running softmax and output. */
+typedef struct {
+    float kq_scale, softcap; /* softcap 0: none */
+    int qpos;                /* the query's position: ALiBi's distances */
+    const float *slope;      /* (ng,) ALiBi slopes, or NULL */
+    const float *sink;       /* (ng,) sink logits, or NULL */
+} Scoring;
+
 static void attend_heads(float *o, const float *q, int ng, const float *kc, const float *vc, int kstride,
                          int vstride, const int32_t *pages, int page_size, int off, int lo, int hi, int head_dim,
-                         int head_dim_v, float kq_scale) {
+                         int head_dim_v, const Scoring *sc_) {
+    float kq_scale = sc_->kq_scale, softcap = sc_->softcap;
     float scores[GROUP][CHUNK], m[GROUP], l[GROUP];
     int slots[CHUNK];
     for (int g = 0; g < ng; g++) {
@@ -100,6 +108,16 @@ static void attend_heads(float *o, const float *q, int ng, const float *kc, cons
             const float *k = kc + (size_t)slots[c] * kstride;
             for (int g = 0; g < ng; g++) scores[g][c] = dot_f32(q + g * head_dim, k, head_dim) * kq_scale;
         }
+        if (softcap > 0.0f)
+            for (int g = 0; g < ng; g++)
+                for (int c = 0; c < cnt; c++)
+                    scores[g][c] = softcap * wasm_f32x4_extract_lane(tanh_x4(wasm_f32x4_splat(scores[g][c] / softcap)), 0);
+        if (sc_->slope) /* ggml's mask holds -|p_j - p|; soft_max adds slope times it */
+            for (int g = 0; g < ng; g++)
+                for (int c = 0; c < cnt; c++) {
+                    int d = j0 + c - sc_->qpos;
+                    scores[g][c] -= sc_->slope[g] * (float)(d < 0 ? -d : d);
+                }
         for (int g = 0; g < ng; g++) {
             float *sc = scores[g];
             float cmax = -__builtin_inff();
@@ -119,6 +137,12 @@ static void attend_heads(float *o, const float *q, int ng, const float *kc, cons
         }
     }
     for (int g = 0; g < ng; g++) {
+        if (sc_->sink) { /* the sink joins the max and the denominator, not the values */
+            float s = sc_->sink[g], top = s > m[g] ? s : m[g];
+            float f = m[g] == -__builtin_inff() ? 0.0f : exp_f(m[g] - top);
+            l[g] = l[g] * f + exp_f(s - top);
+            for (int i = 0; i < head_dim_v; i++) o[g * head_dim_v + i] *= f;
+        }
         if (l[g] > 0.0f) {
             float inv = 1.0f / l[g];
             for (int i = 0; i < head_dim_v; i++) o[g * head_dim_v + i] *= inv;
@@ -126,15 +150,27 @@ static void attend_heads(float *o, const float *q, int ng, const float *kc, cons
     }
 }
 
-/* out (n, n_head * head_dim_v) = softmax(q k^T kq_scale) v over the keys of each token's sequence.
+/* ALiBi's slope of head h as ggml's soft_max computes it (llamay.kernels.portable.alibi_slope) */
+static float alibi_slope(int h, int n_head, float max_bias) {
+    int n2 = 1;
+    while (n2 * 2 <= n_head) n2 *= 2;
+    float base = h < n2 ? -max_bias / n2 : -(max_bias / 2.0f) / n2;
+    int power = h < n2 ? h + 1 : 2 * (h - n2) + 1;
+    return exp_f(base * (float)power * 0.693147180559945f); /* (2^base)^power, freestanding: no powf */
+}
+
+/* out (n, n_head * head_dim_v) = softmax(q k^T kq_scale) v over the keys of each token's sequence; the scores
+ * soft-capped (softcap > 0: softcap tanh(s / softcap)), minus slope_h |p_j - p| (ALiBi, max_bias > 0), sinks
+ * (n_head,) joined to the denominator (NULL: none).
  * Token i (position pos[i], sequence seq[i]) sees, causal: positions max(0, p - window + 1) .. p
  * (window 0: 0 .. p); non-causal: 0 .. seq_len[seq] - 1. Query head h reads KV head h / (n_head / n_head_kv). */
 EXPORT void llamay_attention(float *out, const float *q, const float *k_cache, const float *v_cache, int32_t layer,
                              int32_t n_slots, int32_t n, const int32_t *pos, const int32_t *seq, const int32_t *pages,
                              const int32_t *page_off, const int32_t *seq_len, int32_t page_size, int32_t n_head,
                              int32_t n_head_kv, int32_t head_dim, int32_t head_dim_v, float kq_scale, int32_t causal,
-                             int32_t window) {
+                             int32_t window, float softcap, float max_bias, const float *sinks) {
     int group = n_head / n_head_kv;
+    float slopes[GROUP];
     int kdim = n_head_kv * head_dim, vdim = n_head_kv * head_dim_v;
     const float *kc = k_cache + (size_t)layer * n_slots * kdim;
     const float *vc = v_cache + (size_t)layer * n_slots * vdim;
@@ -150,9 +186,11 @@ EXPORT void llamay_attention(float *out, const float *q, const float *k_cache, c
         for (int kv = 0; kv < n_head_kv; kv++) {
             for (int g0 = 0; g0 < group; g0 += GROUP) {
                 int h = kv * group + g0, ng = group - g0 < GROUP ? group - g0 : GROUP;
+                for (int g = 0; g < ng && max_bias > 0.0f; g++) slopes[g] = alibi_slope(h + g, n_head, max_bias);
+                Scoring sc = {kq_scale, softcap, p, max_bias > 0.0f ? slopes : 0, sinks ? sinks + h : 0};
                 attend_heads(out + ((size_t)i * n_head + h) * head_dim_v, q + ((size_t)i * n_head + h) * head_dim, ng,
                              kc + kv * head_dim, vc + kv * head_dim_v, kdim, vdim, pages, page_size, page_off[s], lo,
-                             hi, head_dim, head_dim_v, kq_scale);
+                             hi, head_dim, head_dim_v, &sc);
             }
         }
     }

@@ -201,6 +201,27 @@ EXPORT void llamay_gelu(float *x, int32_t count, const float *table) {
     for (int32_t i = 0; i < count; i++) x[i] = gelu_1(x[i], table);
 }
 
+/* out = g / (1 + exp(-alpha g)) (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit): ggml's swiglu_oai */
+EXPORT void llamay_swiglu_oai(float *out, const float *gate, const float *up, int32_t count, double alpha,
+                              double limit) {
+    float a = (float)alpha, lim = (float)limit;
+    for (int32_t i = 0; i < count; i++) {
+        float g = gate[i] < lim ? gate[i] : lim, u = up[i] < lim ? up[i] : lim;
+        u = u > -lim ? u : -lim;
+        out[i] = g / (1.0f + exp_f(a * -g)) * (u + 1.0f);
+    }
+}
+
+/* x = cap tanh(x / cap), 4 lanes at a time (gemma2's final logits) */
+EXPORT void llamay_softcap(float *x, double cap, int32_t count) {
+    float c = (float)cap;
+    v128_t cv = wasm_f32x4_splat(c);
+    int32_t i = 0;
+    for (; i + 4 <= count; i += 4)
+        wasm_v128_store(x + i, wasm_f32x4_mul(cv, tanh_x4(wasm_f32x4_div(wasm_v128_load(x + i), cv))));
+    for (; i < count; i++) x[i] = c * wasm_f32x4_extract_lane(tanh_x4(wasm_f32x4_splat(x[i] / c)), 0);
+}
+
 /* the index of the largest of x[0..n), the lowest index on ties */
 EXPORT int32_t llamay_argmax(const float *x, int32_t n) {
     int best = 0;
