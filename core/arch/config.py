@@ -40,6 +40,11 @@ class Pooling(StrEnum):
 POOLING_TYPES = {0: Pooling.NONE, 1: Pooling.MEAN, 2: Pooling.CLS, 3: Pooling.LAST, 4: Pooling.RANK}
 
 
+def swa_pattern(n_layer: int, period: int) -> tuple[bool, ...]:
+    """Per layer, whether it uses the sliding window, in llama.cpp's pattern: all but the last of each period."""
+    return tuple(i % period < period - 1 for i in range(n_layer))
+
+
 @dataclass(frozen=True)
 class RopeConfig:
     kind: Rope

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from ..gguf import GGUFFile, Keys
-from .config import Activation, ModelConfig, Norm, Rope
+from .config import Activation, ModelConfig, Norm, Rope, swa_pattern
 from .family import decoder_config
 from .meta import MAX_CONTEXT
 from .params import key
@@ -36,7 +36,7 @@ def config(f: GGUFFile, arch: str = "gemma2") -> ModelConfig:
         embed_scale=lambda m, common, p: math.sqrt(common["n_embd"]),
         attn_scale=_attn_scale,
         sliding_window=lambda m, common, p: p.sliding_window,
-        swa_layers=lambda m, common, p: tuple(i % SWA_PERIOD < SWA_PERIOD - 1 for i in range(common["n_layer"])),
+        swa_layers=lambda m, common, p: swa_pattern(common["n_layer"], SWA_PERIOD),
         attn_softcap=lambda m, common, p: p.attn_logit_softcapping,
         final_softcap=lambda m, common, p: p.final_logit_softcapping,
     )  # fmt: skip

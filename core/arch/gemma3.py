@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ..gguf import GGUFFile, Keys
-from .config import Activation, ModelConfig, Norm, Rope
+from .config import Activation, ModelConfig, Norm, Rope, swa_pattern
 from .layers import Pass, attention, ffn, norm
 from .meta import MAX_CONTEXT, Meta
 from .params import key, read_params
@@ -41,7 +41,7 @@ def config(f: GGUFFile, arch: str = "gemma3") -> ModelConfig:
         embed_scale=math.sqrt(common["n_embd"]),
         tied_output=True,
         sliding_window=params.sliding_window,
-        swa_layers=tuple(i % SWA_PERIOD < SWA_PERIOD - 1 for i in range(n_layer)),
+        swa_layers=swa_pattern(n_layer, SWA_PERIOD),
         params=params,
     )
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..gguf import GGUFFile, Keys
 from . import moe
-from .config import ModelConfig, Norm, Rope
+from .config import ModelConfig, Norm, Rope, swa_pattern
 from .family import decoder_config
 from .meta import MAX_CONTEXT
 from .names import T, weight
@@ -36,7 +36,7 @@ def config(f: GGUFFile, arch: str = "gpt-oss") -> ModelConfig:
     cfg = decoder_config(
         f, arch, norm=Norm.RMS, rope=Rope.NEOX, params=Params,
         sliding_window=lambda m, common, p: p.sliding_window,
-        swa_layers=lambda m, common, p: tuple(i % SWA_PERIOD < SWA_PERIOD - 1 for i in range(common["n_layer"])),
+        swa_layers=lambda m, common, p: swa_pattern(common["n_layer"], SWA_PERIOD),
     )  # fmt: skip
     p = moe.check(cfg.params, f.name, arch)
     return dataclasses.replace(cfg, params=p)
