@@ -9,10 +9,11 @@ stored once:
     pos:     -      -      17 (BYTES) 9 (return)  4 (BYTES)
     parent:  -      -      3          0           3        stacks 2 and 4 share the tail 3 -> EMPTY
 
+Node 0 is EMPTY (the grammar is complete); node 1 is EXIT, the floor of a *truncated* stack: reaching it means
+control returned below the frames being analysed (the mask engine uses that to cache work per top of stack).
 A frame of a counted repetition (REP, `x{0,4096}`) is a node with a count: `(pos, parent, count)`, the copies
 begun so far; when a copy returns into it, another begins (count < max) or control goes on after the REP
-(count >= min). Node 0 is EMPTY (the grammar is complete); node 1 is EXIT, the floor of a *truncated* stack: reaching it means
-control returned below the frames being analysed (the mask engine uses that to cache work per top of stack).
+(count >= min).
 
 A *state* is the set of stacks the grammar could be in after the bytes so far (the grammar may be ambiguous).
 States are interned too, and each caches its transitions: `step(state, byte)` computes a transition once, after

@@ -6,7 +6,8 @@
 
 Each rule is a list of alternatives; each alternative is a run of elements ending in END, starting at one of
 `rule_alts[rule]`. An element is BYTES (a 256-bit set: the next byte must be in it), REF (run that rule, then
-come back) or REP (run a rule min..max times, counting: `reps[arg]` is (rule, min, max)). Literals become one BYTES per UTF-8 byte; a character class becomes one BYTES when it is ASCII-only,
+come back) or REP (run a rule min..max times, counting: `reps[arg]` is (rule, min, max)). Literals become one
+BYTES per UTF-8 byte; a character class becomes one BYTES when it is ASCII-only,
 else a small generated rule of UTF-8 byte-range alternatives. Repetition is rewritten like llama.cpp's:
 `x{2,4}` -> `x x R2` with `R2 ::= x R1 | ""`, `R1 ::= x | ""`; `x*` -> `S` with `S ::= x S | ""`.
 
@@ -373,7 +374,7 @@ def _derives(bodies: list, reps: list[tuple[int, int, int]], nullable: bool) -> 
     return done
 
 
-def _check_left_recursion(bodies: list, reps: list[tuple[int, int, int]], nullable: list[bool], names: list[str]) -> None:
+def _check_left_recursion(bodies: list, reps: list, nullable: list[bool], names: list[str]) -> None:
     """Refuse a rule that can reach itself through leftmost references without consuming a byte."""
     left: list[list[int]] = []
     for alts in bodies:

@@ -18,7 +18,7 @@ CASES = {
     "exact": 'root ::= ("ab" | "c"){20}',
     "nested": 'root ::= ( [ab]{0,18} ";" ){0,19}',
     "unbounded": 'root ::= "x"{18,} "y"',
-    "multibyte": 'root ::= [a-zé😀]{0,25}',
+    "multibyte": "root ::= [a-zé😀]{0,25}",
 }
 
 
