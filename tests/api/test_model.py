@@ -196,3 +196,24 @@ def test_chat_with_tools_shows_a_control_token_marker_to_the_parser(tmp_path):
         assert content is None and [c["name"] for c in calls] == ["add"]
         assert set(calls[0]["arguments"]) == {"a", "b"} and 0 <= calls[0]["arguments"]["a"] <= 99
         assert "".join(mistral_tool_reply(model, marker, stream=True)) == reply
+
+
+def test_browser_session_shows_a_control_token_marker_to_the_parser(tmp_path):
+    """The browser worker's Session (web/py) decodes a tool reply as the library does: Mistral's `[TOOL_CALLS]`
+    control token shows, so its tool_reply reads the call; the reply equals the library's for the same request."""
+    from tests.models.tiny_tools import write_mistral_tools
+
+    path = tmp_path / "tiny-mistral-tools.gguf"
+    marker = write_mistral_tools(path)
+    with llamay.load(path) as model:
+        library = mistral_tool_reply(model, marker)
+    session = paths.web_py_module().Session(bytearray(path.read_bytes()), path.name)
+    msgs = [{"role": "user", "content": "Add 2 and 3."}]
+    params = {"tools": [ADD_TOOL], "tool_choice": "required", "max_tokens": 200, "temperature": 0,
+              "logit_bias": {str(marker): 100}}  # fmt: skip
+    text = "".join(session.generate("chat", msgs, params))
+    assert text == library
+    reply = session.tool_reply(text, "stop")
+    assert reply["finish_reason"] == "tool_calls" and reply["content"] is None
+    assert [c["function"]["name"] for c in reply["tool_calls"]] == ["add"]
+    assert set(json.loads(reply["tool_calls"][0]["function"]["arguments"])) == {"a", "b"}

@@ -208,7 +208,7 @@ class Session:
             tpl = self.model.tokenizer.chat_template_source
             plan = plan_tools(tpl, params.get("tools") or None, params.get("tool_choice"),
                               params.get("parallel_tool_calls"))  # fmt: skip
-            template_tools = None
+            template_tools, decoder = None, None
             if plan is not None:
                 if constraint is not None:
                     why = "cannot constrain a reply that may call tools: their grammar does (or tool_choice: none)"
@@ -216,9 +216,10 @@ class Session:
                     raise RequestFieldError(given, why)
                 messages, template_tools = plan.messages(messages), plan.template_tools
                 constraint = plan.constraint(self.model.tokenizer)
+                decoder = plan.decoder(self.model.tokenizer)  # the parser reads the syntax's marker tokens
                 self._plan = plan
             return self.engine.chat(messages, int(max_tokens), sampling, stop, tools=template_tools,
-                                    constraint=constraint)  # fmt: skip
+                                    constraint=constraint, decoder=decoder)  # fmt: skip
         for name in ("tools", "tool_choice", "parallel_tool_calls"):
             if params.get(name) is not None:
                 raise RequestFieldError(name, "is a chat field: a text completion calls no tools")
