@@ -292,7 +292,7 @@ def _plain_command(op: Op):
         or any(c.kind not in AS_IS.get(p.kind, ()) for p, c in zip(op.params, ex.params, strict=True))
     ):
         raise ImportError(f"the wasm backend has no method for op {op.name}, and {ex and ex.name} does not take "
-                          "its arguments as they are or it returns {op.result}")  # fmt: skip
+                          f"its arguments as they are or it returns {op.result}")  # fmt: skip
     code = OPS[ex.name]
 
     def method(self, *args):
