@@ -252,15 +252,23 @@ class Automaton:
         """The state after `byte`, or None when no stack accepts it (memoized in `st.trans`)."""
         t = st.trans[byte]
         if t is None:
-            out: set[int] = set()
+            found: list[tuple[int, ...]] = []
             kind_arg, node_pos, node_parent = self.arg, self.node_pos, self.node_parent
             for s in st.stacks:
                 if s <= EXIT:
                     continue
                 p = node_pos[s]
                 if kind_arg[p] >> byte & 1:
-                    out.update(self.closure(p + 1, node_parent[s]))
-            t = self.state(out) if out else False
+                    found.append(self.closure(p + 1, node_parent[s]))
+            if len(found) == 1:  # the common case: one stack takes the byte, its closure is already sorted
+                t = self.state(found[0]) if found[0] else False
+            elif found:
+                out: set[int] = set()
+                for c in found:
+                    out.update(c)
+                t = self.state(out) if out else False
+            else:
+                t = False
             st.trans[byte] = t
         return t or None
 
