@@ -113,6 +113,9 @@ class WasmBackend:
         base = self.rt.base
         ctypes.memmove(base + dst + F32 * dst_off, base + src + F32 * src_off, F32 * n)
 
+    def sync(self) -> None:  # every kernel runs when it is called (llamay_exec returns when it is done)
+        pass
+
     def _scratch_for(self, nbytes: int) -> int:
         if nbytes > self._scratch_bytes:
             self._scratch_bytes = max(nbytes, 2 * self._scratch_bytes)
