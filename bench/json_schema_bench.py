@@ -27,9 +27,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from constraint_masks import default_model
 from workers import Timeout, WorkerProcess, alarm
 
-MODEL = Path.home() / ".cache/llamay/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL = default_model()
 LLG_DEFAULTS = {"whitespace_flexible": True}
 
 
