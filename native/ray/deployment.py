@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 from ray import serve
 from ray.serve.config import AutoscalingConfig, RequestRouterConfig
+from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
 from .asgi_bridge import run_asgi
@@ -23,14 +24,17 @@ DEFAULTS: dict[str, Any] = {"model": None, "replicas": 1, "min_replicas": None, 
                             "parallel": 4, "queue": 64, "ctx_size": None, "threads": 1, "backend": None,
                             "routing": "prefix", "num_cpus": 1.0, "max_ongoing_requests": None,
                             "prefix_chars": PREFIX_CHARS, "stats_period_s": 2.0, "api_key": None,
-                            "graceful_shutdown_timeout_s": 30.0}  # fmt: skip
+                            "graceful_shutdown_timeout_s": 30.0, "max_queued_requests": None, "host": "127.0.0.1",
+                            "allowed_hosts": (), "cors_origins": ()}  # fmt: skip
+LISTS = ("allowed_hosts", "cors_origins")  # `serve run ... allowed_hosts=a.example,b.example`
 
 
 class Engine:
     """One replica: a llamay server (the routes of `llamay serve`) run in process, request by request."""
 
     def __init__(self, model: str | None, parallel: int, queue: int, ctx_size: int | None, threads: int,
-                 backend: str | None, api_key: str | None) -> None:  # fmt: skip
+                 backend: str | None, api_key: str | None, host: str = "127.0.0.1",
+                 allowed_hosts: tuple[str, ...] = (), cors_origins: tuple[str, ...] = ()) -> None:  # fmt: skip
         from llamay.native.server import Service, create_app
         from llamay.native.store import DEFAULT_MODEL, resolve
 
@@ -44,8 +48,10 @@ class Engine:
         be = self.service.generator.model.backend
         if threads and hasattr(be, "set_threads"):
             be.set_threads(threads)
-        # the Host and Origin rules stay at Ray's proxy; the replica answers whatever the ingress forwards
-        self.app = create_app(self.service, api_key=api_key, allowed_hosts=("*",))
+        # the ingress forwards the client's headers: the Host and Origin rules of `llamay serve` apply here, with
+        # the proxy's address as the bound one (Ray's proxy has no such rule of its own)
+        self.app = create_app(self.service, api_key=api_key, bound=host, allowed_hosts=tuple(allowed_hosts),
+                              cors_origins=tuple(cors_origins))  # fmt: skip
         self.replica = serve.get_replica_context().replica_id.unique_id
         self.started = False
 
@@ -111,10 +117,14 @@ class Ingress:
                 retried = "429"
                 stream.cancel()
                 stream, head = await self._start(req, key, head["replica"])
+        except BackPressureError:
+            return error(429, "every replica is busy and the ingress's queue is full: retry later", "queue_full")
         except GONE as e:  # died before answering: nothing was sent, so it is safe to send it once elsewhere
             retried = "replica-died"
             try:
                 stream, head = await self._start(req, key, None)
+            except BackPressureError:
+                return error(429, "every replica is busy and the ingress's queue is full: retry later", "queue_full")
             except GONE:
                 return error(503, f"the replicas serving this model stopped before answering ({e.__class__.__name__}); "
                               "retry when Ray has restarted them", "replica_unavailable")  # fmt: skip
@@ -141,14 +151,17 @@ def build_app(args: dict[str, Any]) -> Any:
     o = {**DEFAULTS, **{k: v for k, v in args.items() if v is not None}}
     if o["routing"] not in ROUTINGS:
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, not {o['routing']!r}")
-    ints = ("replicas", "parallel", "queue", "threads")
-    for k in ints:
+    for k in ("replicas", "parallel", "queue", "threads"):
         o[k] = int(o[k])
+    for k in LISTS:
+        o[k] = tuple(x for x in o[k].split(",") if x) if isinstance(o[k], str) else tuple(o[k])
     options: dict[str, Any] = {
         "name": "Engine",
         "ray_actor_options": {"num_cpus": float(o["num_cpus"]),
                               "runtime_env": {"env_vars": {"LLAMAY_THREADS": str(o["threads"] or os.cpu_count())}}},
         "max_ongoing_requests": int(o["max_ongoing_requests"] or o["parallel"] + o["queue"]),
+        # beyond every replica's max_ongoing_requests, this many wait in the ingress; more get 429 (BackPressureError)
+        "max_queued_requests": int(o["max_queued_requests"] if o["max_queued_requests"] is not None else o["queue"]),
         "graceful_shutdown_timeout_s": float(o["graceful_shutdown_timeout_s"]),
         "health_check_period_s": 5.0,
     }  # fmt: skip
@@ -166,4 +179,5 @@ def build_app(args: dict[str, Any]) -> Any:
     engine = serve.deployment(Engine).options(**options)
     ingress = serve.deployment(Ingress).options(name="Ingress", ray_actor_options={"num_cpus": 0})
     return ingress.bind(engine.bind(o["model"], o["parallel"], o["queue"], o["ctx_size"], o["threads"],
-                                    o["backend"], o["api_key"]), int(o["prefix_chars"]))  # fmt: skip
+                                    o["backend"], o["api_key"], o["host"], o["allowed_hosts"], o["cors_origins"]),
+                        int(o["prefix_chars"]))  # fmt: skip

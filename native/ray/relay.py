@@ -25,9 +25,11 @@ def route_key(route: str, body: bytes, chars: int) -> str | None:
 
 async def relay(stream: Any, content_type: str) -> AsyncIterator[bytes]:
     """The replica's body chunks; if its process dies mid-stream, a last error event in the route's format."""
+    done = False
     try:
         async for chunk in stream:
             yield chunk
+        done = True
     except GONE as e:
         msg = (f"the replica serving this request stopped mid-stream ({e.__class__.__name__}); the answer is "
                "incomplete: send the request again")  # fmt: skip
@@ -36,6 +38,10 @@ async def relay(stream: Any, content_type: str) -> AsyncIterator[bytes]:
             yield f"data: {json.dumps(err)}\n\ndata: [DONE]\n\n".encode()
         else:  # NDJSON (Ollama) or a body cut short: Ollama's error line
             yield (json.dumps({"error": msg}) + "\n").encode()
+        done = True
+    finally:
+        if not done:  # the client went away: the replica's generator is stopped, and its llamay stream releases
+            stream.cancel()
 
 
 def error(status: int, message: str, code: str) -> JSONResponse:
