@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replicas", type=int, default=2, help="engine replicas, each a whole llamay server (default 2)")
     p.add_argument("--min-replicas", type=int, help="autoscale: fewest replicas (Ray's autoscaling_config)")
     p.add_argument("--max-replicas", type=int, help="autoscale: most replicas")
-    p.add_argument("--routing", choices=("prefix", "default"), default="prefix",
-                   help="prefix: a prompt's leading part picks its replica; default: Ray's power of two")  # fmt: skip
+    p.add_argument("--routing", choices=("prefix", "random", "default"), default="prefix",
+                   help="prefix: the prompt's start picks its replica; random: any; default: Ray's own")  # fmt: skip
     p.add_argument("--prefix-chars", type=int, default=512, help="characters of the prompt's start keyed (512)")
     p.add_argument("--address", help="the Ray cluster to join (auto, ray://HOST:10001; default: start one here)")
     p.add_argument("--host", default="127.0.0.1", help="address Ray's HTTP proxy binds (default 127.0.0.1)")

@@ -19,7 +19,7 @@ from .prefix_key import PREFIX_CHARS
 from .relay import GONE, MAX_BODY, REPLICA_HEADER, RETRY_HEADER, error, relay, route_key
 from .router import AVOID_KWARG, KEY_KWARG
 
-ROUTINGS = ("prefix", "default")
+ROUTINGS = {"prefix": "PrefixRouter", "random": "RandomRouter", "default": None}  # default: Ray's own
 DEFAULTS: dict[str, Any] = {"model": None, "replicas": 1, "min_replicas": None, "max_replicas": None,
                             "parallel": 4, "queue": 64, "ctx_size": None, "threads": 1, "backend": None,
                             "routing": "prefix", "num_cpus": 1.0, "max_ongoing_requests": None,
@@ -172,9 +172,9 @@ def build_app(args: dict[str, Any]) -> Any:
                                                           initial_replicas=min(max(o["replicas"], lo), hi))  # fmt: skip
     else:
         options["num_replicas"] = o["replicas"]
-    if o["routing"] == "prefix":
+    if ROUTINGS[o["routing"]]:
         options["request_router_config"] = RequestRouterConfig(
-            request_router_class="llamay.native.ray.router:PrefixRouter",
+            request_router_class=f"llamay.native.ray.router:{ROUTINGS[o['routing']]}",
             request_routing_stats_period_s=float(o["stats_period_s"]))  # fmt: skip
     engine = serve.deployment(Engine).options(**options)
     ingress = serve.deployment(Ingress).options(name="Ingress", ray_actor_options={"num_cpus": 0})

@@ -6,6 +6,7 @@ full (at `max_ongoing_requests`, or reporting a full llamay queue), the next ran
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,3 +59,14 @@ class PrefixRouter(RequestRouter):
         ranks = rank(kwargs.get(KEY_KWARG), [(rid, r.routing_stats or {}) for rid, r in by_id.items()],
                      kwargs.get(AVOID_KWARG))  # fmt: skip
         return [[by_id[rid] for rid in ids] for ids in ranks]
+
+
+class RandomRouter(RequestRouter):
+    """A baseline for tests and benchmarks (`routing=random`): any replica, uniformly, whatever its prompt."""
+
+    async def choose_replicas(
+        self, candidate_replicas: list[RunningReplica], pending_request: PendingRequest | None = None
+    ) -> list[list[RunningReplica]]:
+        order = list(candidate_replicas)
+        random.shuffle(order)
+        return [[r] for r in order]

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from llamay.native.ray.router import full, rank, rendezvous  # noqa: E402
+from llamay.native.ray.router import full, rank, rendezvous
 
 IDLE = {"running": 0, "queued": 0, "queue": 4}
 
