@@ -25,7 +25,7 @@ DEFAULTS: dict[str, Any] = {"model": None, "replicas": 1, "min_replicas": None, 
                             "routing": "prefix", "num_cpus": 1.0, "max_ongoing_requests": None,
                             "prefix_chars": PREFIX_CHARS, "stats_period_s": 2.0, "api_key": None,
                             "graceful_shutdown_timeout_s": 30.0, "max_queued_requests": None, "host": "127.0.0.1",
-                            "allowed_hosts": (), "cors_origins": ()}  # fmt: skip
+                            "allowed_hosts": (), "cors_origins": (), "autoscaling": None}  # fmt: skip
 LISTS = ("allowed_hosts", "cors_origins")  # `serve run ... allowed_hosts=a.example,b.example`
 
 
@@ -143,6 +143,24 @@ class Ingress:
         return stream, await stream.__anext__()
 
 
+def autoscaling(o: dict[str, Any]) -> AutoscalingConfig:
+    """Ray's autoscaling_config: `autoscaling` (a dict of its fields, from a Serve config file) passed through, with
+    min_replicas / max_replicas as shortcuts; a replica is busy beyond its decode batch (target: `parallel`)."""
+    extra = dict(o["autoscaling"] or {})
+    known = set(getattr(AutoscalingConfig, "model_fields", None) or AutoscalingConfig.__fields__)
+    if unknown := sorted(set(extra) - known):
+        raise ValueError(f"unknown autoscaling option(s) {', '.join(unknown)}; Ray's: {', '.join(sorted(known))}")
+    lo = int(o["min_replicas"] if o["min_replicas"] is not None else extra.pop("min_replicas", 1))
+    hi = int(o["max_replicas"] if o["max_replicas"] is not None else extra.pop("max_replicas", max(lo, o["replicas"])))
+    extra.pop("min_replicas", None), extra.pop("max_replicas", None)
+    fields = {"min_replicas": lo, "max_replicas": hi, "initial_replicas": min(max(o["replicas"], lo), hi),
+              "target_ongoing_requests": o["parallel"], **extra}  # fmt: skip
+    try:
+        return AutoscalingConfig(**fields)
+    except (TypeError, ValueError) as e:  # pydantic names the field and what is wrong with it
+        raise ValueError(f"autoscaling options {fields}: {e}") from None
+
+
 def build_app(args: dict[str, Any]) -> Any:
     """The application for `serve.run` or `serve run module:build_app key=value ...` (see DEFAULTS)."""
     unknown = sorted(set(args) - set(DEFAULTS))
@@ -165,11 +183,8 @@ def build_app(args: dict[str, Any]) -> Any:
         "graceful_shutdown_timeout_s": float(o["graceful_shutdown_timeout_s"]),
         "health_check_period_s": 5.0,
     }  # fmt: skip
-    if o["min_replicas"] is not None or o["max_replicas"] is not None:
-        lo = int(o["min_replicas"] if o["min_replicas"] is not None else 1)
-        hi = int(o["max_replicas"] if o["max_replicas"] is not None else max(lo, o["replicas"]))
-        options["autoscaling_config"] = AutoscalingConfig(min_replicas=lo, max_replicas=hi,
-                                                          initial_replicas=min(max(o["replicas"], lo), hi))  # fmt: skip
+    if o["min_replicas"] is not None or o["max_replicas"] is not None or o["autoscaling"]:
+        options["autoscaling_config"] = autoscaling(o)
     else:
         options["num_replicas"] = o["replicas"]
     if ROUTINGS[o["routing"]]:
