@@ -29,7 +29,14 @@ from pathlib import Path
 
 from workers import Timeout, WorkerProcess, alarm
 
-MODEL = Path.home() / ".cache/llamay/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def model() -> str:
+    """SmolLM2-135M's GGUF from the model store (`llamay pull`): its tokenizer tokenizes the instances."""
+    from llamay.native.store import resolve_model
+
+    return str(resolve_model("smollm2", log=lambda m: print(m, file=sys.stderr)))
+
 LLG_DEFAULTS = {"whitespace_flexible": True}
 
 
@@ -67,7 +74,7 @@ class Llamay:
             from llamay.gguf import open_gguf
             from llamay.tokenizer import load_tokenizer
 
-            self.vocab = ConstraintVocab.for_tokenizer(load_tokenizer(open_gguf(str(MODEL))))
+            self.vocab = ConstraintVocab.for_tokenizer(load_tokenizer(open_gguf(model())))
         c = GrammarConstraint(compiled[0], self.vocab)
         st, out = c.start(), []
         for t in tokens:
@@ -91,7 +98,7 @@ class LLGuidance:
         from constraint_masks import lltokenizer
 
         self.llg = llguidance
-        self.tok = lltokenizer(load_tokenizer(open_gguf(str(MODEL))))
+        self.tok = lltokenizer(load_tokenizer(open_gguf(model())))
 
     def compile(self, schema: object) -> object:
         grammar = self.llg.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_DEFAULTS)
@@ -271,7 +278,7 @@ def main() -> None:
     from llamay.gguf import open_gguf
     from llamay.tokenizer import load_tokenizer
 
-    tok = load_tokenizer(open_gguf(str(MODEL)))
+    tok = load_tokenizer(open_gguf(model()))
     files = sorted(Path(args.dir).expanduser().glob("*.json"))[:: args.every]
     sides = {
         "llamay": worker_side("llamay", args.llamay_python, args),

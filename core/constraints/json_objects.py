@@ -82,7 +82,11 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
         extra = _pattern_members(c, patterns, nodes, child, path)
     elif extra_allowed:
         extra = _additional(c, addl, [*props, *forbidden], child, path)
-    return f'"{{" space {members(c, items, extra, child, extra_lo, extra_hi)} "}}" space'
+    if not c.listed_order and 1 < len(items) <= ANY_ORDER and not extra_lo and extra_hi is None and c.max_items is None:
+        body = any_order(c, items, extra, child, path)
+    else:
+        body = members(c, items, extra, child, extra_lo, extra_hi)
+    return f'"{{" space {body} "}}" space'
 
 
 def _listed(c: Any, schema: dict, path: str) -> tuple[dict, set, dict, dict, Any]:
@@ -175,14 +179,16 @@ def _literal(name: str) -> str:
 
 def _additional(c: Any, addl: Any, props: list[str], child, path: str) -> str:
     value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
-    if props:
-        key_rule = c.fresh(child("additional-k"))
+    names = tuple(sorted(set(props)))
+    key_rule = c.key_rules.get(names)
+    if key_rule is None and props:  # one exclusion per set of names (Kubernetes objects share theirs)
+        key_rule = c.key_rules[names] = c.fresh(child("additional-k"))
         c.budget.charge(sum(map(len, props)), f"{path}/additionalProperties")
-        fresh = lambda: c.fresh(key_rule)  # noqa: E731
-        for rule, rhs in key_excluding(list(props), key_rule, c.max_string_length, fresh).items():
+        fresh = lambda: c.fresh("k")  # noqa: E731  (short: one rule per character of the names)
+        for rule, rhs in key_excluding(list(names), key_rule, c.max_string_length, fresh).items():
             c.budget.charge(len(rhs), f"{path}/additionalProperties")
             c.rules[rule] = rhs
-    else:
+    elif not props:
         key_rule = c.use("string")
     return c.add_rule(child("additional-kv"), f'{key_rule} ":" space {c.named(value, child("add"))}')
 
@@ -198,6 +204,29 @@ def _pattern_members(c: Any, patterns: dict, nodes: dict, child, path: str) -> s
         keys.append(key)
     key_rule = keys[0] if len(keys) == 1 else c.add_rule(child("pattern-key"), " | ".join(keys))
     return c.add_rule(child("pattern-kv"), f'{key_rule} ":" space {value}')
+
+
+ANY_ORDER = 6  # objects of at most this many listed properties take them in any order (2^n rules); others in order
+
+
+def any_order(c: Any, items: list[tuple[str, bool]], extra: str | None, child, path: str) -> str:
+    """Object members with the listed ones in any order, each at most once (the required ones once), and
+    `extra` ones anywhere between: one rule per set of listed members written so far."""
+    n = len(items)
+    c.budget.charge((n + 2) << n, f"{path}/properties")
+    names = [c.fresh(child("any-order")) for _ in range(1 << n)]
+    required = sum(1 << i for i, (_, req) in enumerate(items) if req)
+    for done in range(1 << n):  # after at least one member, `done` being the listed ones written
+        alts = [f'"," space {kv} {names[done | 1 << i]}' for i, (kv, _) in enumerate(items) if not done >> i & 1]
+        if extra:
+            alts.append(f'"," space {extra} {names[done]}')
+        if done & required == required:
+            alts.append('""')
+        c.rules[names[done]] = " | ".join(alts)
+    first = [f"{kv} {names[1 << i]}" for i, (kv, _) in enumerate(items)]
+    if extra:
+        first.append(f"{extra} {names[0]}")
+    return "(" + " | ".join(first) + ")" + ("" if required else "?")
 
 
 def members(c: Any, items: list[tuple[str, bool]], extra: str | None, child, extra_lo: int = 0, extra_hi=None) -> str:

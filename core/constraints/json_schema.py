@@ -60,12 +60,14 @@ from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
-LLAMACPP = {"closed_objects": True, "anchored_patterns": True}  # llama.cpp's generation choices (a subset)
+LLAMACPP = {"closed_objects": True, "anchored_patterns": True, "listed_order": True}  # llama.cpp's generation choices (a subset)
 _FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
 
 
 def _rule_base(name: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "value"
+    """A rule name after `name`: its last 40 characters (names are repeated in every reference: a Kubernetes
+    schema's URI-long names made most of its GBNF text)."""
+    return re.sub(r"[^a-zA-Z0-9-]+", "-", name)[-40:].strip("-") or "value"
 
 
 def json_literal(value: Any) -> str:
@@ -92,12 +94,14 @@ class SchemaCompiler:
         refuse_unknown: bool = False,
         closed_objects: bool = False,
         anchored_patterns: bool = False,
+        listed_order: bool = False,
     ) -> None:
         self.schema = schema
         self.strict = strict
         self.refuse_unknown = refuse_unknown
         self.closed_objects = closed_objects
         self.anchored_patterns = anchored_patterns
+        self.listed_order = listed_order
         self.unknown_keywords: list[str] = []  # JSON pointers of the unknown keywords ignored
         self.max_string_length = max_string_length
         self.max_items = max_items
@@ -113,6 +117,7 @@ class SchemaCompiler:
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, str], str] = {}  # (base name, body) -> its rule
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
+        self.key_rules: dict[tuple[str, ...], str] = {}  # listed names -> the rule of a key that is none of them
 
     # -- output -----------------------------------------------------------------------------------------------
 

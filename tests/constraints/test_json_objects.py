@@ -25,8 +25,23 @@ def test_other_properties_never_repeat_a_listed_name():
     a = automaton(schema_to_gbnf(PERSON))
     assert not a.accepts_bytes(b'{"name":"a","age":3,"age":"x"}')
     assert not a.accepts_bytes(b'{"name":"a","name":2}')
-    for other in (b"x", b"ax", b"nb", b"a", b""):  # beside the names (followed KEY_DEPTH = 2 characters deep)
+    for other in (b"x", b"ax", b"nb", b"a", b"", b"nam", b"namex", b"name ", b"ag", b"agE", b"age0"):  # any other key
         assert a.accepts_bytes(b'{"name":"a","' + other + b'":1}'), other
+
+
+def test_other_keys_are_exactly_the_complement_of_the_listed_names():
+    import random
+
+    from llamay.constraints.json_strings import key_excluding
+
+    names = ["fsType", "fs", "path", "pathX", "readOnly", "ab", "abcdefgh", "é"]
+    rules = key_excluding(names, "root")
+    a = automaton("".join(f"{k} ::= {v}\n" for k, v in rules.items()) + 'space ::= ""\n')
+    rng = random.Random(0)
+    keys = {n[:i] + x for n in names for i in range(len(n) + 1) for x in ("", "x", "T", "é")}
+    keys |= {"".join(rng.choice("fsTypeathXé ") for _ in range(rng.randrange(8))) for _ in range(500)}
+    wrong = [k for k in keys if a.accepts_bytes(f'"{k}"'.encode()) != (k not in names)]
+    assert wrong == []
 
 
 @pytest.mark.parametrize(
