@@ -75,6 +75,10 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return {**av, **v}
     if k == "patternProperties":  # a pattern in both: both its schemas
         return {**av, **{p: {"allOf": [av[p], s]} if p in av else s for p, s in v.items()}}
+    if k == "not":  # neither: not either
+        return {"anyOf": [av, v]}
+    if k == "allOf":
+        return [*av, *v]
     if k == "anyOf":
         c.budget.charge(len(av) * len(v), f"{path}/anyOf")
         return [{"allOf": [x, y]} for x in av for y in v]
@@ -90,6 +94,7 @@ def merge_properties(a: dict, b: dict) -> tuple[dict, set]:
         cb = pb.get(name, addl_b)
         if ca is False or cb is False:
             excluded.add(name)
+            props[name] = False  # (kept: the property is forbidden, not unknown)
             continue
         parts = [x for x in (ca, cb) if x not in (None, True)]
         props[name] = True if not parts else parts[0] if len(parts) == 1 else {"allOf": parts}

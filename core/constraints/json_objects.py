@@ -69,7 +69,7 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
     if extra_hi == 0:
         extra_allowed = False
     c.use("space")
-    if not props and not patterns and addl is True and not extra_lo and extra_hi is None:
+    if not props and not forbidden and not patterns and addl is True and not extra_lo and extra_hi is None:
         return c.use("object")  # any object
     child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
     items = []

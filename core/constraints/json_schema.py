@@ -50,12 +50,13 @@ from .json_keywords import (
     text_depth,
     type_matches,
 )
+from .json_negation import negate
 from .json_numbers import integer_bounds, integer_range, number_range
 from .json_objects import matches_nothing, object_rule
 from .json_refs import DEFAULT_BASE, Resolver
 from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
 from .lexicon import word_trie
-from .limits import Budget, ConstraintLimits, budget_of
+from .limits import Budget, ConstraintLimitError, ConstraintLimits, budget_of
 from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
@@ -312,18 +313,11 @@ class SchemaCompiler:
             return rest
         if negated is True or not (set(negated) & VOCABULARY):
             return False
-        if set(negated) & VOCABULARY == {"type"}:
-            t = negated["type"]
-            excluded = {t} if isinstance(t, str) else set(t)
-            if "integer" in excluded and "number" not in excluded:
-                self.unsupported(f"{path}/not", "not", " of integer (numbers that are not integers)")
-                return rest
-            left = [x for x in TYPES if x not in excluded and not (x == "integer" and "number" in excluded)]
-            if not left:
-                return False
-            return merge2(self, rest, {"type": left if len(left) > 1 else left[0]}, path)
-        self.unsupported(path, "not", " (only of true, false, {} or types)")
-        return rest
+        failing = negate(self, negated, f"{path}/not")
+        if failing is False:
+            self.unsupported(path, "not", " (no schema found for the values it rejects)")
+            return rest
+        return merge2(self, rest, failing, path)
 
     def typed(self, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
@@ -379,13 +373,21 @@ class SchemaCompiler:
         rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
         if key == "oneOf":
             self.check_exclusive(branches, rest, path)
-        alts = []
+        alts, first_error = [], None
         for i, branch in enumerate(branches):
             if matches_nothing(self, branch, path):
                 continue  # (in a oneOf too: it can never be the one branch that matches)
-            sub = self.merge([rest, branch], f"{path}/{key}/{i}") if rest else branch
+            try:
+                sub = self.merge([rest, branch], f"{path}/{key}/{i}") if rest else branch
+            except ConstraintLimitError:
+                raise
+            except ConstraintError as e:  # a branch the rest excludes (or not merged): left out, a subset
+                first_error = first_error or e
+                continue
             label = f"{name}-{i}" if name else f"alternative-{i}"
             alts.append(self.named(self.visit(sub, label, f"{path}/{key}/{i}"), label))
+        if not alts and first_error is not None:
+            raise first_error
         if not alts:
             raise ConstraintError(f"{path}/{key}: no branch allows a value")
         return " | ".join(dict.fromkeys(alts))

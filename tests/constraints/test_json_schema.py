@@ -162,7 +162,7 @@ def test_number_bound_examples(schema, yes, no):
     [
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 2}, "uniqueItems"),
         ({"type": "integer", "multipleOf": 3}, "multipleOf"),
-        ({"not": {"minLength": 2}}, "not"),
+        ({"type": "string", "not": {"pattern": "^a"}}, "not"),
         ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"^x": {}}}, "patternProperties"),
         ({"type": "object", "propertyNames": {"maxLength": 3}}, "propertyNames"),
         ({"if": {"type": "string"}, "then": {"minLength": 2}}, "if"),
