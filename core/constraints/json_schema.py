@@ -371,14 +371,17 @@ class SchemaCompiler:
         if not branches:
             raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
         rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
-        if key == "oneOf":
-            self.check_exclusive(branches, rest, path)
+        overlaps = self.overlaps(branches, rest, path) if key == "oneOf" else {}
         alts, first_error = [], None
         for i, branch in enumerate(branches):
             if matches_nothing(self, branch, path):
                 continue  # (in a oneOf too: it can never be the one branch that matches)
             try:
-                sub = self.merge([rest, branch], f"{path}/{key}/{i}") if rest else branch
+                others = [negate(self, branches[j], f"{path}/{key}/{j}") for j in overlaps.get(i, ())]
+                if any(o is False for o in others):  # (no schema for its values outside another branch)
+                    raise ConstraintError(f"{path}/oneOf: branch {i} may match another branch")
+                parts = [rest, branch, *others] if rest else [branch, *others]
+                sub = self.merge(parts, f"{path}/{key}/{i}") if len(parts) > 1 else branch
             except ConstraintLimitError:
                 raise
             except ConstraintError as e:  # a branch the rest excludes (or not merged): left out, a subset
@@ -531,13 +534,15 @@ class SchemaCompiler:
             out = merge2(self, out, self.deref(s, path), path)
         return out
 
-    def check_exclusive(self, branches: list, rest: dict, path: str) -> None:
-        """oneOf needs each output to match exactly one branch: refuse branches that could overlap."""
+    def overlaps(self, branches: list, rest: dict, path: str) -> dict[int, list[int]]:
+        """oneOf needs each output to match exactly one branch: {i: the branches j that a value generated for
+        branch i may match too} (a branch i is then generated with each such j negated: json_negation.py)."""
         subs = [self.deref(self.merge([rest, b], path) if rest else b, path) for b in branches]
         gen = [types_of(self, s, path, generated=True) for s in subs]
         val = [types_of(self, s, path, generated=False) for s in subs]
         self.budget.charge(len(subs) ** 2, f"{path}/oneOf")
         told_apart = None  # whether a const property tells the branches apart: computed once, when first needed
+        out: dict[int, list[int]] = {}
         for i in range(len(subs)):
             for j in range(len(subs)):
                 if i == j or not gen[i] & val[j]:
@@ -547,8 +552,8 @@ class SchemaCompiler:
                         told_apart = discriminated(self, subs, path)
                     if told_apart or excludes(self, subs[i], subs[j], path) or excludes(self, subs[j], subs[i], path):
                         continue
-                self.unsupported(f"{path}/oneOf", "oneOf", f": branches {i} and {j} may both match")
-                return
+                out.setdefault(i, []).append(j)
+        return out
 
 
 def _cap_repeats(node: Node, cap: int) -> Node:
