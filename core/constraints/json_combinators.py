@@ -43,17 +43,31 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
     return out
 
 
+_BOUNDS = {
+    **dict.fromkeys(("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"), max),
+    **dict.fromkeys(("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"), min),
+}  # the tighter of two bounds
+
+
+def _merge_types(av: Any, v: Any, path: str) -> Any:
+    ta = {av} if isinstance(av, str) else set(av)
+    tb = {v} if isinstance(v, str) else set(v)
+    both = ta & tb
+    if ("integer" in ta and "number" in tb) or ("integer" in tb and "number" in ta):
+        both.add("integer")
+    if not both:
+        raise ConstraintError(f"{path}: allOf with incompatible types {av!r} and {v!r}")
+    return sorted(both) if len(both) > 1 else both.pop()
+
+
 def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
     """Both parts of an allOf have keyword k (with different values): the value both together mean."""
     if k == "type":
-        ta = {av} if isinstance(av, str) else set(av)
-        tb = {v} if isinstance(v, str) else set(v)
-        both = ta & tb
-        if ("integer" in ta and "number" in tb) or ("integer" in tb and "number" in ta):
-            both.add("integer")
-        if not both:
-            raise ConstraintError(f"{path}: allOf with incompatible types {av!r} and {v!r}")
-        return sorted(both) if len(both) > 1 else both.pop()
+        return _merge_types(av, v, path)
+    if k in _BOUNDS and isinstance(av, bool) and isinstance(v, bool):  # draft 4: exclusive in either, in both
+        return av or v  # (a subset where the other's bound is the looser one)
+    if k in _BOUNDS and not isinstance(av, bool) and not isinstance(v, bool):
+        return _BOUNDS[k](av, v)
     if k in ("required", "enum"):
         c.budget.charge(len(av) * len(v), f"{path}/{k}")
     if k == "required":
@@ -63,10 +77,6 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         if not common:
             raise ConstraintError(f"{path}: allOf with enums that share no value")
         return common
-    if k in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
-        return max(av, v)
-    if k in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
-        return min(av, v)
     if k in ("items", "additionalItems", "additionalProperties") and not isinstance(av, list):
         if av is False or v is False:
             return False

@@ -1,5 +1,7 @@
-"""JSON Schema objects as GBNF: listed properties in the order written, then other members (additional or
-matching a `patternProperties` pattern), with `minProperties` / `maxProperties`.
+"""JSON Schema objects as GBNF: listed properties (in any order for small objects, else in the order written)
+with other members (additional or matching a `patternProperties` pattern) anywhere between them, with
+`minProperties` / `maxProperties` (other members counted: those come after the listed ones; `listed_order`:
+always after them, as llama.cpp writes them).
 
 Exact where it can be, a subset of the valid objects where not (never an invalid one):
 - a listed property whose name matches patterns gets its schema and theirs (allOf);
@@ -82,7 +84,9 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
         extra = _pattern_members(c, patterns, nodes, child, path)
     elif extra_allowed:
         extra = _additional(c, addl, [*props, *forbidden], child, path)
-    if not c.listed_order and 1 < len(items) <= ANY_ORDER and not extra_lo and extra_hi is None and c.max_items is None:
+    free = 1 < len(items) <= ANY_ORDER and c.any_order_rules + (1 << len(items)) <= ANY_ORDER_RULES
+    if free and not c.listed_order and not extra_lo and extra_hi is None and c.max_items is None:
+        c.any_order_rules += 1 << len(items)
         body = any_order(c, items, extra, child, path)
     else:
         body = members(c, items, extra, child, extra_lo, extra_hi)
@@ -207,6 +211,7 @@ def _pattern_members(c: Any, patterns: dict, nodes: dict, child, path: str) -> s
 
 
 ANY_ORDER = 6  # objects of at most this many listed properties take them in any order (2^n rules); others in order
+ANY_ORDER_RULES = 4096  # ... while a schema's any-order rules stay within this many (the later objects: in order)
 
 
 def any_order(c: Any, items: list[tuple[str, bool]], extra: str | None, child, path: str) -> str:
@@ -231,10 +236,13 @@ def any_order(c: Any, items: list[tuple[str, bool]], extra: str | None, child, p
 
 def members(c: Any, items: list[tuple[str, bool]], extra: str | None, child, extra_lo: int = 0, extra_hi=None) -> str:
     """Object members in order (optional ones may be left out), comma-separated, then extra_lo..extra_hi `extra`
-    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required."""
+    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required. Uncounted `extra`
+    ones go anywhere between the listed ones (but after them with `listed_order`)."""
     rest: list[str] = [""] * (len(items) + 1)  # rest[i]: items[i:] after at least one member
     cap = extra_hi if c.max_items is None else c.max_items if extra_hi is None else min(extra_hi, c.max_items)
     cap = None if cap is None else max(cap, extra_lo)
+    if extra and items and not extra_lo and cap is None and not c.listed_order:
+        return _interleaved(c, items, extra, child)
     tail = f'( "," space {extra} ){repetition(extra_lo, cap)}' if extra else ""
     rest[len(items)] = tail
     for i in range(len(items) - 1, -1, -1):
@@ -255,3 +263,20 @@ def members(c: Any, items: list[tuple[str, bool]], extra: str | None, child, ext
         if extra_lo > 0:  # (no items then: the members are the extra ones only)
             return alts[-1] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
     return "(" + " | ".join(alts) + ")?" if alts else ""
+
+
+def _interleaved(c: Any, items: list[tuple[str, bool]], extra: str, child) -> str:
+    """Listed members in order, any number of `extra` ones before, between and after them."""
+    more = c.add_rule(child("extras"), f'( "," space {extra} )*')
+    rest: list[str] = [""] * (len(items) + 1)
+    for i in range(len(items) - 1, -1, -1):
+        kv, req = items[i]
+        piece = f'"," space {kv} {more}' if req else f'( "," space {kv} {more} )?'
+        body = f"{piece} {rest[i + 1]}".strip()
+        rest[i] = c.add_rule(child(f"{kv}-rest"), body) if i > 0 and not req else body
+    alts = [f"{extra} {more} {rest[0]}".strip()]
+    for i, (kv, req) in enumerate(items):
+        alts.append(f"{kv} {more} {rest[i + 1]}".strip())
+        if req:
+            return "(" + " | ".join(alts) + ")"
+    return "(" + " | ".join(alts) + ")?"

@@ -7,9 +7,10 @@
 
 What is exact, what is approximated (a subset of the valid documents, never an invalid one) and what is
 refused by name: docs/constraints.md, "JSON Schema". In short: the validation keywords of drafts 4 to 2020-12
-except `if`/`then`/`else`, `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef`, `multipleOf` other
-than 1, `not` of other than types / true / false, and `oneOf` whose branches may overlap (each refused naming
-it and its schema path; `strict=False` ignores it and lists it in `SchemaCompiler.ignored`). Annotations and
+except `if`/`then`/`else`, `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef` and `multipleOf`
+other than 1 (each refused naming it and its schema path; `strict=False` ignores it and lists it in
+`SchemaCompiler.ignored`); `not` and a `oneOf` whose branches may overlap as a subset (json_negation.py,
+json_alternatives.py). Annotations and
 keywords no draft defines are ignored, as the spec says (`refuse_unknown=True` refuses the unknown ones).
 `$ref` resolves by base URI, plain-name fragment and JSON pointer (json_refs.py).
 
@@ -36,8 +37,9 @@ from typing import Any
 from .errors import ConstraintError
 from .gbnf import parse
 from .grammar import Alt, Grammar, Lit, Node, Repeat, Seq, node_to_gbnf
+from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_rules, with_dependencies
-from .json_combinators import discriminated, excludes, merge2, types_of
+from .json_combinators import merge2
 from .json_keywords import (
     ANNOTATIONS,
     KEYWORD_TYPES,
@@ -52,16 +54,17 @@ from .json_keywords import (
 )
 from .json_negation import negate
 from .json_numbers import integer_bounds, integer_range, number_range
-from .json_objects import matches_nothing, object_rule
+from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
 from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
 from .lexicon import word_trie
-from .limits import Budget, ConstraintLimitError, ConstraintLimits, budget_of
+from .limits import Budget, ConstraintLimits, budget_of
 from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
-LLAMACPP = {"closed_objects": True, "anchored_patterns": True, "listed_order": True}  # llama.cpp's generation choices (a subset)
+# llama.cpp's generation choices (a subset)
+LLAMACPP = {"closed_objects": True, "anchored_patterns": True, "listed_order": True}
 _FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
 
 
@@ -118,6 +121,7 @@ class SchemaCompiler:
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, str], str] = {}  # (base name, body) -> its rule
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
+        self.any_order_rules = 0  # rules written for objects whose members come in any order (json_objects.py)
         self.key_rules: dict[tuple[str, ...], str] = {}  # listed names -> the rule of a key that is none of them
 
     # -- output -----------------------------------------------------------------------------------------------
@@ -287,7 +291,7 @@ class SchemaCompiler:
             return self.composite(id(schema), schema, name, merged)
         for key in ("anyOf", "oneOf"):
             if key in schema:
-                return self.alternatives(schema, key, name, path)
+                return alternatives(self, schema, key, name, path)
         if "const" in schema:
             return self.literals([schema["const"]], schema, name, path)
         if "enum" in schema:
@@ -356,7 +360,8 @@ class SchemaCompiler:
         if not keep:
             raise ConstraintError(f"{path}: no value of enum/const fits the schema's type")
         self.use("space")
-        texts = list(dict.fromkeys(json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in keep))
+        decimal = not (self.resolver.draft == 4 and types is not None and "number" not in types)
+        texts = list(dict.fromkeys(t for v in keep for t in _spellings(v, decimal)))
         self.budget.charge(sum(map(len, texts)), path)
         if len(texts) > _FACTORED:
             rules = word_trie(texts, lambda: self.fresh(f"{name}-enum" if name else "enum"))
@@ -365,35 +370,6 @@ class SchemaCompiler:
             return f"{next(iter(rules))} space"
         lits = [node_to_gbnf(Lit(t)) for t in texts]
         return (lits[0] if len(lits) == 1 else "(" + " | ".join(lits) + ")") + " space"
-
-    def alternatives(self, schema: dict, key: str, name: str, path: str) -> str:
-        branches = schema[key]
-        if not branches:
-            raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
-        rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
-        overlaps = self.overlaps(branches, rest, path) if key == "oneOf" else {}
-        alts, first_error = [], None
-        for i, branch in enumerate(branches):
-            if matches_nothing(self, branch, path):
-                continue  # (in a oneOf too: it can never be the one branch that matches)
-            try:
-                others = [negate(self, branches[j], f"{path}/{key}/{j}") for j in overlaps.get(i, ())]
-                if any(o is False for o in others):  # (no schema for its values outside another branch)
-                    raise ConstraintError(f"{path}/oneOf: branch {i} may match another branch")
-                parts = [rest, branch, *others] if rest else [branch, *others]
-                sub = self.merge(parts, f"{path}/{key}/{i}") if len(parts) > 1 else branch
-            except ConstraintLimitError:
-                raise
-            except ConstraintError as e:  # a branch the rest excludes (or not merged): left out, a subset
-                first_error = first_error or e
-                continue
-            label = f"{name}-{i}" if name else f"alternative-{i}"
-            alts.append(self.named(self.visit(sub, label, f"{path}/{key}/{i}"), label))
-        if not alts and first_error is not None:
-            raise first_error
-        if not alts:
-            raise ConstraintError(f"{path}/{key}: no branch allows a value")
-        return " | ".join(dict.fromkeys(alts))
 
     # -- strings and numbers ----------------------------------------------------------------------------------
 
@@ -534,26 +510,16 @@ class SchemaCompiler:
             out = merge2(self, out, self.deref(s, path), path)
         return out
 
-    def overlaps(self, branches: list, rest: dict, path: str) -> dict[int, list[int]]:
-        """oneOf needs each output to match exactly one branch: {i: the branches j that a value generated for
-        branch i may match too} (a branch i is then generated with each such j negated: json_negation.py)."""
-        subs = [self.deref(self.merge([rest, b], path) if rest else b, path) for b in branches]
-        gen = [types_of(self, s, path, generated=True) for s in subs]
-        val = [types_of(self, s, path, generated=False) for s in subs]
-        self.budget.charge(len(subs) ** 2, f"{path}/oneOf")
-        told_apart = None  # whether a const property tells the branches apart: computed once, when first needed
-        out: dict[int, list[int]] = {}
-        for i in range(len(subs)):
-            for j in range(len(subs)):
-                if i == j or not gen[i] & val[j]:
-                    continue
-                if gen[i] & val[j] <= {"object"}:
-                    if told_apart is None:
-                        told_apart = discriminated(self, subs, path)
-                    if told_apart or excludes(self, subs[i], subs[j], path) or excludes(self, subs[j], subs[i], path):
-                        continue
-                out.setdefault(i, []).append(j)
-        return out
+
+def _spellings(value: Any, decimal: bool = True) -> list[str]:
+    """The compact JSON texts written for an enum / const value: a number equal to an integer as that integer
+    and, when `decimal`, with ".0" (values compare by value: 2 and 2.0 are the same value; not where a draft-4
+    "integer" type is asked for, which 2.0 is not; not beyond 2**53), else its one text."""
+    exact = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53
+    if exact and float(value).is_integer():  # (beyond 2**53 a float reads back as another number)
+        n = int(value)
+        return [str(n), f"{n}.0"] if decimal else [str(n)]
+    return [json.dumps(value, ensure_ascii=False, separators=(",", ":"))]
 
 
 def _cap_repeats(node: Node, cap: int) -> Node:

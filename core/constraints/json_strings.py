@@ -41,7 +41,7 @@ _URI = {  # RFC 3986, section 3 and appendix A (an IP-literal as IPv6 in full fo
     "fmt-scheme": "[a-zA-Z] [a-zA-Z0-9+.-]*",
     "fmt-hier": '"//" fmt-authority fmt-abempty | "/" (fmt-pchar+ fmt-abempty)? | fmt-pchar+ fmt-abempty | ""',
     "fmt-authority": '(fmt-userinfo "@")? fmt-host (":" [0-9]*)?',
-    "fmt-userinfo": "(fmt-unreserved | fmt-pct | fmt-sub | \":\")*",
+    "fmt-userinfo": '(fmt-unreserved | fmt-pct | fmt-sub | ":")*',
     "fmt-host": '"[" ipv6 "]" | (fmt-unreserved | fmt-pct | fmt-sub)*',
     "fmt-abempty": '("/" fmt-pchar*)*',
     "fmt-query": '(fmt-pchar | "/" | "?")*',
@@ -202,12 +202,18 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None, fr
         options = []
         suffix = _chain(nodes, ends, at)
         if suffix is not None and at != 0:  # one name left below: "" | w[:i] [^w_i] rest | w[:i] | w KEY_CHAR rest
-            for i, ch in enumerate(suffix):
-                head = f"{node_to_gbnf(Lit(suffix[:i]))} " if i else ""
-                options.append(f"{head}[^\"\\\\\\x7F\\x00-\\x1F{_class_char(ch)}] {rest}")
-                options.append(head.strip() or '""')
-            options.append(f"{node_to_gbnf(Lit(suffix))} {KEY_CHAR} {rest}")
-            rules[node_rule] = " | ".join(options)
+            for i in range(0, len(suffix), _CHUNK):  # (in chunks: the text grows as the name, not its square)
+                piece, last = suffix[i : i + _CHUNK], i + _CHUNK >= len(suffix)
+                if not last:
+                    count += 1
+                    after = fresh() if fresh is not None else f"{rule}-{count}"
+                for j, ch in enumerate(piece):
+                    head = f"{node_to_gbnf(Lit(piece[:j]))} " if j else ""
+                    options.append(f'{head}[^"\\\\\\x7F\\x00-\\x1F{_class_char(ch)}] {rest}')
+                    options.append(head.strip() or '""')
+                options.append(f"{node_to_gbnf(Lit(piece))} {f'{KEY_CHAR} {rest}' if last else after}")
+                rules[node_rule] = " | ".join(options)
+                options, node_rule = [], None if last else after
             continue
         node = nodes[at]
         # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
@@ -226,6 +232,9 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None, fr
         body = " | ".join(options)
         rules[node_rule] = f'"\\"" ({body}) "\\"" space' if at == 0 else body
     return rules
+
+
+_CHUNK = 32  # characters of a name's unbranched rest excluded by one flat rule
 
 
 def _chain(nodes: list[dict[str, int]], ends: set[int], at: int) -> str | None:

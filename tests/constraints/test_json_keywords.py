@@ -82,6 +82,24 @@ def test_one_of_objects_told_apart_by_what_one_requires_and_another_forbids(sche
     assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
 
 
-def test_one_of_with_overlapping_objects_is_refused():
-    with pytest.raises(ConstraintError, match="branches 0 and 1 may both match"):
-        schema_to_gbnf({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]})
+def test_one_of_with_overlapping_objects_generates_each_without_the_others():
+    """Each branch without the values of the other (json_negation.py): an object with both keys matches both."""
+    schema = {"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}
+    assert_sound(schema, valid=[{"a": 1}, {"b": 1, "c": 2}, {"c": 0, "a": 1}], invalid=[{"a": 1, "b": 2}, {}, {"c": 1}])
+
+
+D4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"$schema": D4, "allOf": [{"type": "integer", "maximum": 5, "exclusiveMaximum": True}, {"maximum": 7}]},
+         [4, -3], [5, 6]),  # (the exclusive bound was lost: min(True, False))
+        ({"$schema": D4, "allOf": [{"type": "integer", "minimum": 2}, {"minimum": 2, "exclusiveMinimum": True}]},
+         [3], [2, 1]),
+        ({"allOf": [{"type": "integer", "minimum": 2, "maximum": 9}, {"minimum": 4, "maximum": 20}]}, [4, 9], [3, 10]),
+    ],
+)  # fmt: skip
+def test_all_of_takes_the_tighter_bound(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid)

@@ -19,12 +19,22 @@ EXAMPLES = {
     "ipv4": (["192.168.0.1", "0.0.0.0"], ["256.1.1.1", "1.2.3"]),
     "ipv6": (["2001:db8:0:0:0:0:0:1"], ["2001:db8::g", "1.2.3.4"]),
     "uri": (
-        ["https://example.com:8080/a/b", "http://x.org", "http://localhost:3000", "irc://u@h/c?x=1#f", "urn:a:b",
-         "mailto:a@b.c", "http://[2001:db8:0:0:0:0:0:1]:80/", "https://json-schema.org/draft-07/schema#", "a:"],
+        [
+            "https://example.com:8080/a/b",
+            "http://x.org",
+            "http://localhost:3000",
+            "irc://u@h/c?x=1#f",
+            "urn:a:b",
+            "mailto:a@b.c",
+            "http://[2001:db8:0:0:0:0:0:1]:80/",
+            "https://json-schema.org/draft-07/schema#",
+            "a:",
+        ],
         ["example.com", "http//x", "1a:b", "http://a/%zz", "http://a b", "//x/y"],
     ),
     "uri-reference": (
-        ["https://example.com/a", "//x/y", "../a/b?q#f", "", "a/b:c", "#frag"], ["1a:b/%g0", "a b", "http://a/%"]
+        ["https://example.com/a", "//x/y", "../a/b?q#f", "", "a/b:c", "#frag"],
+        ["1a:b/%g0", "a b", "http://a/%"],
     ),
     "duration": (["P1Y2M3DT4H5M6S", "PT1H", "P2W", "P3D"], ["P", "1Y", "PT"]),
 }
