@@ -49,7 +49,10 @@ DOCUMENTS = {
 
 
 def default_model() -> Path:
-    return Path.home() / ".cache/llamay/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    """SmolLM2 from llamay's store (`llamay pull smollm2`)."""
+    from llamay.native.store import resolve_model
+
+    return resolve_model("smollm2", log=lambda *a: None)
 
 
 def cell(times: list[float], width: int, digits: int = 0) -> str:

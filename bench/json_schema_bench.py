@@ -27,16 +27,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from constraint_masks import default_model
 from workers import Timeout, WorkerProcess, alarm
 
-
-
-def model() -> str:
-    """SmolLM2-135M's GGUF from the model store (`llamay pull`): its tokenizer tokenizes the instances."""
-    from llamay.native.store import resolve_model
-
-    return str(resolve_model("smollm2", log=lambda m: print(m, file=sys.stderr)))
-
+MODEL = default_model()
 LLG_DEFAULTS = {"whitespace_flexible": True}
 
 
@@ -74,7 +68,7 @@ class Llamay:
             from llamay.gguf import open_gguf
             from llamay.tokenizer import load_tokenizer
 
-            self.vocab = ConstraintVocab.for_tokenizer(load_tokenizer(open_gguf(model())))
+            self.vocab = ConstraintVocab.for_tokenizer(load_tokenizer(open_gguf(str(MODEL))))
         c = GrammarConstraint(compiled[0], self.vocab)
         st, out = c.start(), []
         for t in tokens:
@@ -98,7 +92,7 @@ class LLGuidance:
         from constraint_masks import lltokenizer
 
         self.llg = llguidance
-        self.tok = lltokenizer(load_tokenizer(open_gguf(model())))
+        self.tok = lltokenizer(load_tokenizer(open_gguf(str(MODEL))))
 
     def compile(self, schema: object) -> object:
         grammar = self.llg.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_DEFAULTS)
@@ -278,7 +272,7 @@ def main() -> None:
     from llamay.gguf import open_gguf
     from llamay.tokenizer import load_tokenizer
 
-    tok = load_tokenizer(open_gguf(model()))
+    tok = load_tokenizer(open_gguf(str(MODEL)))
     files = sorted(Path(args.dir).expanduser().glob("*.json"))[:: args.every]
     sides = {
         "llamay": worker_side("llamay", args.llamay_python, args),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -64,3 +65,15 @@ def registry_model(name: str) -> Path:
             shutil.copyfile(path, temp)
         os.replace(temp, named)
     return named
+
+
+def web_py_module():
+    """web/py/llamay_web.py, the browser worker's Python side: a web asset (not in the wheel), stdlib-only at
+    import, so its Session runs natively too."""
+    path = REPO / "web" / "py" / "llamay_web.py"
+    if not path.exists():
+        pytest.skip("web/py is not in this checkout")
+    spec = importlib.util.spec_from_file_location("llamay_web_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -113,6 +113,9 @@ class WasmBackend:
         base = self.rt.base
         ctypes.memmove(base + dst + F32 * dst_off, base + src + F32 * src_off, F32 * n)
 
+    def sync(self) -> None:  # every kernel runs when it is called (llamay_exec returns when it is done)
+        pass
+
     def _scratch_for(self, nbytes: int) -> int:
         if nbytes > self._scratch_bytes:
             self._scratch_bytes = max(nbytes, 2 * self._scratch_bytes)
@@ -292,7 +295,7 @@ def _plain_command(op: Op):
         or any(c.kind not in AS_IS.get(p.kind, ()) for p, c in zip(op.params, ex.params, strict=True))
     ):
         raise ImportError(f"the wasm backend has no method for op {op.name}, and {ex and ex.name} does not take "
-                          "its arguments as they are or it returns {op.result}")  # fmt: skip
+                          f"its arguments as they are or it returns {op.result}")  # fmt: skip
     code = OPS[ex.name]
 
     def method(self, *args):

@@ -34,7 +34,7 @@ ZIG_VERSION = "0.17.0"  # pinned in pyproject.toml's dev extra
 BUILD_SECTION = "llamay.build"
 
 SOURCES = ("activations.c", "matmul.c", "matmul_float.c", "matmul_legacy.c", "matmul_kquants.c", "elementwise.c",
-           "attention.c", "moe.c", "exec.c")  # fmt: skip
+           "attention.c", "moe.c", "exec.c", "threads.c")  # fmt: skip
 FLAGS = (
     "--target=wasm32-freestanding",
     "-O3",
@@ -56,7 +56,15 @@ FLAGS = (
     "-Wl,--strip-debug",
     "-Wl,--no-entry",
 )
-VARIANTS = {"llamay_kernels.wasm": (), "llamay_kernels_relaxed.wasm": ("-mrelaxed-simd",)}
+# the threads build (wasm/src/threads.c): relaxed SIMD (every engine with wasm threads here validates it), atomics,
+# and a shared memory import, so several instances (one per kernel thread) run on one memory
+THREADS_FLAGS = ("-mrelaxed-simd", "-matomics", "-DLLAMAY_THREADS=1", "-Wl,--shared-memory",
+                 "-Wl,--max-memory=4294901760")  # fmt: skip
+VARIANTS = {
+    "llamay_kernels.wasm": (),
+    "llamay_kernels_relaxed.wasm": ("-mrelaxed-simd",),
+    "llamay_kernels_threads.wasm": THREADS_FLAGS,
+}
 
 
 def zig(*args: str) -> subprocess.CompletedProcess:

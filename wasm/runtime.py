@@ -22,7 +22,8 @@ from ..ggml_types import GGMLType
 from ..kernels.ops import OPS as KERNEL_OPS
 from ..platform import IS_PYODIDE
 
-ABI_VERSION = 5  # 3: GELU and GeGLU take the fp16 table; 4: llamay_exec; 5: op codes in the order of OPS
+ABI_VERSION = 6  # 3: GELU and GeGLU take the fp16 table; 4: llamay_exec; 5: op codes in the order of OPS;
+# 6: llamay_exec_part (a command's share for kernel threads)
 PLAIN, RELAXED = "simd128", "relaxed"
 MODULES = {PLAIN: "llamay_kernels.wasm", RELAXED: "llamay_kernels_relaxed.wasm"}
 VARIANT_ENV = "LLAMAY_WASM_VARIANT"  # simd128 | relaxed: force one module instead of detecting
@@ -49,6 +50,7 @@ MODULE_EXPORTS: dict[str, tuple[str, str]] = {
     "llamay_act_bytes": ("i", "iii"),
     "llamay_round_row": ("i", "iiiiii"),
     "llamay_exec": ("i", "i"),
+    "llamay_exec_part": ("i", "iii"),
 }
 KERNEL_EXPORTS = tuple(o.export for o in KERNEL_OPS if o.export is not None)
 SIGNATURES: dict[str, tuple[str, str]] = {**MODULE_EXPORTS, **{ex.name: ex.letters for ex in KERNEL_EXPORTS}}

@@ -11,6 +11,9 @@ stored once:
 
 Node 0 is EMPTY (the grammar is complete); node 1 is EXIT, the floor of a *truncated* stack: reaching it means
 control returned below the frames being analysed (the mask engine uses that to cache work per top of stack).
+A frame of a counted repetition (REP, `x{0,4096}`) is a node with a count: `(pos, parent, count)`, the copies
+begun so far; when a copy returns into it, another begins (count < max) or control goes on after the REP
+(count >= min).
 
 A *state* is the set of stacks the grammar could be in after the bytes so far (the grammar may be ambiguous).
 States are interned too, and each caches its transitions: `step(state, byte)` computes a transition once, after
@@ -27,7 +30,7 @@ once they pass `max_states`; a state of an older epoch is re-interned on its nex
 
 from __future__ import annotations
 
-from .compile import BYTES, END, Program
+from .compile import BYTES, END, REP, Program
 from .limits import DEFAULT_LIMITS, ConstraintLimitError, ConstraintLimits
 
 EMPTY = 0
@@ -62,6 +65,8 @@ class Automaton:
         self.kind = program.kind
         self.arg = program.arg
         self.rule_alts = program.rule_alts
+        self.reps = program.reps
+        self.end_pos = program.kind.index(END)  # an END: closing a frame from outside (`pop_into`)
         limits = limits or DEFAULT_LIMITS
         self.max_stacks = limits.max_stacks
         self.max_depth = limits.max_stack_depth
@@ -73,8 +78,9 @@ class Automaton:
         self.node_pos = [-1, -1]
         self.node_parent = [-1, -1]
         self.node_depth = [0, 0]
-        self.tables = (self.node_pos, self.node_parent)
-        self._nodes: dict[tuple[int, int], int] = {}
+        self.node_count = [0, 0]  # a REP frame's copies begun (0: not a REP frame)
+        self.tables = (self.node_pos, self.node_parent, self.node_count)
+        self._nodes: dict[tuple[int, int, int], int] = {}
         self._closures: dict[tuple[int, int], tuple[int, ...]] = {}
         self._states: dict[tuple[int, ...], State] = {}
         self.initial = self.state(self.closure_of_rule(self.program.root, EMPTY))
@@ -98,15 +104,15 @@ class Automaton:
         """`st` as a state of the current epoch (itself when it already is one)."""
         if st.tables is self.tables:
             return st
-        pos, parent = st.tables
+        pos, parent, count = st.tables
         stacks = []
         for s in st.stacks:
             chain = []
             while s > EXIT:
-                chain.append(pos[s])
+                chain.append((pos[s], count[s]))
                 s = parent[s]
-            for p in reversed(chain):
-                s = self.node(p, s)
+            for p, k in reversed(chain):
+                s = self.node(p, s, k)
             stacks.append(s)
         return self.state(stacks)
 
@@ -116,8 +122,8 @@ class Automaton:
 
     # -- stacks -----------------------------------------------------------------------------------------------
 
-    def node(self, pos: int, parent: int) -> int:
-        key = (pos, parent)
+    def node(self, pos: int, parent: int, count: int = 0) -> int:
+        key = (pos, parent, count)
         n = self._nodes.get(key)
         if n is None:
             depth = self.node_depth[parent] + 1
@@ -127,6 +133,7 @@ class Automaton:
             self.node_pos.append(pos)
             self.node_parent.append(parent)
             self.node_depth.append(depth)
+            self.node_count.append(count)
         return n
 
     def closure_of_rule(self, rule: int, parent: int) -> tuple[int, ...]:
@@ -142,8 +149,8 @@ class Automaton:
         done = self._closures.get(key)
         if done is not None:
             return done
-        kind, arg, rule_alts = self.kind, self.arg, self.rule_alts
-        node_pos, node_parent = self.node_pos, self.node_parent
+        kind, arg, rule_alts, reps = self.kind, self.arg, self.rule_alts, self.reps
+        node_pos, node_parent, node_count = self.node_pos, self.node_parent, self.node_count
         out: set[int] = set()
         seen: set[tuple[int, int]] = set()
         todo = [key]
@@ -162,8 +169,23 @@ class Automaton:
             elif k == END:
                 if par <= EXIT:
                     out.add(par)
+                elif node_count[par]:  # a copy of a REP returned: begin another, or go on after the REP
+                    q, grand, n = node_pos[par], node_parent[par], node_count[par]
+                    rule, lo, hi = reps[arg[q]]
+                    if n < hi:
+                        frame = self.node(q, grand, n + 1)
+                        todo.extend((start, frame) for start in rule_alts[rule])
+                    if n >= lo:
+                        todo.append((q + 1, grand))
                 else:
                     todo.append((node_pos[par], node_parent[par]))
+            elif k == REP:  # entered: begin the first copy (or skip them all when none are needed)
+                rule, lo, hi = reps[arg[p]]
+                if hi > 0:
+                    frame = self.node(p, par, 1)
+                    todo.extend((start, frame) for start in rule_alts[rule])
+                if lo == 0:
+                    todo.append((p + 1, par))
             else:  # REF: push the return position unless it is the end of the alternative (tail call)
                 cont = par if kind[p + 1] == END else self.node(p + 1, par)
                 for start in rule_alts[arg[p]]:
@@ -176,22 +198,38 @@ class Automaton:
         """The stacks after control returns into `stack` (a return-position node)."""
         if stack <= EXIT:
             return (stack,)
-        return self.closure(self.node_pos[stack], self.node_parent[stack])
+        return self.closure(self.end_pos, stack)
 
     def depth(self, stack: int) -> int:
         return self.node_depth[stack]
 
-    def truncate(self, stack: int, depth: int) -> tuple[int, int]:
-        """(the top `depth` nodes of `stack` re-rooted on EXIT, the node below them)."""
-        positions = []
+    def truncate(self, stack: int, depth: int, horizon: int | None = None) -> tuple[int, int]:
+        """(the top `depth` nodes of `stack` re-rooted on EXIT, the node below them). With a `horizon` (the most
+        bytes the caller will push), REP counts are canonical: counts that behave alike for that many more bytes
+        are made equal, so the strings of a `maxLength` share one truncated stack whatever their length so far."""
+        frames = []
         s = stack
+        node_pos, node_count = self.node_pos, self.node_count
         for _ in range(depth):
-            positions.append(self.node_pos[s])
+            frames.append((node_pos[s], node_count[s]))
             s = self.node_parent[s]
         t = EXIT
-        for pos in reversed(positions):
-            t = self.node(pos, t)
+        for pos, n in reversed(frames):
+            if n and horizon is not None:
+                n = self.canonical_count(pos, n, horizon)
+            t = self.node(pos, t, n)
         return t, s
+
+    def canonical_count(self, pos: int, n: int, horizon: int) -> int:
+        """A count that behaves as `n` for the next `horizon` bytes: each copy consumes a byte, so at most
+        horizon + 1 more copies return; whether each may repeat (< max) and may stop (>= min) is what matters."""
+        _, lo, hi = self.reps[self.arg[pos]]
+        m = horizon + 2
+        if n < lo - m:
+            return 1  # min stays out of reach (so does max)
+        if lo <= n < hi - m:
+            return max(lo, 1)  # min reached, max out of reach
+        return n
 
     # -- states -----------------------------------------------------------------------------------------------
 
@@ -214,15 +252,23 @@ class Automaton:
         """The state after `byte`, or None when no stack accepts it (memoized in `st.trans`)."""
         t = st.trans[byte]
         if t is None:
-            out: set[int] = set()
+            found: list[tuple[int, ...]] = []
             kind_arg, node_pos, node_parent = self.arg, self.node_pos, self.node_parent
             for s in st.stacks:
                 if s <= EXIT:
                     continue
                 p = node_pos[s]
                 if kind_arg[p] >> byte & 1:
-                    out.update(self.closure(p + 1, node_parent[s]))
-            t = self.state(out) if out else False
+                    found.append(self.closure(p + 1, node_parent[s]))
+            if len(found) == 1:  # the common case: one stack takes the byte, its closure is already sorted
+                t = self.state(found[0]) if found[0] else False
+            elif found:
+                out: set[int] = set()
+                for c in found:
+                    out.update(c)
+                t = self.state(out) if out else False
+            else:
+                t = False
             st.trans[byte] = t
         return t or None
 

@@ -5,14 +5,18 @@
     arg:       {'['}  rule2  -     {'a'}  {0-9} -
 
 Each rule is a list of alternatives; each alternative is a run of elements ending in END, starting at one of
-`rule_alts[rule]`. An element is BYTES (a 256-bit set: the next byte must be in it) or REF (run that rule, then
-come back). Literals become one BYTES per UTF-8 byte; a character class becomes one BYTES when it is ASCII-only,
+`rule_alts[rule]`. An element is BYTES (a 256-bit set: the next byte must be in it), REF (run that rule, then
+come back) or REP (run a rule min..max times, counting: `reps[arg]` is (rule, min, max)). Literals become one
+BYTES per UTF-8 byte; a character class becomes one BYTES when it is ASCII-only,
 else a small generated rule of UTF-8 byte-range alternatives. Repetition is rewritten like llama.cpp's:
 `x{2,4}` -> `x x R2` with `R2 ::= x R1 | ""`, `R1 ::= x | ""`; `x*` -> `S` with `S ::= x S | ""`.
 
-Copies cost in proportion to the count, so large counts (above `_UNROLL`, or of large units) are written with
-powers of two for the exact part and blocks for the optional part: about sqrt(count) small rules, at most two
-parses alive at a time, a stack depth of about log2(count):
+A repetition of more than `_COUNT_FROM` copies of a unit that always consumes a byte is one REP element: the
+automaton keeps the count in the stack frame (a counter, not copies), so compile work and program size do not
+grow with the bound (`maxLength: 131072` is one element). Other repetitions are copies, which cost in proportion
+to the count, so large counts of a unit that may be empty are written with powers of two for the exact part and
+blocks for the optional part: about sqrt(count) small rules, at most two parses alive at a time, a stack depth of
+about log2(count):
 
     P0 ::= x      Pk ::= P(k-1) P(k-1)          x{100} -> P6 P5 P2              (exactly 2^k x)
     x{0,r}, b = isqrt(r), r = q b + s:  U(i) ::= x{0,b-1} | x{b} U(i-1),  U(0) ::= x{0,s}    (U(q) is x{0,r})
@@ -26,14 +30,16 @@ take them as they are.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import ConstraintError
 from .grammar import Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq, tree_shape
 from .limits import Budget, ConstraintLimits, budget_of
 from .utf8 import byte_mask, byte_sequences, normalize
 
-BYTES, REF, END = 0, 1, 2
+BYTES, REF, END, REP = 0, 1, 2, 3
+# repetitions of more copies than this (of a unit that always consumes a byte) are counted, not copied
+_COUNT_FROM = 16
 # repetitions are written out as copies while they stay this small (count, elements); beyond, in powers of two
 _UNROLL, _UNROLL_SIZE = 1024, 4096
 
@@ -47,12 +53,13 @@ Elem = tuple[int, int]  # (kind, arg)
 
 @dataclass
 class Program:
-    kind: list[int]  # per position: BYTES, REF or END
-    arg: list[int]  # BYTES: 256-bit byte set; REF: rule id; END: 0
+    kind: list[int]  # per position: BYTES, REF, END or REP
+    arg: list[int]  # BYTES: 256-bit byte set; REF: rule id; END: 0; REP: index into `reps`
     rule_alts: list[tuple[int, ...]]  # per rule: start positions of its alternatives
     rule_names: list[str]
     root: int
     nullable: list[bool]  # per rule: derives the empty string
+    reps: list[tuple[int, int, int]] = field(default_factory=list)  # per REP: (rule, min, max) copies
 
     def rule_at(self, pos: int) -> str:
         """The name of the rule position `pos` is in (for error messages)."""
@@ -70,7 +77,12 @@ class Program:
             for s in starts:
                 elems, p = [], s
                 while self.kind[p] != END:
-                    elems.append(self.rule_names[self.arg[p]] if self.kind[p] == REF else _mask_text(self.arg[p]))
+                    k, a = self.kind[p], self.arg[p]
+                    if k == REP:
+                        rule, lo, hi = self.reps[a]
+                        elems.append(f"{self.rule_names[rule]}{{{lo},{hi}}}")
+                    else:
+                        elems.append(self.rule_names[a] if k == REF else _mask_text(a))
                     p += 1
                 lines.append(f"{self.rule_names[r]} ::= {' '.join(elems) or '(empty)'}")
         return "\n".join(lines)
@@ -99,6 +111,10 @@ class _Compiler:
         self.generated: dict[object, int] = {}
         self.counter: dict[str, int] = {}
         self.chars: dict[Chars, list[Elem]] = {}  # the elements of each class compiled so far
+        self.rules = grammar.rules
+        self.reps: list[tuple[int, int, int]] = []
+        self.rep_ids: dict[tuple[int, int, int], int] = {}
+        self._consumes: dict[str, bool] = {}
         self.positions = 0
         budget.check("max_rules", len(self.names), "the grammar", "rule count")
         limit = budget.limits.max_nesting
@@ -201,14 +217,58 @@ class _Compiler:
         where = f"rule {base!r}"
         self.budget.check("max_repeat", lo if hi is None else hi, where, "repetition count")
         unit = self.sequence(node.item, base)
+        count = lo if hi is None else hi
+        if count > _COUNT_FROM and self.consumes(node.item):
+            rid, fresh = self.new_rule(("unit", node.item), base)
+            if fresh:
+                self.set_body(rid, [list(unit)], base)
+            out.append((REP, self.counted(rid, lo, count)))
+            if hi is None:
+                out.append((REF, self.star(node.item, unit, base)))
+            return
         self.extend(out, self.exactly(node.item, unit, lo, base), base)
         if hi is None:
-            rid, fresh = self.new_rule(("star", node.item), base)
-            if fresh:
-                self.set_body(rid, [[*unit, (REF, rid)], []], base)
-            out.append((REF, rid))
+            out.append((REF, self.star(node.item, unit, base)))
         elif hi > lo:
             out.append((REF, self.upto(node.item, unit, hi - lo, base)))
+
+    def star(self, item: Node, unit: list[Elem], base: str) -> int:
+        rid, fresh = self.new_rule(("star", item), base)
+        if fresh:
+            self.set_body(rid, [[*unit, (REF, rid)], []], base)
+        return rid
+
+    def counted(self, rule: int, lo: int, hi: int) -> int:
+        key = (rule, lo, hi)
+        rep = self.rep_ids.get(key)
+        if rep is None:
+            rep = self.rep_ids[key] = len(self.reps)
+            self.reps.append(key)
+        return rep
+
+    def consumes(self, node: Node, depth: int = 0) -> bool:
+        """Whether every string `node` matches is non-empty (False when unsure): a counted repetition needs it
+        (the automaton's counter advances once per copy, so an empty copy would count for free)."""
+        if depth > 64:
+            return False
+        if isinstance(node, Lit):
+            return bool(node.text)
+        if isinstance(node, Chars):
+            return True
+        if isinstance(node, Seq):
+            return any(self.consumes(i, depth + 1) for i in node.items)
+        if isinstance(node, Alt):
+            return all(self.consumes(o, depth + 1) for o in node.options)
+        if isinstance(node, Repeat):
+            return node.min > 0 and self.consumes(node.item, depth + 1)
+        if isinstance(node, Ref):
+            done = self._consumes.get(node.name)
+            if done is None:
+                self._consumes[node.name] = False  # while in progress (a cycle): unsure
+                body = self.rules.get(node.name)
+                done = self._consumes[node.name] = body is not None and self.consumes(body, depth + 1)
+            return done
+        return False
 
     def exactly(self, item: Node, unit: list[Elem], count: int, base: str) -> list[Elem]:
         """Elements for exactly `count` copies: the copies, or one power of two per bit of the count."""
@@ -270,16 +330,21 @@ class _Compiler:
                 kind.append(END)
                 arg.append(0)
             rule_alts.append(tuple(starts))
-        nullable = _derives(self.bodies, nullable=True)
-        _check_left_recursion(self.bodies, nullable, self.names)
-        if not _derives(self.bodies, nullable=False)[self.ids[root]]:
+        nullable = _derives(self.bodies, self.reps, nullable=True)
+        _check_left_recursion(self.bodies, self.reps, nullable, self.names)
+        if not _derives(self.bodies, self.reps, nullable=False)[self.ids[root]]:
             raise ConstraintError(
                 f"the start rule {root!r} derives no finite string (every way through it recurses forever)"
             )
-        return Program(kind, arg, rule_alts, self.names, self.ids[root], nullable)
+        return Program(kind, arg, rule_alts, self.names, self.ids[root], nullable, self.reps)
 
 
-def _derives(bodies: list, nullable: bool) -> list[bool]:
+def _refs(elems: list[Elem], reps: list[tuple[int, int, int]]) -> list[int]:
+    """The rules an alternative needs to derive (a REP of at least one copy needs its unit)."""
+    return [a if k == REF else reps[a][0] for k, a in elems if k == REF or (k == REP and reps[a][1] > 0)]
+
+
+def _derives(bodies: list, reps: list[tuple[int, int, int]], nullable: bool) -> list[bool]:
     """Per rule: whether it derives the empty string (nullable=True) or any finite string (False). A worklist
     over the references, so linear in the program's size whatever the order of its rules."""
     done = [False] * len(bodies)
@@ -288,9 +353,9 @@ def _derives(bodies: list, nullable: bool) -> list[bool]:
     ready = []
     for r, alts in enumerate(bodies):
         for i, elems in enumerate(alts):
-            if nullable and any(k != REF for k, _ in elems):
+            if nullable and any(k == BYTES for k, _ in elems):
                 continue  # consumes a byte: never empty
-            refs = [a for k, a in elems if k == REF]
+            refs = _refs(elems, reps)
             if not refs:
                 ready.append(r)
                 continue
@@ -309,17 +374,18 @@ def _derives(bodies: list, nullable: bool) -> list[bool]:
     return done
 
 
-def _check_left_recursion(bodies: list, nullable: list[bool], names: list[str]) -> None:
+def _check_left_recursion(bodies: list, reps: list, nullable: list[bool], names: list[str]) -> None:
     """Refuse a rule that can reach itself through leftmost references without consuming a byte."""
     left: list[list[int]] = []
     for alts in bodies:
         edges = []
         for elems in alts:
             for k, a in elems:
-                if k != REF:
+                if k == BYTES:
                     break
-                edges.append(a)
-                if not nullable[a]:
+                rule = a if k == REF else reps[a][0]
+                edges.append(rule)
+                if not nullable[rule] and not (k == REP and reps[a][1] == 0):
                     break
         left.append(edges)
     WHITE, GREY, BLACK = 0, 1, 2

@@ -53,17 +53,20 @@ class MaskEngine:
         self.budget = budget if budget is not None else max(2048, trie.n_nodes // 32)
         self._local: dict[int, _Local] = {}
         self._stack_bits: dict[int, int] = {}
+        self._exit_bits: dict[tuple[int, int], int] = {}  # (truncated stack, the rest below it) -> exits' bits
+        self.horizon = trie.max_depth  # a walk pushes at most this many bytes (REP counts are canonical beyond)
         self._scratch: list[State | None] = [None] * (trie.max_depth + 2)
         self.walked_nodes = 0  # statistics: trie nodes visited by all walks
 
     @property
     def n_cached(self) -> int:
-        return len(self._local) + len(self._stack_bits)
+        return len(self._local) + len(self._stack_bits) + len(self._exit_bits)
 
     def clear(self) -> None:
         """Forget every cached walk (the automaton's tables started afresh: the stack ids are stale)."""
         self._local.clear()
         self._stack_bits.clear()
+        self._exit_bits.clear()
         self._scratch = [None] * len(self._scratch)
 
     # -- public -----------------------------------------------------------------------------------------------
@@ -90,7 +93,7 @@ class MaskEngine:
             if d >= total or d > _MAX_CUTS:
                 key, rest = stack, None
             else:
-                key, rest = aut.truncate(stack, d)
+                key, rest = aut.truncate(stack, d, self.horizon)
             local = self._local.get(key)
             if local is None:
                 local = self._walk_local(key, self.budget if rest is not None else None)
@@ -100,12 +103,15 @@ class MaskEngine:
             d += 1
         bits = local.bits
         if local.exits and rest is not None:
-            st_rest = aut.state(aut.pop_into(rest))
-            acc = bytearray(self.n_bytes)
-            skip, depth = self.trie.skip, self.trie.depth
-            for ex in local.exits:
-                self._walk(st_rest, ex + 1, skip[ex], depth[ex], acc, None, None)
-            bits |= int.from_bytes(acc, "little")
+            more = self._exit_bits.get((key, rest))
+            if more is None:  # the tokens that leave the cut, continued below it (the same for every count)
+                st_rest = aut.state(aut.pop_into(rest))
+                acc = bytearray(self.n_bytes)
+                skip, depth = self.trie.skip, self.trie.depth
+                for ex in local.exits:
+                    self._walk(st_rest, ex + 1, skip[ex], depth[ex], acc, None, None)
+                more = self._exit_bits[key, rest] = int.from_bytes(acc, "little")
+            bits |= more
         self._stack_bits[stack] = bits
         return bits
 

@@ -96,6 +96,9 @@ class PortableBackend:
     def copy(self, dst: array, dst_off: int, src: array, src_off: int, n: int) -> None:
         dst[dst_off : dst_off + n] = src[src_off : src_off + n]
 
+    def sync(self) -> None:  # every kernel runs when it is called
+        pass
+
     # -- weights --------------------------------------------------------------------------------------------
 
     def bind(self, name: str, t: GGMLType, shape: tuple[int, ...], data: memoryview) -> Weight:

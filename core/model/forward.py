@@ -99,5 +99,6 @@ def forward(
     for il, layer in enumerate(model.weights.layers):
         arch.block(p, layer, il)
     arch.output(p)
+    model.backend.sync()  # the flush point of a backend that queues its kernels (interface.Backend.sync)
     finish(st, tokens, seqs)
     return p.n_out

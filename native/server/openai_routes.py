@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
-from llamay.tools import ToolPlan
+from llamay.tools import OpenAIDeltas, ToolPlan, finish_of, openai_message
 
 from .bodies import StrictJsonRoute
 from .deps import PoolDep
@@ -36,7 +36,7 @@ from .schemas import (
 )
 from .service import Service
 from .streaming import Generation, Piece, Stream, check_room, sse_response, sse_stream
-from .tools import OpenAIDeltas, finish_of, message_dicts, openai_message, plan_for
+from .tools import message_dicts, plan_for
 
 router = APIRouter(tags=["OpenAI"], route_class=StrictJsonRoute)
 

@@ -196,3 +196,36 @@ def test_chat_with_tools_shows_a_control_token_marker_to_the_parser(tmp_path):
         assert content is None and [c["name"] for c in calls] == ["add"]
         assert set(calls[0]["arguments"]) == {"a", "b"} and 0 <= calls[0]["arguments"]["a"] <= 99
         assert "".join(mistral_tool_reply(model, marker, stream=True)) == reply
+
+
+def test_browser_session_shows_a_control_token_marker_to_the_parser(tmp_path):
+    """The browser worker's Session (web/py) decodes a tool reply as the library does: Mistral's `[TOOL_CALLS]`
+    control token shows, so its stream's deltas carry the call, whose pieces join into the library's call; the
+    reply equals the library's for the same request."""
+    from tests.models.tiny_tools import write_mistral_tools
+
+    path = tmp_path / "tiny-mistral-tools.gguf"
+    marker = write_mistral_tools(path)
+    with llamay.load(path) as model:
+        library = mistral_tool_reply(model, marker)
+        _, expected = model.tool_calls(library)
+    session = paths.web_py_module().Session(bytearray(path.read_bytes()), path.name)
+    msgs = [{"role": "user", "content": "Add 2 and 3."}]
+    params = {"tools": [ADD_TOOL], "tool_choice": "required", "max_tokens": 200, "temperature": 0,
+              "logit_bias": {str(marker): 100}}  # fmt: skip
+    pieces = list(session.generate("chat", msgs, params))
+    assert "".join(pieces) == library
+    deltas = [session.tool_delta(p) for p in pieces] + [session.tool_delta("", last=True)]
+    deltas = [d for d in deltas if d is not None]
+    calls: dict[int, dict] = {}
+    for d in deltas:
+        assert "content" not in d  # the reply is one call
+        for c in d.get("tool_calls", []):
+            if c["index"] in calls:
+                calls[c["index"]]["arguments"] += c["function"]["arguments"]
+            else:
+                assert c["id"].startswith("call_") and c["type"] == "function"
+                calls[c["index"]] = dict(c["function"])
+    assert len(deltas) > 2  # the arguments came in pieces, not whole at the end
+    assert [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls.values()] == expected
+    assert session.tool_finish("stop") == "tool_calls" and session.tool_finish("length") == "length"

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 from llamay.constraints.automaton import Automaton
-from llamay.constraints.compile import BYTES, END, Program, compile_grammar
+from llamay.constraints.compile import BYTES, END, REP, Program, compile_grammar
 from llamay.constraints.gbnf import parse
 
 DATA = Path(__file__).parent / "data"
@@ -29,7 +29,7 @@ def _min_lengths(prog: Program) -> list[float]:
             for s in starts:
                 total, p = 0.0, s
                 while prog.kind[p] != END:
-                    total += 1 if prog.kind[p] == BYTES else best[prog.arg[p]]
+                    total += _elem_length(prog, p, best)
                     p += 1
                 if total < best[r]:
                     best[r] = total
@@ -61,16 +61,28 @@ def sentences(prog: Program, rng: random.Random, n: int, budget: int = 60) -> li
             elif prog.kind[x] == BYTES:
                 mask = prog.arg[x]
                 buf.append(rng.choice([b for b in range(256) if mask >> b & 1]))
+            elif prog.kind[x] == REP:  # a counted repetition: few copies, or as many as allowed when few
+                rule, lo, hi = prog.reps[prog.arg[x]]
+                count = lo if len(buf) > budget else rng.choice([lo, min(hi, lo + 3), hi if hi - lo < 20 else lo])
+                todo.extend(("rule", rule) for _ in range(count))
             else:
                 todo.append(("rule", prog.arg[x]))
         out.append(bytes(buf))
     return out
 
 
+def _elem_length(prog: Program, p: int, best: list[float]) -> float:
+    kind, arg = prog.kind[p], prog.arg[p]
+    if kind == REP:
+        rule, lo, _ = prog.reps[arg]
+        return lo * best[rule] if lo else 0.0
+    return 1 if kind == BYTES else best[arg]
+
+
 def _alt_length(prog: Program, start: int, shortest: list[float]) -> float:
     total, p = 0.0, start
     while prog.kind[p] != END:
-        total += 1 if prog.kind[p] == BYTES else shortest[prog.arg[p]]
+        total += _elem_length(prog, p, shortest)
         p += 1
     return total
 

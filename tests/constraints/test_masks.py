@@ -127,3 +127,38 @@ def test_trie_layout():
     assert trie.node_of(b"ab") == 2 and trie.node_of(b"ba") is None
     assert sorted(trie.tokens_below(1)) == [0, 1, 4]  # duplicate bytes share a node
     assert trie.height == [2, 1, 0, 0]  # the longest token below: "ab" from the root, "b" below "a"
+
+
+LONG = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string", "maxLength": 4096},
+        "code": {"type": "string", "minLength": 300, "maxLength": 340},
+        "list": {"type": "array", "items": {"type": "integer"}, "maxItems": 100},
+    },
+}
+
+
+def test_masks_of_counted_repetitions_far_from_and_near_their_bounds(vocab):
+    """Counted strings share walks through canonical counts (`Automaton.canonical_count`): the masks still equal
+    the token-by-token checks on both sides of every bound, for strings reached at many lengths."""
+    c = constraint(schema_to_gbnf(LONG), vocab)
+    rng = random.Random(3)
+    prefixes = ['{"text":"' + "y" * n for n in (0, 1, 7, 100, 4000, 4060, 4080, 4090, 4095, 4096)]
+    prefixes += ['{"code":"' + "z" * n for n in (0, 5, 250, 270, 290, 299, 300, 301, 320, 335, 339, 340)]
+    prefixes += ['{"list":[' + ",".join(["1"] * n) for n in (0, 1, 60, 98, 99, 100)]
+    # the longest token a string can hold: this far from a bound, counts stop being canonical
+    plain = [b for b in vocab.token_bytes if b and all(32 <= x < 127 and x not in b'"\\' for x in b)]
+    h = max(map(len, plain))
+    prefixes += ['{"text":"' + "y" * (4096 - h + j) for j in range(-3, 4)]
+    prefixes += ['{"code":"' + "y" * (300 - h + j) for j in range(-3, 4) if 300 - h + j >= 0]
+    for prefix in prefixes:
+        st = c.advance_bytes(c.start(), prefix.encode())
+        assert st is not None, prefix
+        for _ in range(2 if vocab.n_vocab > 10_000 else 4):
+            mask = c.allowed(st)
+            assert mask.tokens() == brute_force(c, st), prefix[-12:]
+            choices = [t for t in mask.tokens() if t not in vocab.eog_ids]
+            if not choices:
+                break
+            st = c.advance(st, rng.choice(choices))

@@ -4,9 +4,7 @@ browser engine giving the same SamplerConfig (or the same refused field) for the
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +18,7 @@ from llamay.sampling.request import (
     OLLAMA_RUNNER,
     accepted,
 )
+from tests import paths
 
 # the APIs' own sampling field names, from their documentation (an independent list, not the tables)
 OPENAI_DOCUMENTED = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "seed", "logit_bias", "stop")
@@ -142,23 +141,12 @@ def test_from_params_is_the_llama_cpp_path():
 # -- the server's OpenAI route and the browser engine: one path -----------------------------------------------
 
 
-def browser_module():
-    """web/py/llamay_web.py: a web asset (not in the wheel), stdlib-only at import."""
-    path = Path(__file__).resolve().parents[2] / "web" / "py" / "llamay_web.py"
-    if not path.exists():
-        pytest.skip("web/py is not in this checkout")
-    spec = importlib.util.spec_from_file_location("llamay_web_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 N_VOCAB = 64
 
 
 def through_browser(body: dict):
     try:
-        cfg, stop = browser_module().request_sampling(body, N_VOCAB)
+        cfg, stop = paths.web_py_module().request_sampling(body, N_VOCAB)
     except RequestFieldError as e:
         return ("refused", e.field.split(".")[0])
     return (cfg, tuple(stop))

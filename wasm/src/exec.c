@@ -8,6 +8,7 @@
  * keeps it (a decode step calls the same kernels with the same arguments at every token: the positions and
  * token ids live in buffers), and calls this with one argument. */
 #include "common.h"
+#include "kernels.h"
 /* the op codes, the exports' prototypes and the dispatch's cases, generated from llamay.kernels.ops (codegen.py) */
 #include "generated_ops.h"
 
@@ -29,4 +30,19 @@ EXPORT int32_t llamay_exec(const int32_t *c) {
     default:
         return -100;
     }
+}
+
+/* Part `part` of `nparts` of the command at `cmd`, for kernel threads over one shared memory: a matmul computes
+ * its share of the weight rows (rows m * part / nparts .. m * (part + 1) / nparts), converting the activation rows
+ * into its own scratch (scratch + part * llamay_act_bytes rounded up to 16: redundant work of n * k, so no thread
+ * waits for another before its rows); any other command runs whole in part 0 and not at all in the others (they
+ * are small: norms, rope, one row's element-wise ops). Run over every part, the result is llamay_exec's, bit for
+ * bit (each output element is computed by the same code from the same inputs). */
+EXPORT int32_t llamay_exec_part(const int32_t *c, int32_t part, int32_t nparts) {
+    if (c[0] != LLAMAY_OP_MATMUL) return part == 0 ? llamay_exec(c) : 0;
+    int32_t type = I(1), n = I(5), k = I(6), m = I(7);
+    int32_t lo = (int32_t)((int64_t)m * part / nparts), hi = (int32_t)((int64_t)m * (part + 1) / nparts);
+    uint32_t share = ((uint32_t)llamay_act_bytes(type, n, k) + 15u) & ~15u;
+    uint8_t *scratch = (uint8_t *)P(8) + (size_t)share * (uint32_t)part;
+    return matmul_rows(type, P(2), P(3), P(4), n, k, m, scratch, lo, hi);
 }

@@ -1,6 +1,6 @@
 /* The per-family kernels behind the exported dispatchers (matmul.c). Internal: hidden visibility.
  *
- * A matmul kernel computes out (n, m) = act (n rows, k) . w^T (m rows of k), where `act` holds the n
+ * A matmul kernel computes out (n, m) = act (n rows, k) . w^T (m rows of k), out's rows ldo apart, where `act` holds the n
  * activation rows already converted by act_convert (one every act_stride(kind, k) bytes; for F32 the
  * input rows themselves). A dequantiser writes the k values of one weight row. */
 #ifndef LLAMAY_KERNELS_H
@@ -25,23 +25,23 @@
             int j_ = 0;                                                                               \
             for (; j_ + 4 <= n; j_ += 4) {                                                            \
                 ROW(T, 4, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                store_column(out, m, r_, j_, res_, 4);                                                \
+                store_column(out, ldo, r_, j_, res_, 4);                                              \
             }                                                                                         \
             if (j_ + 2 <= n) {                                                                        \
                 ROW(T, 2, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                store_column(out, m, r_, j_, res_, 2);                                                \
+                store_column(out, ldo, r_, j_, res_, 2);                                              \
                 j_ += 2;                                                                              \
             }                                                                                         \
             if (j_ < n) {                                                                             \
                 ROW(T, 1, wr_, act + (size_t)j_ * as_, as_, k, res_);                                    \
-                store_column(out, m, r_, j_, res_, 1);                                                \
+                store_column(out, ldo, r_, j_, res_, 1);                                              \
             }                                                                                         \
         }                                                                                             \
     } while (0)
 
-/* out[(j + i) * m + r] = res[i] for i < cnt: weight row r's results for activation rows j .. j + cnt */
-INLINE void store_column(float *out, int m, int r, int j, const float *res, int cnt) {
-    for (int i = 0; i < cnt; i++) out[(size_t)(j + i) * m + r] = res[i];
+/* out[(j + i) * ldo + r] = res[i] for i < cnt: weight row r's results for activation rows j .. j + cnt */
+INLINE void store_column(float *out, int ldo, int r, int j, const float *res, int cnt) {
+    for (int i = 0; i < cnt; i++) out[(size_t)(j + i) * ldo + r] = res[i];
 }
 
 #define MAX_NA 4 /* activation rows a kernel call takes at most */
@@ -60,7 +60,9 @@ INLINE v128_t load4_i32(const int32_t *p, int cnt) {
 /* the loops over a kernel's activation rows and blocks: fully unrolled, so the accumulators stay in registers */
 #define UNROLL _Pragma("clang loop unroll(full)")
 
-#define MATMUL_ARGS float *out, const uint8_t *w, const uint8_t *act, int n, int k, int m
+/* m weight rows from w into columns 0..m of out, whose rows are ldo floats apart (ldo > m: a slice of the rows,
+ * llamay_exec_part) */
+#define MATMUL_ARGS float *out, const uint8_t *w, const uint8_t *act, int n, int k, int m, int ldo
 #define DEQUANT_ARGS const uint8_t *w, float *out, int k
 
 /* each type's kernels, defined in its family's matmul_*.c: mm_<name> (MATMUL_DRIVER over its row kernel) and
@@ -69,5 +71,9 @@ INLINE v128_t load4_i32(const int32_t *p, int cnt) {
     void mm_##name(MATMUL_ARGS);                                                                                   \
     void dq_##name(DEQUANT_ARGS);
 KERNEL_TYPES(DECLARE_KERNELS)
+
+int32_t llamay_act_bytes(int32_t type, int32_t n, int32_t k);
+int32_t matmul_rows(int32_t type, float *out, const uint8_t *w, const float *x, int32_t n, int32_t k, int32_t m,
+                    uint8_t *scratch, int32_t lo, int32_t hi);
 
 #endif

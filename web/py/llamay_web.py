@@ -134,7 +134,7 @@ class Session:
             f.close()
             raise
         self.engine = Engine(self.model)
-        self._plan = None  # the last chat's tool plan (llamay.tools.ToolPlan), read by tool_reply
+        self._deltas = None  # the running chat's tool-call deltas (llamay.tools.OpenAIDeltas), fed by tool_delta
 
     def warm_up(self) -> None:
         """Import what the first request needs and compile the chat template (jinja2: about a second under
@@ -188,10 +188,10 @@ class Session:
         """Text pieces for an OpenAI-style request: kind "chat" (payload: the messages) or "complete" (payload:
         the prompt). `params` carries the request's fields (GENERATE_FIELDS, the sampling fields of
         `llamay.sampling.request`); any other is refused by name. With `tools` (chat), the reply is in the model's
-        tool-call syntax, held to it as the server holds it (llamay.tools); `tool_reply` reads it."""
+        tool-call syntax, held to it as the server holds it (llamay.tools); `tool_delta` reads it."""
         from llamay.constraints import constraint_from_request
         from llamay.sampling.request import RequestFieldError, accepted
-        from llamay.tools import plan_tools
+        from llamay.tools import OpenAIDeltas, plan_tools
 
         params = dict(params or {})
         known = set(accepted("openai")) | GENERATE_FIELDS
@@ -202,13 +202,13 @@ class Session:
         max_tokens = params.get("max_completion_tokens") or params.get("max_tokens") or DEFAULT_MAX_TOKENS
         sampling, stop = request_sampling(params, self.model.cfg.n_vocab)
         constraint = constraint_from_request(params, self.model.tokenizer)
-        self._plan = None
+        self._deltas = None
         if kind == "chat":
             messages = [dict(m) for m in payload]
             tpl = self.model.tokenizer.chat_template_source
             plan = plan_tools(tpl, params.get("tools") or None, params.get("tool_choice"),
                               params.get("parallel_tool_calls"))  # fmt: skip
-            template_tools = None
+            template_tools, decoder = None, None
             if plan is not None:
                 if constraint is not None:
                     why = "cannot constrain a reply that may call tools: their grammar does (or tool_choice: none)"
@@ -216,9 +216,10 @@ class Session:
                     raise RequestFieldError(given, why)
                 messages, template_tools = plan.messages(messages), plan.template_tools
                 constraint = plan.constraint(self.model.tokenizer)
-                self._plan = plan
+                decoder = plan.decoder(self.model.tokenizer)  # the parser reads the syntax's marker tokens
+                self._deltas = OpenAIDeltas(plan)
             return self.engine.chat(messages, int(max_tokens), sampling, stop, tools=template_tools,
-                                    constraint=constraint)  # fmt: skip
+                                    constraint=constraint, decoder=decoder)  # fmt: skip
         for name in ("tools", "tool_choice", "parallel_tool_calls"):
             if params.get(name) is not None:
                 raise RequestFieldError(name, "is a chat field: a text completion calls no tools")
@@ -226,23 +227,17 @@ class Session:
             return self.engine.complete(str(payload), int(max_tokens), sampling, stop, constraint=constraint)
         raise ValueError(f"unknown generation kind {kind!r} (chat, complete)")
 
-    def tool_reply(self, text: str, finish_reason: str) -> dict | None:
-        """The last chat's reply read as OpenAI's message ({content, tool_calls}) and its finish_reason, when it
-        had tools (None otherwise); a call cut short by max_tokens is left out (its arguments are no JSON)."""
-        import uuid
+    def tool_delta(self, text: str, last: bool = False) -> dict | None:
+        """The stream delta of the running chat's next piece when it has tools, as the server streams it
+        (content, then per call its index, id and name, then argument pieces); None when the piece adds nothing
+        yet (it may begin a call) or the chat has no tools. `last`: the reply is over (held text comes out)."""
+        return self._deltas.feed(text, last) if self._deltas is not None else None
 
-        from llamay.tools import parse_reply
+    def tool_finish(self, finish_reason: str) -> str:
+        """The streamed chat's finish_reason: "tool_calls" when it stopped with every call it began complete."""
+        from llamay.tools import finish_of
 
-        if self._plan is None:
-            return None
-        content, calls = parse_reply(self._plan.syntax, text)
-        done = [c for c in calls if c["complete"]]
-        tool_calls = [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-                       "function": {"name": c["name"], "arguments": c["arguments"]}} for c in done]  # fmt: skip
-        if tool_calls and finish_reason == "stop":
-            finish_reason = "tool_calls"
-        return {"content": content or ("" if not tool_calls else None), "tool_calls": tool_calls,
-                "finish_reason": finish_reason}  # fmt: skip
+        return finish_of(self._deltas.calls, finish_reason) if self._deltas is not None else finish_reason
 
     def generated(self) -> int:
         """Tokens generated so far by the running request."""

@@ -9,7 +9,7 @@
 //   {type: "complete", prompt, options?}           generate; streams {type: "piece", text} replies
 //   {type: "generate", kind, input, params}        OpenAI-style: kind "chat" (input: messages) or "complete"
 //                                                  (input: prompt), params in OpenAI's names; streams
-//                                                  {type: "piece", text, tokens} replies
+//                                                  {type: "piece", text, tokens, delta} replies
 //   {type: "card" | "info" | "embed" (texts) | "tokenize" (text, options) | "detokenize" (ids)}
 //   {type: "unload"}
 //   {type: "abort", target?}                       stop generation `target` (an id), or the running one
@@ -67,7 +67,7 @@ const handlers = {
   async generate(msg) {
     need();
     if (cancelled.delete(msg.id)) return { text: "", stats: null, aborted: true, finish_reason: "abort" };
-    const piece = (text, tokens) => post({ id: msg.id, type: "piece", text, tokens });
+    const piece = (text, tokens, delta) => post({ id: msg.id, type: "piece", text, tokens, delta });
     return runtime.generate(msg.kind, msg.input, msg.params ?? {}, piece);
   },
 

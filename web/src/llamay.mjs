@@ -271,7 +271,6 @@ export class LlamayEngine {
     });
     let first = true;
     const withTools = kind === "chat" && Array.isArray(request.tools) && request.tools.length > 0;
-    let held = "";
     try {
       while (!finished || queue.length) {
         if (!queue.length) {
@@ -282,7 +281,13 @@ export class LlamayEngine {
         const msg = queue.shift();
         const extra = { llamay: { completion_tokens: msg.tokens } };
         if (withTools) {
-          held += msg.text; // a reply that may call tools is read whole, at its end
+          // a reply that may call tools: the worker's deltas, as the server streams them (text that may begin a
+          // call is held until it is known)
+          if (msg.delta) {
+            const delta = first ? { role: "assistant", ...msg.delta } : msg.delta;
+            yield chunk([choice({ delta, finish_reason: null })], extra);
+            first = false;
+          }
           continue;
         }
         if (kind === "chat") {
@@ -297,11 +302,8 @@ export class LlamayEngine {
       if (error) throw error;
       const usage = usageOf(result.stats);
       const timings = timingsOf(result.stats, ttft, performance.now() - t0);
-      if (withTools) {
-        // one chunk with the reply: its content, and its calls as OpenAI streams them (index, id, function)
-        const r = result.reply ?? { content: held, tool_calls: [] };
-        const delta = { role: "assistant", content: r.content };
-        if (r.tool_calls?.length) delta.tool_calls = r.tool_calls.map((c, index) => ({ index, ...c }));
+      if (withTools && (result.delta || first)) {
+        const delta = { ...(first ? { role: "assistant", content: "" } : {}), ...result.delta };
         yield chunk([choice({ delta, finish_reason: null })]);
       }
       const end = kind === "chat" ? { delta: {} } : { text: "", logprobs: null };
@@ -348,7 +350,12 @@ async function collect(chunks, kind) {
   for await (const c of chunks) {
     const ch = c.choices[0];
     text += kind === "chat" ? (ch.delta.content ?? "") : ch.text;
-    if (ch.delta?.tool_calls) calls = ch.delta.tool_calls.map(({ index, ...call }) => call);
+    for (const { index, ...piece } of ch.delta?.tool_calls ?? []) {
+      // as OpenAI's clients join a stream: a call's first delta has its id and name, later ones argument pieces
+      calls ??= [];
+      if (!calls[index]) calls[index] = { ...piece, function: { ...piece.function } };
+      else calls[index].function.arguments += piece.function.arguments;
+    }
     last = c;
   }
   const finish_reason = last.choices[0].finish_reason;

@@ -256,8 +256,10 @@ export class LlamayRuntime {
   /**
    * Generate for an OpenAI-style request: kind "chat" (input: the messages) or "complete" (input: the prompt),
    * `params` its fields in OpenAI's names (max_tokens, temperature, top_p, top_k, min_p, seed, stop,
-   * response_format, ...). onPiece(text, completionTokens) gets each streamed piece.
-   * @returns {Promise<{text: string, stats: object|null, aborted: boolean, finish_reason: string}>}
+   * response_format, ...). onPiece(text, completionTokens, delta) gets each streamed piece; with tools, `delta`
+   * is its OpenAI stream delta (content and tool_calls pieces, as the server streams them; null while held), and
+   * the result's `delta` the reply's last one.
+   * @returns {Promise<{text: string, stats: object|null, aborted: boolean, finish_reason: string, delta: object|null}>}
    */
   async generate(kind, input, params = {}, onPiece = () => {}) {
     this.#needSession();
@@ -274,6 +276,7 @@ export class LlamayRuntime {
       pyParams.destroy();
       if (kind === "chat") pyInput.destroy();
     }
+    const withTools = kind === "chat" && Array.isArray(params.tools) && params.tools.length > 0;
     let text = "";
     let interrupted = false;
     try {
@@ -281,7 +284,8 @@ export class LlamayRuntime {
         const step = gen.next();
         if (step.done) break;
         text += step.value;
-        onPiece(step.value, this.session.generated());
+        const delta = withTools ? toJs(this.session.tool_delta(step.value)) : null;
+        onPiece(step.value, this.session.generated(), delta ?? null);
         await nextTask();
         if (this.aborted) break;
       }
@@ -295,10 +299,10 @@ export class LlamayRuntime {
     const aborted = this.aborted || interrupted;
     const stats = interrupted ? null : toJs(this.session.stats());
     let finish_reason = aborted ? "abort" : (stats?.finish_reason ?? "stop");
-    // a chat with tools: its reply read in the model's tool-call syntax (content, tool_calls)
-    const reply = kind === "chat" && !aborted ? toJs(this.session.tool_reply(text, finish_reason)) : null;
-    if (reply) finish_reason = reply.finish_reason;
-    return { text, stats, aborted, finish_reason, reply };
+    // a chat with tools: the held end of its reply, and "tool_calls" when it stopped with its calls complete
+    const delta = withTools && !aborted ? (toJs(this.session.tool_delta("", true)) ?? null) : null;
+    if (withTools && !aborted) finish_reason = this.session.tool_finish(finish_reason);
+    return { text, stats, aborted, finish_reason, delta };
   }
 
   /** Prepare the first request (imports, the chat template) ahead of it; a no-op without a model. */

@@ -1,0 +1,89 @@
+"""`llamay_exec_part(cmd, part, nparts)`, the kernel threads' share of a command (wasm/src/exec.c): run over every
+part, the output is `llamay_exec`'s bit for bit, for every weight type the module runs, at decode (n = 1) and
+prefill widths; a command that is not a matmul runs in part 0 only."""
+
+from __future__ import annotations
+
+import random
+from array import array
+
+import pytest
+
+from llamay.ggml_types import GGMLType, block_size
+from llamay.quants import QUANTIZERS, quantize
+from llamay.wasm.runtime import OPS, RUNNABLE
+from tests.backends import require_backend
+
+MATMUL, RMS_NORM = OPS["llamay_matmul"], OPS["llamay_rms_norm"]
+TYPES = sorted((t for t in RUNNABLE if t in QUANTIZERS or t == GGMLType.F32), key=lambda t: t.name)
+
+
+@pytest.fixture(scope="module")
+def wasm():
+    return require_backend("wasm")
+
+
+def _matrix(b, t: GGMLType, k: int, m: int, rng: random.Random):
+    values = array("f", (rng.uniform(-1, 1) for _ in range(k * m)))
+    data = memoryview(bytearray(quantize(t, values) if t != GGMLType.F32 else values.tobytes()))
+    return b.bind(f"w.{t.name}", t, (k, m), data)
+
+
+def _run(b, w, x: int, n: int, nparts: int | None) -> bytes:
+    """The matmul's output through exec (nparts None) or through every part of exec_part, as raw bytes."""
+    h = w.handle
+    out = b.alloc_f32(n * w.n_out)
+    share = (b.fn["llamay_act_bytes"](h.type, n, w.n_in) + 15) // 16 * 16
+    scratch = b.rt.alloc(share * (nparts or 1))
+    cmd = b._command((MATMUL, h.type, out, h.addr, x, n, w.n_in, w.n_out, scratch))
+    if nparts is None:
+        assert b.fn["llamay_exec"](cmd) == 0
+    else:
+        for part in reversed(range(nparts)):  # any order: no part reads what another writes
+            assert b.fn["llamay_exec_part"](cmd, part, nparts) == 0
+    return array("f", b.read_f32(out, 0, n * w.n_out)).tobytes()
+
+
+@pytest.mark.parametrize("t", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("n", [1, 5])
+def test_parts_of_a_matmul_equal_the_whole(wasm, t: GGMLType, n: int) -> None:
+    rng = random.Random(f"{t.name}-{n}")
+    k, m = 2 * max(256, block_size(t)), 37  # 37 rows: parts of unequal size, a part of 0 rows at nparts 64
+    w = _matrix(wasm, t, k, m, rng)
+    x = wasm.alloc_f32(n * k)
+    wasm.write_f32(x, [rng.uniform(-2, 2) for _ in range(n * k)])
+    whole = _run(wasm, w, x, n, None)
+    assert any(whole), "the reference output is all zeros: the comparison would prove nothing"
+    for nparts in (1, 2, 3, 4, 64):
+        assert _run(wasm, w, x, n, nparts) == whole, f"{nparts} parts"
+
+
+def test_other_commands_run_in_part_zero_only(wasm) -> None:
+    dim = 64
+    x, out = wasm.alloc_f32(dim), wasm.alloc_f32(dim)
+    wasm.write_f32(x, [0.5 + i for i in range(dim)])
+    cmd = wasm._command((RMS_NORM, out, x, 0, 1, dim, 1e-5))
+    assert wasm.fn["llamay_exec_part"](cmd, 1, 2) == 0
+    assert wasm.read_f32(out, 0, dim) == [0.0] * dim  # part 1 of 2 leaves a norm alone
+    assert wasm.fn["llamay_exec_part"](cmd, 0, 2) == 0
+    got = wasm.read_f32(out, 0, dim)
+    wasm.fn["llamay_exec"](cmd)
+    assert got == wasm.read_f32(out, 0, dim) and any(got)
+
+
+def test_a_part_writes_its_own_rows_only(wasm) -> None:
+    rng = random.Random("rows")
+    n, k, m = 2, 256, 10
+    w = _matrix(wasm, GGMLType.Q4_0, k, m, rng)
+    x = wasm.alloc_f32(n * k)
+    wasm.write_f32(x, [rng.uniform(-2, 2) for _ in range(n * k)])
+    whole = array("f", _run(wasm, w, x, n, None))
+    out = wasm.alloc_f32(n * m)
+    share = (wasm.fn["llamay_act_bytes"](int(GGMLType.Q4_0), n, k) + 15) // 16 * 16
+    cmd = wasm._command((MATMUL, int(GGMLType.Q4_0), out, w.handle.addr, x, n, k, m, wasm.rt.alloc(3 * share)))
+    assert wasm.fn["llamay_exec_part"](cmd, 1, 3) == 0  # rows 3..6 of 10
+    got = wasm.read_f32(out, 0, n * m)
+    for i in range(n):
+        for r in range(m):
+            want = whole[i * m + r] if 3 <= r < 6 else 0.0
+            assert got[i * m + r] == want, (i, r)

@@ -1,0 +1,60 @@
+// Runs a command list from an image on the threads build (wasm/llamay_kernels_threads.wasm) with 1..N kernel
+// threads (Node worker_threads over one shared WebAssembly.Memory), and prints the sha256 of the heap after each
+// run as JSON. Used by tests/wasm/test_threads.py.
+//   node --experimental-wasm-relaxed-simd threads_node.mjs MODULE IMAGE HEAP_BASE END CTL LIST COUNT THREADS...
+// (the heap from HEAP_BASE to END is hashed)
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+
+const REGION = 1 << 20; // per instance: its static data at the bottom, its stack above (grows down)
+
+function instantiate(module, memory, i) {
+  const base = 65536 + i * REGION;
+  const g = (value, mutable) => new WebAssembly.Global({ value: "i32", mutable }, value);
+  const env = {
+    memory,
+    __memory_base: g(base, false),
+    __table_base: g(0, false),
+    __stack_pointer: g(base + REGION - 16, true),
+    __indirect_function_table: new WebAssembly.Table({ initial: 0, element: "anyfunc" }),
+  };
+  const inst = new WebAssembly.Instance(module, { env });
+  for (const f of ["__wasm_apply_data_relocs", "__wasm_call_ctors"]) inst.exports[f]?.();
+  return inst.exports;
+}
+
+if (!isMainThread) {
+  const { module, memory, index, ctl, gen } = workerData;
+  const ex = instantiate(module, memory, index);
+  parentPort.postMessage("ready");
+  ex.llamay_thread_loop(ctl, index, gen);
+  parentPort.postMessage("stopped");
+} else {
+  const [modPath, imgPath, heapBase, end, ctl, list, count, ...threads] = process.argv.slice(2);
+  const module = new WebAssembly.Module(readFileSync(modPath));
+  const image = readFileSync(imgPath);
+  const top = Number(heapBase) + image.length;
+  const memory = new WebAssembly.Memory({ initial: Math.ceil(top / 65536) + 1, maximum: 65535, shared: true });
+  const main = instantiate(module, memory, 0);
+  const heap = new Uint8Array(memory.buffer);
+  const out = {};
+  for (const n of threads.map(Number)) {
+    heap.set(image, Number(heapBase));
+    new Int32Array(memory.buffer, Number(ctl), 8).fill(0);
+    new Int32Array(memory.buffer, Number(ctl), 8)[3] = n; // CTL_NPARTS
+    const workers = [];
+    for (let i = 1; i < n; i++) {
+      const w = new Worker(new URL(import.meta.url), { workerData: { module, memory, index: i, ctl: Number(ctl), gen: 0 } });
+      await new Promise((resolve) => w.once("message", resolve));
+      workers.push(w);
+    }
+    const rc = main.llamay_run_list(Number(ctl), Number(list), Number(count));
+    const again = main.llamay_run_list(Number(ctl), Number(list), Number(count)); // a second list: the same waits
+    main.llamay_stop_threads(Number(ctl));
+    await Promise.all(workers.map((w) => new Promise((resolve) => w.once("exit", resolve))));
+    const region = heap.slice(Number(heapBase), Number(end)); // the scratch after `end`: a share per thread
+    out[n] = { rc, again, sha256: createHash("sha256").update(region).digest("hex") };
+  }
+  console.log(JSON.stringify(out));
+}
