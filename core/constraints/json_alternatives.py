@@ -41,19 +41,21 @@ def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, na
     for i, branch in enumerate(options):
         if matches_nothing(c, branch, path):
             continue  # (in a oneOf too: it can never be the one branch that matches)
+        mark = c.checkpoint()
         try:
             others = [negate(c, options[j], f"{path}/{key}/{j}") for j in overlapping.get(i, ())]
             if any(o is False for o in others):  # (no schema for its values outside another branch)
                 raise ConstraintError(f"{path}/oneOf: branch {i} may match another branch")
             parts = [rest, branch, *others] if rest else [branch, *others]
             sub = c.merge(parts, f"{path}/{key}/{i}") if len(parts) > 1 else branch
+            label = f"{name}-{i}" if name else f"alternative-{i}"
+            alts.append(c.named(c.visit(sub, label, f"{path}/{key}/{i}"), label))
         except ConstraintLimitError:
             raise
-        except ConstraintError as e:  # a branch the rest excludes (or not merged): left out, a subset
+        except ConstraintError as e:  # a branch no value fits (or not compiled): left out, a subset
+            c.rollback(mark)
             first_error = first_error or e
             continue
-        label = f"{name}-{i}" if name else f"alternative-{i}"
-        alts.append(c.named(c.visit(sub, label, f"{path}/{key}/{i}"), label))
     if not alts and first_error is not None:
         raise first_error
     if not alts:

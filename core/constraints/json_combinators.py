@@ -145,9 +145,9 @@ def discriminated(c: Any, subs: list, path: str) -> bool:
             return False
         props, fixed = s.get("properties", {}), {}
         for k in s.get("required", []):
-            p = c.deref(props.get(k), path)
-            if isinstance(p, dict) and ("const" in p or len(p.get("enum", [])) == 1):
-                fixed[k] = json.dumps(p["const"] if "const" in p else p["enum"][0], sort_keys=True)
+            values = _fixed(c, props.get(k), path)
+            if values is not None and len(values) == 1:
+                fixed[k] = next(iter(values))
         fixed_per_branch.append(fixed)
     common = set.intersection(*(set(f) for f in fixed_per_branch))
     return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)
@@ -176,11 +176,14 @@ def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
 
 
 def _fixed(c: Any, schema: Any, path: str) -> set | None:
-    """The JSON texts a const / enum schema allows, None when it is not one."""
+    """The JSON texts a const / enum schema allows (at most), None when it is not one: an allOf (a property
+    merged from parts) allows only what each of its const / enum parts does."""
     schema = c.deref(schema, path)
     if not isinstance(schema, dict):
         return None
+    parts = [_fixed(c, p, path) for p in schema.get("allOf", []) if isinstance(schema.get("allOf"), list)]
     values = [schema["const"]] if "const" in schema else schema.get("enum")
-    if not isinstance(values, list):
-        return None
-    return {json.dumps(v, sort_keys=True) for v in values}
+    if isinstance(values, list):
+        parts.append({json.dumps(v, sort_keys=True) for v in values})
+    parts = [p for p in parts if p is not None]
+    return set.intersection(*parts) if parts else None

@@ -11,7 +11,8 @@ Exact where it can be, a subset of the valid objects where not (never an invalid
 - with patterns, keys matching none of them (additionalProperties) are not generated: their complement is
   no grammar; additional keys otherwise are any string but the listed names (written without escapes);
 - dependentRequired / dependencies make the dependencies required; a property with a dependentSchemas /
-  schema dependency is not generated (nor any property whose schema is false or `not: {}`);
+  schema dependency is not generated (nor any property whose schema is false or `not: {}`, nor an optional
+  one whose schema no value fits or is not compiled: `{"type": "object", "enum": ["a"]}`);
 - minProperties beyond the required ones makes the first optional properties required, then asks for one
   more member (two could repeat a key: refused); maxProperties caps the other members (refused below the
   listed properties' count).
@@ -27,6 +28,7 @@ from .errors import ConstraintError
 from .grammar import Grammar, Node
 from .json_keywords import VOCABULARY
 from .json_strings import key_excluding, pattern_gbnf
+from .limits import ConstraintLimitError
 from .regex import parse_pattern
 
 
@@ -76,7 +78,16 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
     child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
     items = []
     for pname, pschema in props.items():
-        value = c.visit(pschema, child(pname), f"{path}/properties/{pname}")
+        mark = c.checkpoint()
+        try:
+            value = c.visit(pschema, child(pname), f"{path}/properties/{pname}")
+        except ConstraintLimitError:
+            raise
+        except ConstraintError:
+            if pname in is_required:
+                raise
+            c.rollback(mark)  # an optional property no value fits (or not compiled): never generated, a subset
+            continue
         kv = f'{_literal(pname)} space ":" space {c.named(value, child(pname))}'
         items.append((c.add_rule(child(f"{pname}-kv"), kv), pname in is_required))
     extra = None

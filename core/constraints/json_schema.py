@@ -176,6 +176,23 @@ class SchemaCompiler:
         self.rules[key] = "\0"
         return key
 
+    def checkpoint(self) -> tuple[int, int]:
+        return len(self.rules), len(self.pending)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Forget the rules (references, composites) added since `mark`: a part left out leaves nothing behind
+        (no rule reserved for a body never written)."""
+        n_rules, n_pending = mark
+        self.budget.charge(len(self.rules) + len(self.by_body), "#")
+        gone = set(list(self.rules)[n_rules:])
+        for k in gone:
+            del self.rules[k]
+        del self.pending[n_pending:]
+        self.refs = {k: v for k, v in self.refs.items() if v not in gone}
+        self.composites = {k: v for k, v in self.composites.items() if v[0] not in gone}
+        self.by_body = {k: v for k, v in self.by_body.items() if v not in gone}
+        self.key_rules = {k: v for k, v in self.key_rules.items() if v not in gone}
+
     def named(self, rhs: str, name: str) -> str:
         """`rhs` as something that can stand in a sequence: itself when a rule name, else a new rule."""
         return rhs if _NAME.match(rhs) else self.add_rule(name, rhs)

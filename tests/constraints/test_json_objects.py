@@ -181,3 +181,19 @@ def test_any_order_objects_stop_at_the_rule_cap_and_later_ones_keep_the_written_
 )  # fmt: skip
 def test_enum_and_const_numbers_equal_to_integers_are_written_both_ways(schema, valid, invalid):
     assert_sound(schema, valid=valid, invalid=invalid)
+
+
+def test_an_optional_property_no_value_fits_is_never_generated_a_required_one_refused():
+    builtin = {"enum": ["MODIFIABLE", "DELETABLE"], "type": "object"}  # (seen: no value fits, so never there)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "builtin": builtin}}
+    assert_sound(schema, valid=[{"name": "a"}, {"x": 1}], invalid=[{"builtin": "DELETABLE"}, {"builtin": {}}])
+    with pytest.raises(ConstraintError, match="no value of enum/const fits"):
+        schema_to_gbnf({**schema, "required": ["builtin"]})
+
+
+def test_one_of_whose_branch_becomes_impossible_keeps_the_others():
+    """Branch 1 (radius) and not branch 0 (length and width, required by the rest) leaves nothing: left out."""
+    props = {k: {"type": "number"} for k in ("length", "radius", "width")}
+    schema = {"type": "object", "properties": props, "required": ["length", "width"],
+              "oneOf": [{"required": ["length", "width"]}, {"required": ["radius"]}]}  # fmt: skip
+    assert_sound(schema, valid=[{"length": 1, "width": 2}], invalid=[{"length": 1, "width": 2, "radius": 3}, {}])
