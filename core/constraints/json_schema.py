@@ -51,6 +51,7 @@ from .json_keywords import (
     check_keywords,
     text_depth,
     type_matches,
+    value_type,
 )
 from .json_negation import negate
 from .json_numbers import integer_bounds, integer_range, number_range
@@ -135,6 +136,10 @@ class SchemaCompiler:
             root = self.use("object")  # llama.cpp's convention: an empty schema asks for an object
         else:
             root = self.visit(schema, "", "#")
+        return self.text(root)
+
+    def text(self, root: str) -> str:
+        """The GBNF text: `root`, the references still to compile, every rule and the primitives used."""
         while self.pending:  # references, each compiled once, from here: no recursion through them
             name, target, ref, self.base = self.pending.pop()
             self.rules[name] = self.visit(target, name, ref)
@@ -293,6 +298,8 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         self.check_vocabulary(schema, path)
+        if "if" in schema or "then" in schema or "else" in schema:
+            return self.visit_schema(self.without_if(schema, path), name, path)
         if "not" in schema:
             return self.visit_schema(self.without_not(schema, path), name, path)
         if "$ref" in schema:
@@ -324,6 +331,19 @@ class SchemaCompiler:
             elif key not in SUPPORTED and key not in ANNOTATIONS:
                 self.unknown(path, key)
         check_keywords(schema, path)
+
+    def without_if(self, schema: dict, path: str) -> Any:
+        """if / then / else as an anyOf: (if and then) or (what `if` rejects, a subset: json_negation.py, and
+        else); then / else without if constrain nothing."""
+        rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
+        if "if" not in schema:
+            return rest
+        cond = schema["if"]
+        branches = [{"allOf": [cond, schema.get("then", True)]}]
+        failing = negate(self, cond, f"{path}/if")
+        if failing is not False:
+            branches.append({"allOf": [failing, schema.get("else", True)]})
+        return {**rest, "anyOf": branches} if "anyOf" not in rest else {"allOf": [rest, {"anyOf": branches}]}
 
     def without_not(self, schema: dict, path: str) -> Any:
         """The schema with its `not` written as what it leaves (False: nothing): decidable for a `not` of
@@ -368,14 +388,15 @@ class SchemaCompiler:
     def literals(self, values: list, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
         types = t if isinstance(t, list) else [t] if t else None
-        others = sorted(set(schema) & VOCABULARY - {"type", "enum", "const"})
-        if others:
-            self.unsupported(path, others[0], " together with enum/const")
+        others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const"}}
         keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
+        if others:  # the values the other keywords' grammar accepts (valid against them: it is sound)
+            keep = self.fitting(others, keep, path)
         if "const" in schema and "enum" in schema:
             keep = [v for v in keep if v == schema["const"]]
         if not keep:
-            raise ConstraintError(f"{path}: no value of enum/const fits the schema's type")
+            also = " and keywords" if others else ""
+            raise ConstraintError(f"{path}: no value of enum/const fits the schema's type{also}")
         self.use("space")
         decimal = not (self.resolver.draft == 4 and types is not None and "number" not in types)
         texts = list(dict.fromkeys(t for v in keep for t in _spellings(v, decimal)))
@@ -387,6 +408,31 @@ class SchemaCompiler:
             return f"{next(iter(rules))} space"
         lits = [node_to_gbnf(Lit(t)) for t in texts]
         return (lits[0] if len(lits) == 1 else "(" + " | ".join(lits) + ")") + " space"
+
+    def fitting(self, schema: dict, values: list, path: str) -> list:
+        """The `values` whose compact JSON text the grammar of `schema` accepts, so each is valid against it
+        (a value valid but outside a generation choice of that grammar is left out: a subset)."""
+        from .automaton import Automaton
+        from .compile import compile_grammar
+
+        automata: dict[str, Automaton] = {}  # per type: the keywords of other types constrain nothing there
+        out = []
+        for v in values:
+            t = "number" if isinstance(v, float) else value_type(v)
+            if t not in automata:
+                options = {"closed_objects": self.closed_objects, "anchored_patterns": self.anchored_patterns}
+                options["listed_order"] = self.listed_order
+                sub = SchemaCompiler(self.schema, self.strict, limits=self.budget, **options)
+                sub.resolver, sub.base = self.resolver, self.base
+                text = sub.text(sub.visit({**schema, "type": t}, "", path))
+                automata[t] = Automaton(compile_grammar(parse(text, limits=self.budget)))
+                self.ignored += sub.ignored
+                self.unknown_keywords += sub.unknown_keywords
+            text = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+            self.budget.charge(len(text), path)
+            if automata[t].accepts_bytes(text.encode()):
+                out.append(v)
+        return out
 
     # -- strings and numbers ----------------------------------------------------------------------------------
 

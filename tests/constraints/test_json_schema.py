@@ -165,7 +165,6 @@ def test_number_bound_examples(schema, yes, no):
         ({"type": "string", "not": {"pattern": "^a"}}, "not"),
         ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"^x": {}}}, "patternProperties"),
         ({"type": "object", "propertyNames": {"maxLength": 3}}, "propertyNames"),
-        ({"if": {"type": "string"}, "then": {"minLength": 2}}, "if"),
         ({"type": "array", "contains": {"type": "integer"}}, "contains"),
         ({"type": "string", "pattern": "^a?$", "minLength": 2}, "minLength/maxLength"),
         ({"type": "string", "pattern": "^a+$", "format": "date"}, "together with pattern"),
