@@ -1,7 +1,8 @@
-"""JSON Schema objects as GBNF: listed properties (in any order for small objects, else in the order written)
-with other members (additional or matching a `patternProperties` pattern) anywhere between them, with
-`minProperties` / `maxProperties` (other members counted: those come after the listed ones; `listed_order`:
-always after them, as llama.cpp writes them).
+"""JSON Schema objects as GBNF: listed properties (in any order within groups of ANY_ORDER, the groups in the
+order written; past ANY_ORDER_RULES rules in a schema, in the order written) with other members (additional or
+matching a `patternProperties` pattern) anywhere between them, with `minProperties` / `maxProperties` (other
+members counted: those come after the listed ones, in the order written; `listed_order`: always after them, as
+llama.cpp writes them).
 
 Exact where it can be, a subset of the valid objects where not (never an invalid one):
 - a listed property whose name matches patterns gets its schema and theirs (allOf);
@@ -95,9 +96,10 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
         extra = _pattern_members(c, patterns, nodes, child, path)
     elif extra_allowed:
         extra = _additional(c, addl, [*props, *forbidden], child, path)
-    free = 1 < len(items) <= ANY_ORDER and c.any_order_rules + (1 << len(items)) <= ANY_ORDER_RULES
+    cost = sum(1 << len(items[i : i + ANY_ORDER]) for i in range(0, len(items), ANY_ORDER))
+    free = len(items) > 1 and c.any_order_rules + cost <= ANY_ORDER_RULES
     if free and not c.listed_order and not extra_lo and extra_hi is None and c.max_items is None:
-        c.any_order_rules += 1 << len(items)
+        c.any_order_rules += cost
         body = any_order(c, items, extra, child, path)
     else:
         body = members(c, items, extra, child, extra_lo, extra_hi)
@@ -221,28 +223,33 @@ def _pattern_members(c: Any, patterns: dict, nodes: dict, child, path: str) -> s
     return c.add_rule(child("pattern-kv"), f'{key_rule} ":" space {value}')
 
 
-ANY_ORDER = 6  # objects of at most this many listed properties take them in any order (2^n rules); others in order
+ANY_ORDER = 6  # listed properties take any order within groups of this many (2^n rules each), groups in order
 ANY_ORDER_RULES = 4096  # ... while a schema's any-order rules stay within this many (the later objects: in order)
 
 
 def any_order(c: Any, items: list[tuple[str, bool]], extra: str | None, child, path: str) -> str:
-    """Object members with the listed ones in any order, each at most once (the required ones once), and
-    `extra` ones anywhere between: one rule per set of listed members written so far."""
-    n = len(items)
-    c.budget.charge((n + 2) << n, f"{path}/properties")
-    names = [c.fresh(child("any-order")) for _ in range(1 << n)]
-    required = sum(1 << i for i, (_, req) in enumerate(items) if req)
-    for done in range(1 << n):  # after at least one member, `done` being the listed ones written
-        alts = [f'"," space {kv} {names[done | 1 << i]}' for i, (kv, _) in enumerate(items) if not done >> i & 1]
-        if extra:
-            alts.append(f'"," space {extra} {names[done]}')
-        if done & required == required:
-            alts.append('""')
-        c.rules[names[done]] = " | ".join(alts)
-    first = [f"{kv} {names[1 << i]}" for i, (kv, _) in enumerate(items)]
-    if extra:
-        first.append(f"{extra} {names[0]}")
-    return "(" + " | ".join(first) + ")" + ("" if required else "?")
+    """Object members with the listed ones in any order within groups of ANY_ORDER (the groups in the order
+    written), each at most once (the required ones once), and `extra` ones anywhere between: one rule per
+    group and set of its members written so far."""
+    groups = [items[i : i + ANY_ORDER] for i in range(0, len(items), ANY_ORDER)]
+    c.budget.charge(sum((len(g) + 3) << len(g) for g in groups), f"{path}/properties")
+    names = [[c.fresh(child("any-order")) for _ in range(1 << len(g))] for g in groups]
+    for k, group in enumerate(groups):
+        required = sum(1 << i for i, (_, req) in enumerate(group) if req)
+        done_all = names[k + 1][0] if k + 1 < len(groups) else '""'  # (the next group, or the end)
+        for done in range(1 << len(group)):  # after at least one member, `done` the group's ones written
+            alts = [f'"," space {kv} {names[k][done | 1 << i]}' for i, (kv, _) in enumerate(group) if not done >> i & 1]
+            if extra:
+                alts.append(f'"," space {extra} {names[k][done]}')
+            if done & required == required:
+                alts.append(done_all)
+            c.rules[names[k][done]] = " | ".join(alts)
+    first = [f"{extra} {names[0][0]}"] if extra else []
+    for k, group in enumerate(groups):  # the first member: from the first group with a required one at the latest
+        first += [f"{kv} {names[k][1 << i]}" for i, (kv, _) in enumerate(group)]
+        if any(req for _, req in group):
+            return "(" + " | ".join(first) + ")"
+    return "(" + " | ".join(first) + ")?"
 
 
 def members(c: Any, items: list[tuple[str, bool]], extra: str | None, child, extra_lo: int = 0, extra_hi=None) -> str:

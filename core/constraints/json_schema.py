@@ -54,7 +54,7 @@ from .json_keywords import (
     value_type,
 )
 from .json_negation import negate
-from .json_numbers import integer_bounds, integer_range, number_range
+from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
 from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
 from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
@@ -66,6 +66,8 @@ _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() fo
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
 # llama.cpp's generation choices (a subset)
 LLAMACPP = {"closed_objects": True, "anchored_patterns": True, "listed_order": True}
+_DIVISIBILITY = 1000  # multipleOf up to this many is a divisibility automaton of its remainders (a rule each)
+_WINDOW = 256  # else this many multiples nearest a bound (a subset)
 _FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
 
 
@@ -485,10 +487,11 @@ class SchemaCompiler:
     def number(self, schema: dict, t: str, path: str) -> str:
         step = schema.get("multipleOf")
         if step is not None:
-            if step == 1:
+            if float(step).is_integer() and step > 0:
                 t = "integer"
             else:
-                self.unsupported(path, "multipleOf", f" (only 1 is: got {step})")
+                self.unsupported(path, "multipleOf", f" (only integers are: got {step})")
+                step = None
         lo, hi = schema.get("minimum"), schema.get("maximum")
         lo_x, hi_x = schema.get("exclusiveMinimum", False), schema.get("exclusiveMaximum", False)
         if not isinstance(lo_x, bool):  # draft 6+: a number
@@ -496,6 +499,10 @@ class SchemaCompiler:
         if not isinstance(hi_x, bool):
             hi, hi_x = (hi_x, True) if hi is None or hi_x <= hi else (hi, False)
         self.use("space")
+        if step is not None and step != 1:
+            if lo is not None or hi is not None:
+                lo, lo_x, hi, hi_x = self.digits_within_limit(lo, lo_x, hi, hi_x, path)
+            return self.multiples(int(step), *integer_bounds(lo, lo_x, hi, hi_x), t, path)
         if lo is None and hi is None:
             return self.use(t)
         lo, lo_x, hi, hi_x = self.digits_within_limit(lo, lo_x, hi, hi_x, path)
@@ -503,6 +510,27 @@ class SchemaCompiler:
             return integer_range(*integer_bounds(lo, lo_x, hi, hi_x)) + " space"
         self.use("decimal-part")
         return number_range(lo, lo_x, hi, hi_x) + " space"
+
+    def multiples(self, k: int, lo: int | None, hi: int | None, t: str, path: str) -> str:
+        """The integer multiples of k within lo..hi (integers: a number multiple of k that is one, too): every
+        one when there are few or no bound limits them to one sign (digits read by a k-state divisibility
+        automaton), else the _WINDOW nearest the lower bound (or the upper one): a subset."""
+        first = None if lo is None else -(-lo // k) * k
+        last = None if hi is None else hi // k * k
+        if first is not None and last is not None and first > last:
+            raise ConstraintError(f"{path}: no multiple of {k} within the bounds")
+        unsigned = (lo is None or lo <= 0) and (hi is None or hi >= 0) and (lo is None or hi is None)
+        if k <= _DIVISIBILITY and unsigned and (first is None or last is None):
+            rules, nonzero = divisible_by(k, lambda: self.fresh(f"multiple-of-{k}"))
+            self.rules.update(rules)
+            sign = "" if lo is not None else '"-" ' if hi is not None else '"-"? '  # (lo <= 0: the positive ones)
+            return f'("0" | {sign}{nonzero}) space'
+        if first is not None and (last is None or (last - first) // k >= _WINDOW):
+            last = first + (_WINDOW - 1) * k
+        elif first is None or (last - first) // k >= _WINDOW:
+            first = last - (_WINDOW - 1) * k
+        self.budget.charge((last - first) // k + 1, f"{path}/multipleOf")
+        return self.literals(list(range(first, last + 1, k)), {"type": t}, f"multiple-of-{k}", path)
 
     def digits_within_limit(self, lo, lo_x: bool, hi, hi_x: bool, path: str) -> tuple:
         """Bounds written with at most max_number_digits integral digits: a bound beyond them on the outer side
