@@ -107,7 +107,6 @@ def test_more_threads_than_the_build_has_are_refused_by_name(web_app, site):
     assert site.outside == [] and site.errors == []
 
 
-
 def test_the_threads_control_passes_threads_and_a_refused_count_keeps_the_model(web_app, site):
     open_demo(site, f"{web_app.url}?model=/models/stories260K-q8_0.gguf")
     expect(site.get_by_test_id("model-source")).to_contain_text("downloaded")
@@ -135,6 +134,7 @@ def test_the_threads_control_passes_threads_and_a_refused_count_keeps_the_model(
     assert finished(site, 1) == "length"
     assert site.get_by_test_id("assistant-text").last.text_content() == STORIES_TEXT
     assert site.outside == [] and site.errors == []
+
 
 STORED = [
     {
