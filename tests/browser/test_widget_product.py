@@ -71,7 +71,10 @@ def test_threads_beyond_the_build_are_refused_by_name_and_one_is_shown(web_app, 
     assert events(site, "llamay-error")[0]["kind"] == "bad-request"
 
     widget(site, web_app, model="/models/stories260K-q8_0.gguf", threads=1)
+    # while Pyodide boots (seconds) and the model loads, the transcript says what is going on, then gives way
+    expect(site.get_by_test_id("llamay-loading")).to_contain_text("The assistant is getting ready.")
     expect(site.get_by_test_id("llamay-status")).to_have_text("Ready · stories260K-q8_0.gguf")
+    expect(site.get_by_test_id("llamay-loading")).to_have_count(0)
     expect(site.get_by_test_id("llamay-threads")).to_have_text(" · 1 thread")
     assert site.outside == [] and site.errors == []
 
@@ -123,5 +126,9 @@ def test_the_embedded_widget_fits_a_phone(web_app, phone_site, screenshot):
     box = phone_site.locator("llamay-chat").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     phone_site.locator("llamay-chat").scroll_into_view_if_needed()
+    expect(phone_site.get_by_test_id("llamay-loading")).to_be_visible()
+    screenshot(phone_site, "widget-embedded-phone-loading")
+    expect(phone_site.get_by_test_id("llamay-status")).to_contain_text("Ready", timeout=120_000)
+    fits(phone_site)
     screenshot(phone_site, "widget-embedded-phone")
     assert phone_site.outside == [] and phone_site.errors == []
