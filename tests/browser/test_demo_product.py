@@ -100,9 +100,12 @@ def test_the_servers_models_a_failed_load_keeps_the_model_and_threads(web_app, s
 
 
 def test_more_threads_than_the_build_has_are_refused_by_name(web_app, site):
-    open_demo(site, f"{web_app.url}?threads=4&model=/models/stories260K-q8_0.gguf")
+    site.goto(web_app.url)
+    over = site.evaluate("import('./src/llamay.mjs').then((m) => m.THREADS_AVAILABLE)") + 1
+    open_demo(site, f"{web_app.url}?threads={over}&model=/models/stories260K-q8_0.gguf")
     expect(site.get_by_test_id("error-title")).to_have_text("The request could not be run")
-    expect(site.get_by_test_id("error-text")).to_contain_text("threads: 4 asked for, but this build runs the kernels")
+    expect(site.get_by_test_id("error-text")).to_contain_text(f"threads: {over} asked for, but this build runs the")
+    expect(site.get_by_test_id("threads-select")).to_have_value(str(over))  # the count asked, shown
     expect(site.get_by_test_id("threads")).to_contain_text("1")
     assert site.outside == [] and site.errors == []
 
@@ -114,7 +117,7 @@ def test_the_threads_control_passes_threads_and_a_refused_count_keeps_the_model(
     available = site.evaluate("import('./src/llamay.mjs').then((m) => m.THREADS_AVAILABLE)")
     control = site.get_by_test_id("threads-select")
     values = control.locator("option").evaluate_all("(os) => os.map((o) => [o.value, o.textContent])")
-    assert [int(v) for v, _ in values] == list(range(1, max(cores, available) + 1))
+    assert [int(v) for v, _ in values] == list(range(1, cores + 1))
     for v, text in values:  # a count this build cannot run is offered but named so
         assert ("(not in this build)" in text) == (int(v) > available), text
     expect(control).to_have_value("1")

@@ -64,10 +64,12 @@ def test_a_bad_model_url_is_explained_in_the_widget_and_sent_to_the_page(web_app
 
 
 def test_threads_beyond_the_build_are_refused_by_name_and_one_is_shown(web_app, site):
-    widget(site, web_app, model="/models/stories260K-q8_0.gguf", threads=2)
+    site.goto(f"{web_app.url}test/widget.html")
+    over = site.evaluate("import('../src/llamay.mjs').then((m) => m.THREADS_AVAILABLE)") + 1
+    widget(site, web_app, model="/models/stories260K-q8_0.gguf", threads=over)
     failure = site.get_by_test_id("llamay-error")
     expect(failure).to_contain_text("This chat is set up in a way it cannot run.")
-    expect(failure).to_contain_text("threads: 2 asked for, but this build runs the kernels on 1 thread")
+    expect(failure).to_contain_text(f"threads: {over} asked for, but this build runs the kernels on")
     assert events(site, "llamay-error")[0]["kind"] == "bad-request"
 
     widget(site, web_app, model="/models/stories260K-q8_0.gguf", threads=1)

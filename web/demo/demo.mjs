@@ -82,12 +82,12 @@ function hideError() {
 
 // ---------- threads ----------
 
-/** The Threads control: 1 to the machine's cores (and any count asked in ?threads); a count above what this build
+/** The Threads control: 1 to the machine's cores (or the count asked in ?threads); a count above what this build
  * runs is offered but named so, and the engine refuses it by name when picked. */
 function fillThreads() {
   const cores = navigator.hardwareConcurrency || 1;
   const asked = Number(query.get("threads")) || 0;
-  const top = Math.min(Math.max(cores, THREADS_AVAILABLE, asked), 64);
+  const top = Math.min(Math.max(cores, asked, 1), 64);
   const options = [];
   for (let n = 1; n <= top; n++) {
     const note = n > THREADS_AVAILABLE ? " (not in this build)" : n === cores ? " (all cores)" : "";
@@ -104,6 +104,8 @@ function showThreads() {
   if (!engine) return;
   const cores = navigator.hardwareConcurrency;
   $("threads").textContent = `${engine.threads}${cores ? ` of ${cores} cores` : ""}`;
+  // fewer threads than asked (a page that is not cross-origin isolated runs on one): the engine says why
+  $("threads").title = engine.threadsNote ?? "The kernel threads the engine runs";
   if (state.model) $("threads-select").value = String(engine.threads);
 }
 
