@@ -265,6 +265,8 @@ def test_the_demo_fits_a_phone_and_a_desktop(web_app, phone_site, screenshot):
     screenshot(page, "demo-phone", full_page=True)
     page.get_by_test_id("message-input").scroll_into_view_if_needed()
     screenshot(page, "demo-phone-chat")
+    page.set_viewport_size({"width": 768, "height": 1024})  # a tablet: still one column
+    fits(page)
     page.set_viewport_size(DESKTOP)
     fits(page)
     screenshot(page, "demo-desktop")
