@@ -105,12 +105,7 @@ class MaskEngine:
         if local.exits and rest is not None:
             more = self._exit_bits.get((key, rest))
             if more is None:  # the tokens that leave the cut, continued below it (the same for every count)
-                st_rest = aut.state(aut.pop_into(rest))
-                acc = bytearray(self.n_bytes)
-                skip, depth = self.trie.skip, self.trie.depth
-                for ex in local.exits:
-                    self._walk(st_rest, ex + 1, skip[ex], depth[ex], acc, None, None)
-                more = self._exit_bits[key, rest] = int.from_bytes(acc, "little")
+                more = self._exit_bits[key, rest] = self._walk_exits(aut.state(aut.pop_into(rest)), local.exits)
             bits |= more
         self._stack_bits[stack] = bits
         return bits
@@ -124,6 +119,14 @@ class MaskEngine:
         if not self._walk(start, 1, self.trie.n_nodes, 0, acc, exits, budget):
             return _HEAVY
         return _Local(int.from_bytes(acc, "little"), exits)
+
+    def _walk_exits(self, st_rest: State, exits: list[int]) -> int:
+        """The bits of the tokens below each exit node, walked from `st_rest` (control returned below the cut)."""
+        acc = bytearray(self.n_bytes)
+        skip, depth = self.trie.skip, self.trie.depth
+        for ex in exits:
+            self._walk(st_rest, ex + 1, skip[ex], depth[ex], acc, None, None)
+        return int.from_bytes(acc, "little")
 
     def _walk(self, st0: State, lo: int, hi: int, d0: int, acc: bytearray, exits, budget) -> bool:
         """Walk trie nodes lo..hi (the subtree below a node at depth d0, whose state is st0), setting the bits

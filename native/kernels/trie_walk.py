@@ -1,0 +1,127 @@
+"""The token-trie walk over a DFA's flat tables (op `trie_walk`), compiled: `llamay.kernels.trie_walk` is the
+reference (layouts, registers, results), followed line by line. `out`, `sets` and `info` come as uint32 views,
+so a token's bit 31 is set without a sign."""
+
+from __future__ import annotations
+
+from numba import njit
+
+from llamay.kernels.trie_walk import (
+    BUDGET, CHAINS, DONE, EXIT, FIRST, HEAVY, HEAVY_CUT, HI, INFO, LOOP, LOOP_KNOWN, MISS_BYTE, MISS_STATE, N_EXITS,
+    NEED_LOOP, NEED_STEP, NODE, ONLY_EXIT, R_COUNT, R_NEXT, R_START, RECORD, SET, UNKNOWN, VISITED, I,
+)  # fmt: skip
+
+
+@njit(cache=True)
+def _set_tokens(out, tok_order, lo, hi):
+    for j in range(lo, hi):
+        t = tok_order[j]
+        out[t >> 5] |= 1 << (t & 31)
+
+
+@njit(cache=True)
+def _subset(a, ia, b, ib):
+    for k in range(8):
+        if a[ia + k] & ~b[ib + k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _chain(trans, s, sets, at, n, ctl):
+    low = -1
+    for k in range(8):
+        w = sets[at + k]
+        if w:
+            b = 0
+            while not (w >> b) & 1:
+                b += 1
+            low = 32 * k + b
+            break
+    for _ in range(n):
+        t = trans[256 * s + low]
+        if t == UNKNOWN:
+            ctl[MISS_STATE] = s
+            ctl[MISS_BYTE] = low
+            return -1
+        if t < 0:
+            return 0
+        for k in range(8):
+            w = sets[at + k]
+            b = 0
+            while w:
+                if w & 1 and trans[256 * s + 32 * k + b] != t:
+                    return 0
+                w >>= 1
+                b += 1
+        if t == s:
+            return 1
+        s = t
+    return 1
+
+
+@njit(cache=True)
+def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl):
+    i, hi, heavy, budget, n_ex = ctl[I], ctl[HI], ctl[HEAVY], ctl[BUDGET], ctl[N_EXITS]
+    record, chains, visited = ctl[RECORD], ctl[CHAINS], ctl[VISITED]
+    status = DONE
+    while True:
+        while i < hi:
+            at = NODE * i
+            d = nodes[at + 1]
+            end = nodes[at + 2]
+            s = states[d - 1]
+            ns = trans[256 * s + nodes[at]]
+            if ns == UNKNOWN:
+                ctl[MISS_STATE] = s
+                ctl[MISS_BYTE] = nodes[at]
+                status = NEED_STEP
+                break
+            if ns < 0:
+                i = end
+                continue
+            _set_tokens(out, tok_order, first_tok[i], first_tok[i + 1])
+            fl = info[INFO * ns]
+            k = nodes[at + 3]
+            if k >= 0 and not fl & EXIT and _subset(sets, SET * k, info, INFO * ns + FIRST):
+                if not fl & LOOP_KNOWN:
+                    ctl[MISS_STATE] = ns
+                    status = NEED_LOOP
+                    break
+                whole = 1 if _subset(sets, SET * k, info, INFO * ns + LOOP) else 0
+                if not whole and chains:
+                    whole = _chain(trans, ns, sets, SET * k, sets[SET * k + 8], ctl)
+                    if whole < 0:
+                        status = NEED_STEP
+                        break
+                if whole:
+                    _set_tokens(out, tok_order, first_tok[i + 1], first_tok[end])
+                    visited += 1
+                    i = end
+                    continue
+            visited += 1
+            if fl & EXIT:
+                if record and end > i + 1:
+                    exits[n_ex] = i
+                    n_ex += 1
+                    heavy += end - i - 1
+                    if budget >= 0 and heavy > budget:
+                        status = HEAVY_CUT
+                        break
+                if fl & ONLY_EXIT:
+                    i = end
+                    continue
+            states[d] = ns
+            i += 1
+        if status != DONE or ctl[R_NEXT] >= ctl[R_COUNT]:
+            break
+        ex = exits[ctl[R_NEXT]]
+        ctl[R_NEXT] += 1
+        i, hi = ex + 1, nodes[NODE * ex + 2]
+        states[nodes[NODE * ex + 1]] = ctl[R_START]
+    ctl[I] = i
+    ctl[HI] = hi
+    ctl[HEAVY] = heavy
+    ctl[N_EXITS] = n_ex
+    ctl[VISITED] = visited
+    return status
