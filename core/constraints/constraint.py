@@ -20,8 +20,8 @@ from __future__ import annotations
 from .automaton import Automaton, State
 from .compile import Program
 from .errors import ConstraintError
-from .limits import DEFAULT_LIMITS, ConstraintLimits
 from .kernel_masks import mask_engine
+from .limits import DEFAULT_LIMITS, ConstraintLimits
 from .vocab import ConstraintVocab
 
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))

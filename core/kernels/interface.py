@@ -70,6 +70,7 @@ class Backend(Protocol):
     def read_f32(self, buf: Buf, offset: int, n: int) -> list[float]: ...
     def read_bytes(self, buf: IBuf, offset: int, n: int) -> bytes:
         """The raw bytes of n int32 words of buf from word `offset` (a bitmask, read in one piece)."""
+
     def copy(self, dst: Buf, dst_off: int, src: Buf, src_off: int, n: int) -> None: ...
     def sync(self) -> None:
         """A flush point: every kernel called so far has run when this returns. `forward` calls it at the end of

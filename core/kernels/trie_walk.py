@@ -45,10 +45,7 @@ def _set_tokens(out, tok_order, lo: int, hi: int) -> None:
 
 def _subset(a, ia: int, b, ib: int) -> bool:
     """Whether the 256-bit set a[ia : ia+8] is inside b[ib : ib+8]."""
-    for k in range(8):
-        if a[ia + k] & ~b[ib + k]:
-            return False
-    return True
+    return all(not a[ia + k] & ~b[ib + k] for k in range(8))
 
 
 def _chain(trans, s: int, sets, at: int, n: int, ctl) -> int:

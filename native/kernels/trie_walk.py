@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from llamay.kernels.trie_walk import (
-    BUDGET, CHAINS, DONE, EXIT, FIRST, HEAVY, HEAVY_CUT, HI, INFO, LOOP, LOOP_KNOWN, MISS_BYTE, MISS_STATE, N_EXITS,
-    NEED_LOOP, NEED_STEP, NODE, ONLY_EXIT, R_COUNT, R_NEXT, R_START, RECORD, SET, UNKNOWN, VISITED, I,
-)  # fmt: skip
+from llamay.kernels import trie_walk as K
 
 
 @njit(cache=True)
@@ -21,7 +18,7 @@ def _set_tokens(out, tok_order, lo, hi):
 
 @njit(cache=True)
 def _subset(a, ia, b, ib):
-    for k in range(8):
+    for k in range(8):  # noqa: SIM110 (a loop: numba compiles no generator in all())
         if a[ia + k] & ~b[ib + k]:
             return False
     return True
@@ -40,9 +37,9 @@ def _chain(trans, s, sets, at, n, ctl):
             break
     for _ in range(n):
         t = trans[256 * s + low]
-        if t == UNKNOWN:
-            ctl[MISS_STATE] = s
-            ctl[MISS_BYTE] = low
+        if t == K.UNKNOWN:
+            ctl[K.MISS_STATE] = s
+            ctl[K.MISS_BYTE] = low
             return -1
         if t < 0:
             return 0
@@ -62,37 +59,37 @@ def _chain(trans, s, sets, at, n, ctl):
 
 @njit(cache=True)
 def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl):
-    i, hi, heavy, budget, n_ex = ctl[I], ctl[HI], ctl[HEAVY], ctl[BUDGET], ctl[N_EXITS]
-    record, chains, visited = ctl[RECORD], ctl[CHAINS], ctl[VISITED]
-    status = DONE
+    i, hi, heavy, budget, n_ex = ctl[K.I], ctl[K.HI], ctl[K.HEAVY], ctl[K.BUDGET], ctl[K.N_EXITS]
+    record, chains, visited = ctl[K.RECORD], ctl[K.CHAINS], ctl[K.VISITED]
+    status = K.DONE
     while True:
         while i < hi:
-            at = NODE * i
+            at = K.NODE * i
             d = nodes[at + 1]
             end = nodes[at + 2]
             s = states[d - 1]
             ns = trans[256 * s + nodes[at]]
-            if ns == UNKNOWN:
-                ctl[MISS_STATE] = s
-                ctl[MISS_BYTE] = nodes[at]
-                status = NEED_STEP
+            if ns == K.UNKNOWN:
+                ctl[K.MISS_STATE] = s
+                ctl[K.MISS_BYTE] = nodes[at]
+                status = K.NEED_STEP
                 break
             if ns < 0:
                 i = end
                 continue
             _set_tokens(out, tok_order, first_tok[i], first_tok[i + 1])
-            fl = info[INFO * ns]
+            fl = info[K.INFO * ns]
             k = nodes[at + 3]
-            if k >= 0 and not fl & EXIT and _subset(sets, SET * k, info, INFO * ns + FIRST):
-                if not fl & LOOP_KNOWN:
-                    ctl[MISS_STATE] = ns
-                    status = NEED_LOOP
+            if k >= 0 and not fl & K.EXIT and _subset(sets, K.SET * k, info, K.INFO * ns + K.FIRST):
+                if not fl & K.LOOP_KNOWN:
+                    ctl[K.MISS_STATE] = ns
+                    status = K.NEED_LOOP
                     break
-                whole = 1 if _subset(sets, SET * k, info, INFO * ns + LOOP) else 0
+                whole = 1 if _subset(sets, K.SET * k, info, K.INFO * ns + K.LOOP) else 0
                 if not whole and chains:
-                    whole = _chain(trans, ns, sets, SET * k, sets[SET * k + 8], ctl)
+                    whole = _chain(trans, ns, sets, K.SET * k, sets[K.SET * k + 8], ctl)
                     if whole < 0:
-                        status = NEED_STEP
+                        status = K.NEED_STEP
                         break
                 if whole:
                     _set_tokens(out, tok_order, first_tok[i + 1], first_tok[end])
@@ -100,28 +97,28 @@ def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits
                     i = end
                     continue
             visited += 1
-            if fl & EXIT:
+            if fl & K.EXIT:
                 if record and end > i + 1:
                     exits[n_ex] = i
                     n_ex += 1
                     heavy += end - i - 1
                     if budget >= 0 and heavy > budget:
-                        status = HEAVY_CUT
+                        status = K.HEAVY_CUT
                         break
-                if fl & ONLY_EXIT:
+                if fl & K.ONLY_EXIT:
                     i = end
                     continue
             states[d] = ns
             i += 1
-        if status != DONE or ctl[R_NEXT] >= ctl[R_COUNT]:
+        if status != K.DONE or ctl[K.R_NEXT] >= ctl[K.R_COUNT]:
             break
-        ex = exits[ctl[R_NEXT]]
-        ctl[R_NEXT] += 1
-        i, hi = ex + 1, nodes[NODE * ex + 2]
-        states[nodes[NODE * ex + 1]] = ctl[R_START]
-    ctl[I] = i
-    ctl[HI] = hi
-    ctl[HEAVY] = heavy
-    ctl[N_EXITS] = n_ex
-    ctl[VISITED] = visited
+        ex = exits[ctl[K.R_NEXT]]
+        ctl[K.R_NEXT] += 1
+        i, hi = ex + 1, nodes[K.NODE * ex + 2]
+        states[nodes[K.NODE * ex + 1]] = ctl[K.R_START]
+    ctl[K.I] = i
+    ctl[K.HI] = hi
+    ctl[K.HEAVY] = heavy
+    ctl[K.N_EXITS] = n_ex
+    ctl[K.VISITED] = visited
     return status
