@@ -39,11 +39,35 @@ def _words(bits: int) -> list[int]:
     return out
 
 
-def _bytes_of(bits: int):
-    while bits:
-        low = bits & -bits
-        yield low.bit_length() - 1
-        bits ^= low
+_BYTE_LISTS: dict[int, tuple[int, ...]] = {}  # a byte set -> its bytes (states share their sets: string content)
+_ROWS: dict[int, tuple[array, array]] = {}  # the `first` bytes of a state -> (its fresh row, its info words)
+
+
+def _bytes_of(bits: int) -> tuple[int, ...]:
+    got = _BYTE_LISTS.get(bits)
+    if got is None:
+        out, rest = [], bits
+        while rest:
+            low = rest & -rest
+            out.append(low.bit_length() - 1)
+            rest ^= low
+        if len(_BYTE_LISTS) > 65536:  # bounded: sets come from grammars
+            _BYTE_LISTS.clear()
+        got = _BYTE_LISTS[bits] = tuple(out)
+    return got
+
+
+def _fresh_row(first: int) -> tuple[array, array]:
+    """(a row: UNKNOWN for the bytes in `first`, DEAD for the others; the info words after the flags)."""
+    got = _ROWS.get(first)
+    if got is None:
+        row = array("i", _DEAD_ROW)
+        for b in _bytes_of(first):
+            row[b] = K.UNKNOWN
+        if len(_ROWS) > 4096:
+            _ROWS.clear()
+        got = _ROWS[first] = (row, array("i", [0, *_words(first), *_words(0)]))
+    return got
 
 
 class Workspace:
@@ -159,12 +183,12 @@ class KernelMaskEngine(MaskEngine):
         ws = self.ws
         if sid >= ws.cap:
             ws.grow(sid)
-        row = array("i", _DEAD_ROW)
-        for b in _bytes_of(st.first):
-            row[b] = K.UNKNOWN
-        flags = (K.EXIT if st.exit else 0) | (K.ONLY_EXIT if st.only_exit else 0)
+        template, words = _fresh_row(st.first)
+        row = array("i", template)
+        info = array("i", words)
+        info[0] = flags = (K.EXIT if st.exit else 0) | (K.ONLY_EXIT if st.only_exit else 0)
         self.be.write_i32(ws.trans, row, 256 * sid)
-        self.be.write_i32(ws.info, [flags, *_words(st.first), *_words(0)], K.INFO * sid)
+        self.be.write_i32(ws.info, info, K.INFO * sid)
         self._known[sid] = st
         self._rows[sid] = row
         self._flags[sid] = flags
@@ -185,9 +209,10 @@ class KernelMaskEngine(MaskEngine):
         st = self._known[sid]
         loop = self.aut.loop_bytes(st)
         row = self._rows[sid]
+        by_id = self.aut.by_id
         for b in _bytes_of(st.first):
             t = st.trans[b]
-            row[b] = self._row_of(t) if t else K.DEAD
+            row[b] = self._row_of(by_id[t]) if t >= 0 else K.DEAD
         flags = self._flags[sid] = self._flags[sid] | K.LOOP_KNOWN
         ws = self.ws
         self.be.write_i32(ws.trans, row, 256 * sid)

@@ -22,7 +22,7 @@ those subtrees are too big (in a string, the cut must keep the frame with the cl
 
 from __future__ import annotations
 
-from .automaton import EXIT, Automaton, State
+from .automaton import DEAD, EXIT, Automaton, State
 from .trie import TokenTrie
 
 _BIT = bytes(1 << k for k in range(8))
@@ -136,7 +136,7 @@ class MaskEngine:
         byte, depth, skip, token = trie.byte, trie.depth, trie.skip, trie.token
         below, first_tok, tok_order, height = trie.below, trie.first_tok, trie.tok_order, trie.height
         chains = self.chains
-        step, loop_bytes = self.aut.step, self.aut.loop_bytes
+        step, loop_bytes, by_id = self.aut.step, self.aut.loop_bytes, self.aut.by_id
         states = self._scratch
         states[d0] = st0
         heavy = 0
@@ -148,9 +148,9 @@ class MaskEngine:
             st = states[d - 1]
             b = byte[i]
             ns = st.trans[b]
-            if ns is None:
-                ns = step(st, b)
-            if not ns:
+            if ns >= 0:
+                ns = by_id[ns]
+            elif ns == DEAD or (ns := step(st, b)) is None:
                 i = skip[i]
                 continue
             t = token[i]
