@@ -440,11 +440,7 @@ class NumbaBackend:
         exits: np.ndarray,
         ctl: np.ndarray,
     ) -> int:
-        u32 = np.uint32
-        return int(
-            tw.trie_walk(out.view(u32), nodes, first_tok, tok_order, sets.view(u32), trans, info.view(u32), states,
-                         exits, ctl)
-        )  # fmt: skip
+        return int(tw.trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl))
 
 
 # -- the plain ops: the numba kernel of the same name, with the interface's arguments as they are ----------------

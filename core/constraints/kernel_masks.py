@@ -77,7 +77,6 @@ class Workspace:
         self.be = be
         self.n_words = (tables.n_vocab + 31) // 32
         self.out = be.alloc_i32(self.n_words)
-        self.zeros = array("i", bytes(4 * self.n_words))
         self.states = be.alloc_i32(tables.max_depth + 2)
         self.exits_cap = exits
         self.exits = be.alloc_i32(exits)
@@ -223,7 +222,7 @@ class KernelMaskEngine(MaskEngine):
 
     def _run(self, st0: State, lo: int, hi: int, d0: int, budget: int | None, ranges: list[int] = ()) -> int:
         """Run the kernel over nodes lo..hi below depth d0 from st0 (then the subtrees below `ranges`, from st0),
-        filling the entries it asks for, until it is done: DONE or HEAVY_CUT."""
+        on a cleared `out`, filling the entries it asks for, until it is done: DONE or HEAVY_CUT."""
         be, ws, t = self.be, self.ws, self.tables
         sid = self._row_of(st0)
         ctl = self._ctl
@@ -233,10 +232,10 @@ class KernelMaskEngine(MaskEngine):
         ctl[K.CHAINS] = self.chains
         ctl[K.VISITED] = 0
         ctl[K.R_NEXT], ctl[K.R_COUNT], ctl[K.R_START] = 0, len(ranges), sid
+        ctl[K.FRESH], ctl[K.D0], ctl[K.N_WORDS] = 1, d0, ws.n_words
         if ranges:
             be.write_i32(ws.exits, ranges)
         be.write_i32(ws.ctl, ctl)
-        be.write_i32(ws.states, (sid,), d0)
         walk = be.trie_walk
         args = (ws.out, t.nodes, t.first_tok, t.tok_order, t.sets, ws.trans, ws.info, ws.states, ws.exits, ws.ctl)
         while True:
@@ -259,7 +258,6 @@ class KernelMaskEngine(MaskEngine):
         return int.from_bytes(self.be.read_bytes(self.ws.out, 0, self.ws.n_words), "little")
 
     def _walk_local(self, key: int, budget: int | None) -> _Local:
-        self.be.write_i32(self.ws.out, self.ws.zeros)
         start = self.aut.state((key,))
         if self._run(start, 1, self.trie.n_nodes, 0, budget) == K.HEAVY_CUT:
             return _HEAVY
@@ -268,7 +266,6 @@ class KernelMaskEngine(MaskEngine):
         return _Local(self._bits(), exits)
 
     def _walk_exits(self, st_rest: State, exits: list[int]) -> int:
-        self.be.write_i32(self.ws.out, self.ws.zeros)
         self._run(st_rest, 0, 0, 0, None, exits)
         return self._bits()
 

@@ -27,9 +27,10 @@ FIRST, LOOP = 1, 9  # offsets in a state's info
 EXIT, ONLY_EXIT, LOOP_KNOWN = 1, 2, 4  # state flags
 DEAD, UNKNOWN = -1, -2  # trans entries besides state ids
 SHORTCUT = 16  # nodes below which a subtree has a shortcut set (masks.py's _SHORTCUT)
-# ctl registers
+# ctl registers; a call with FRESH set starts a walk: out's N_WORDS words cleared, state R_START at depth D0
 I, HI, HEAVY, BUDGET, N_EXITS, RECORD, CHAINS, MISS_STATE, MISS_BYTE, VISITED, R_NEXT, R_COUNT, R_START = range(13)
-CTL = 13
+FRESH, D0, N_WORDS = 13, 14, 15
+CTL = 16
 # results
 DONE, HEAVY_CUT, NEED_STEP, NEED_LOOP = 0, 1, 2, 3
 _SIGN = 1 << 31
@@ -85,6 +86,11 @@ def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits
     ctl[RECORD], record in exits the nodes where an EXIT state is reached with nodes below, and stop with
     HEAVY_CUT once those subtrees hold more than ctl[BUDGET] nodes (-1: no budget). Returns DONE, HEAVY_CUT,
     NEED_STEP or NEED_LOOP."""
+    if ctl[FRESH]:
+        ctl[FRESH] = 0
+        for w in range(ctl[N_WORDS]):
+            out[w] = 0
+        states[ctl[D0]] = ctl[R_START]
     i, hi, heavy, budget, n_ex = ctl[I], ctl[HI], ctl[HEAVY], ctl[BUDGET], ctl[N_EXITS]
     record, chains, visited = ctl[RECORD], ctl[CHAINS], ctl[VISITED]
     status = DONE

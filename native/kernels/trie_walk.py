@@ -1,6 +1,6 @@
 """The token-trie walk over a DFA's flat tables (op `trie_walk`), compiled: `llamay.kernels.trie_walk` is the
-reference (layouts, registers, results), followed line by line. `out`, `sets` and `info` come as uint32 views,
-so a token's bit 31 is set without a sign."""
+reference (layouts, registers, results), followed line by line. Words are int32: bit sets
+are read as `& 0xFFFFFFFF` (int64) so that shifts see no sign, and a token's bit 31 is stored truncated."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from llamay.kernels import trie_walk as K
 def _set_tokens(out, tok_order, lo, hi):
     for j in range(lo, hi):
         t = tok_order[j]
-        out[t >> 5] |= 1 << (t & 31)
+        out[t >> 5] = out[t >> 5] | (1 << (t & 31))
 
 
 @njit(cache=True)
@@ -28,7 +28,7 @@ def _subset(a, ia, b, ib):
 def _chain(trans, s, sets, at, n, ctl):
     low = -1
     for k in range(8):
-        w = sets[at + k]
+        w = sets[at + k] & 0xFFFFFFFF
         if w:
             b = 0
             while not (w >> b) & 1:
@@ -44,7 +44,7 @@ def _chain(trans, s, sets, at, n, ctl):
         if t < 0:
             return 0
         for k in range(8):
-            w = sets[at + k]
+            w = sets[at + k] & 0xFFFFFFFF
             b = 0
             while w:
                 if w & 1 and trans[256 * s + 32 * k + b] != t:
@@ -59,6 +59,11 @@ def _chain(trans, s, sets, at, n, ctl):
 
 @njit(cache=True)
 def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl):
+    if ctl[K.FRESH]:
+        ctl[K.FRESH] = 0
+        for w in range(ctl[K.N_WORDS]):
+            out[w] = 0
+        states[ctl[K.D0]] = ctl[K.R_START]
     i, hi, heavy, budget, n_ex = ctl[K.I], ctl[K.HI], ctl[K.HEAVY], ctl[K.BUDGET], ctl[K.N_EXITS]
     record, chains, visited = ctl[K.RECORD], ctl[K.CHAINS], ctl[K.VISITED]
     status = K.DONE

@@ -105,9 +105,9 @@ def test_the_kernel_asks_for_missing_entries_and_resumes(backend):
     sid = eng._row_of(start)
     ctl = [0] * K.CTL
     ctl[K.I], ctl[K.HI], ctl[K.BUDGET], ctl[K.R_START] = 1, t.n_nodes, -1, sid
+    ctl[K.FRESH], ctl[K.D0], ctl[K.N_WORDS] = 1, 0, ws.n_words
+    be.write_i32(ws.out, [-1] * ws.n_words)  # a fresh walk clears it
     be.write_i32(ws.ctl, ctl)
-    be.write_i32(ws.states, (sid,), 0)
-    be.write_i32(ws.out, ws.zeros)
     args = (ws.out, t.nodes, t.first_tok, t.tok_order, t.sets, ws.trans, ws.info, ws.states, ws.exits, ws.ctl)
     assert be.trie_walk(*args) == K.NEED_STEP
     regs = array("i", be.read_bytes(ws.ctl, 0, K.CTL))

@@ -6,7 +6,8 @@
 enum { NODE = 4, SET = 9, INFO = 17, FIRST = 1, LOOP = 9 };
 enum { EXIT = 1, ONLY_EXIT = 2, LOOP_KNOWN = 4 };
 enum { UNKNOWN = -2 };
-enum { I, HI, HEAVY, BUDGET, N_EXITS, RECORD, CHAINS, MISS_STATE, MISS_BYTE, VISITED, R_NEXT, R_COUNT, R_START };
+enum { I, HI, HEAVY, BUDGET, N_EXITS, RECORD, CHAINS, MISS_STATE, MISS_BYTE, VISITED, R_NEXT, R_COUNT, R_START,
+       FRESH, D0, N_WORDS };
 enum { DONE, HEAVY_CUT, NEED_STEP, NEED_LOOP };
 
 INLINE void set_tokens(uint32_t *out, const int32_t *tok_order, int32_t lo, int32_t hi) {
@@ -51,6 +52,11 @@ static int chain(const int32_t *trans, int32_t s, const uint32_t *set, int32_t n
 EXPORT int32_t llamay_trie_walk(uint32_t *out, const int32_t *nodes, const int32_t *first_tok,
                                 const int32_t *tok_order, const uint32_t *sets, const int32_t *trans,
                                 const uint32_t *info, int32_t *states, int32_t *exits, int32_t *ctl) {
+    if (ctl[FRESH]) { /* a walk starts: out cleared, the start state at its depth */
+        ctl[FRESH] = 0;
+        for (int32_t w = 0; w < ctl[N_WORDS]; w++) out[w] = 0;
+        states[ctl[D0]] = ctl[R_START];
+    }
     int32_t i = ctl[I], hi = ctl[HI], heavy = ctl[HEAVY], budget = ctl[BUDGET], n_ex = ctl[N_EXITS];
     int32_t record = ctl[RECORD], chains = ctl[CHAINS], visited = ctl[VISITED];
     int32_t status = DONE;
