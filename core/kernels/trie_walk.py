@@ -80,6 +80,31 @@ def _chain(trans, s: int, sets, at: int, n: int, ctl) -> int:
     return 1
 
 
+def _start(out, states, ctl) -> None:
+    """A fresh walk: out cleared, the start state at its depth."""
+    ctl[FRESH] = 0
+    for w in range(ctl[N_WORDS]):
+        out[w] = 0
+    states[ctl[D0]] = ctl[R_START]
+
+
+def _shortcut(sets, at: int, trans, info, ns: int, chains: int, ctl) -> int:
+    """Whether the subtree with the shortcut set at sets[at] is allowed whole from state ns: 1 or 0, or
+    -NEED_LOOP / -NEED_STEP when an entry is missing."""
+    fl = info[INFO * ns]
+    if fl & EXIT or not _subset(sets, at, info, INFO * ns + FIRST):
+        return 0
+    if not fl & LOOP_KNOWN:
+        ctl[MISS_STATE] = ns
+        return -NEED_LOOP
+    if _subset(sets, at, info, INFO * ns + LOOP):
+        return 1
+    if not chains:
+        return 0
+    whole = _chain(trans, ns, sets, at, sets[at + 8], ctl)
+    return -NEED_STEP if whole < 0 else whole
+
+
 def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl) -> int:
     """Walk trie nodes ctl[I] .. ctl[HI] (then each range of ctl[R_NEXT] .. ctl[R_COUNT]: the subtree below
     node exits[r], from state ctl[R_START]) over the DFA: set the bits of allowed tokens in out; with
@@ -87,10 +112,7 @@ def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits
     HEAVY_CUT once those subtrees hold more than ctl[BUDGET] nodes (-1: no budget). Returns DONE, HEAVY_CUT,
     NEED_STEP or NEED_LOOP."""
     if ctl[FRESH]:
-        ctl[FRESH] = 0
-        for w in range(ctl[N_WORDS]):
-            out[w] = 0
-        states[ctl[D0]] = ctl[R_START]
+        _start(out, states, ctl)
     i, hi, heavy, budget, n_ex = ctl[I], ctl[HI], ctl[HEAVY], ctl[BUDGET], ctl[N_EXITS]
     record, chains, visited = ctl[RECORD], ctl[CHAINS], ctl[VISITED]
     status = DONE
@@ -110,25 +132,19 @@ def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits
                 i = end
                 continue
             _set_tokens(out, tok_order, first_tok[i], first_tok[i + 1])
-            fl = info[INFO * ns]
             k = nodes[at + 3]
-            if k >= 0 and not fl & EXIT and _subset(sets, SET * k, info, INFO * ns + FIRST):
-                if not fl & LOOP_KNOWN:
-                    ctl[MISS_STATE] = ns
-                    status = NEED_LOOP
+            if k >= 0:
+                whole = _shortcut(sets, SET * k, trans, info, ns, chains, ctl)
+                if whole < 0:
+                    status = -whole
                     break
-                whole = 1 if _subset(sets, SET * k, info, INFO * ns + LOOP) else 0
-                if not whole and chains:
-                    whole = _chain(trans, ns, sets, SET * k, sets[SET * k + 8], ctl)
-                    if whole < 0:
-                        status = NEED_STEP
-                        break
                 if whole:  # every token below is allowed
                     _set_tokens(out, tok_order, first_tok[i + 1], first_tok[end])
                     visited += 1
                     i = end
                     continue
             visited += 1
+            fl = info[INFO * ns]
             if fl & EXIT:
                 if record and end > i + 1:
                     exits[n_ex] = i

@@ -58,12 +58,33 @@ def _chain(trans, s, sets, at, n, ctl):
 
 
 @njit(cache=True)
+def _start(out, states, ctl):
+    ctl[K.FRESH] = 0
+    for w in range(ctl[K.N_WORDS]):
+        out[w] = 0
+    states[ctl[K.D0]] = ctl[K.R_START]
+
+
+@njit(cache=True)
+def _shortcut(sets, at, trans, info, ns, chains, ctl):
+    fl = info[K.INFO * ns]
+    if fl & K.EXIT or not _subset(sets, at, info, K.INFO * ns + K.FIRST):
+        return 0
+    if not fl & K.LOOP_KNOWN:
+        ctl[K.MISS_STATE] = ns
+        return -K.NEED_LOOP
+    if _subset(sets, at, info, K.INFO * ns + K.LOOP):
+        return 1
+    if not chains:
+        return 0
+    whole = _chain(trans, ns, sets, at, sets[at + 8], ctl)
+    return -K.NEED_STEP if whole < 0 else whole
+
+
+@njit(cache=True)
 def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl):
     if ctl[K.FRESH]:
-        ctl[K.FRESH] = 0
-        for w in range(ctl[K.N_WORDS]):
-            out[w] = 0
-        states[ctl[K.D0]] = ctl[K.R_START]
+        _start(out, states, ctl)
     i, hi, heavy, budget, n_ex = ctl[K.I], ctl[K.HI], ctl[K.HEAVY], ctl[K.BUDGET], ctl[K.N_EXITS]
     record, chains, visited = ctl[K.RECORD], ctl[K.CHAINS], ctl[K.VISITED]
     status = K.DONE
@@ -83,25 +104,19 @@ def trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits
                 i = end
                 continue
             _set_tokens(out, tok_order, first_tok[i], first_tok[i + 1])
-            fl = info[K.INFO * ns]
             k = nodes[at + 3]
-            if k >= 0 and not fl & K.EXIT and _subset(sets, K.SET * k, info, K.INFO * ns + K.FIRST):
-                if not fl & K.LOOP_KNOWN:
-                    ctl[K.MISS_STATE] = ns
-                    status = K.NEED_LOOP
+            if k >= 0:
+                whole = _shortcut(sets, K.SET * k, trans, info, ns, chains, ctl)
+                if whole < 0:
+                    status = -whole
                     break
-                whole = 1 if _subset(sets, K.SET * k, info, K.INFO * ns + K.LOOP) else 0
-                if not whole and chains:
-                    whole = _chain(trans, ns, sets, K.SET * k, sets[K.SET * k + 8], ctl)
-                    if whole < 0:
-                        status = K.NEED_STEP
-                        break
                 if whole:
                     _set_tokens(out, tok_order, first_tok[i + 1], first_tok[end])
                     visited += 1
                     i = end
                     continue
             visited += 1
+            fl = info[K.INFO * ns]
             if fl & K.EXIT:
                 if record and end > i + 1:
                     exits[n_ex] = i
