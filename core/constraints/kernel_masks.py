@@ -124,6 +124,11 @@ class TrieTables:
         self.tok_order = self._put(array("i", trie.tok_order or [0]))
         self.sets = self._put(sets or array("i", [0] * K.SET))
         self._free: list[Workspace] = []
+        # an empty walk: the kernel is loaded (numba compiles or reads its cache) here, not in the first mask
+        ws = self.acquire(2)
+        be.trie_walk(ws.out, self.nodes, self.first_tok, self.tok_order, self.sets, ws.trans, ws.info, ws.states,
+                     ws.exits, ws.ctl)  # fmt: skip
+        self.release(ws)
 
     def _put(self, values: array):
         buf = self.be.alloc_i32(len(values))
