@@ -40,6 +40,7 @@ from .kernels import attention as att
 from .kernels import elementwise as ew
 from .kernels import moe
 from .kernels import strips as st
+from .kernels import trie_walk as tw
 from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
 from .kernels.panels import PANEL
 from .kernels.table import KERNELS
@@ -217,6 +218,9 @@ class NumbaBackend:
 
     def read_f32(self, buf: np.ndarray, offset: int, n: int) -> list[float]:
         return buf[offset : offset + n].tolist()
+
+    def read_bytes(self, buf: np.ndarray, offset: int, n: int) -> bytes:
+        return buf[offset : offset + n].tobytes()
 
     def copy(self, dst: np.ndarray, dst_off: int, src: np.ndarray, src_off: int, n: int) -> None:
         dst[dst_off : dst_off + n] = src[src_off : src_off + n]
@@ -422,6 +426,21 @@ class NumbaBackend:
             cand = np.arange(n)
         order = cand[np.lexsort((cand, -seg[cand]))][:k]
         return [(int(j), float(seg[j])) for j in order]
+
+    def trie_walk(
+        self,
+        out: np.ndarray,
+        nodes: np.ndarray,
+        first_tok: np.ndarray,
+        tok_order: np.ndarray,
+        sets: np.ndarray,
+        trans: np.ndarray,
+        info: np.ndarray,
+        states: np.ndarray,
+        exits: np.ndarray,
+        ctl: np.ndarray,
+    ) -> int:
+        return int(tw.trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl))
 
 
 # -- the plain ops: the numba kernel of the same name, with the interface's arguments as they are ----------------

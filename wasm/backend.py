@@ -42,6 +42,7 @@ _MATMUL, _GET_ROWS, _RMS_NORM, _LAYER_NORM, _ADD_BIAS, _ROPE, _GEGLU, _GELU, _AR
               "top_k", "attention")
 )  # fmt: skip
 # the C types an export takes a plain interface argument as, unchanged (a buffer is its address)
+_TRIE_WALK = OPS["llamay_trie_walk"]
 AS_IS = {"Buf": ("float *", "const float *"), "IBuf": ("int32_t *", "const int32_t *"), "int": ("int32_t",),
          "bool": ("int32_t",), "float": ("double",)}  # fmt: skip
 
@@ -108,6 +109,9 @@ class WasmBackend:
 
     def read_f32(self, buf: int, offset: int, n: int) -> list[float]:
         return self._view(buf + F32 * offset, n, "f").tolist()
+
+    def read_bytes(self, buf: int, offset: int, n: int) -> bytes:
+        return ctypes.string_at(self.rt.base + buf + F32 * offset, F32 * n)
 
     def copy(self, dst: int, dst_off: int, src: int, src_off: int, n: int) -> None:
         base = self.rt.base
@@ -281,6 +285,22 @@ class WasmBackend:
         key = (_TOP_K, x + F32 * offset, n, k, idx, val)
         got = self._exec(self._cmds.get(key) or self._command(key))
         return list(zip(self._view(idx, got, "i").tolist(), self._view(val, got, "f").tolist(), strict=True))
+
+    def trie_walk(
+        self,
+        out: int,
+        nodes: int,
+        first_tok: int,
+        tok_order: int,
+        sets: int,
+        trans: int,
+        info: int,
+        states: int,
+        exits: int,
+        ctl: int,
+    ) -> int:
+        key = (_TRIE_WALK, out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl)
+        return self._exec(self._cmds.get(key) or self._command(key))
 
 
 # -- the plain ops: their command is (op, *the interface's arguments), as their export takes them ---------------

@@ -30,11 +30,15 @@ once they pass `max_states`; a state of an older epoch is re-interned on its nex
 
 from __future__ import annotations
 
+from array import array
+
 from .compile import BYTES, END, REP, Program
 from .limits import DEFAULT_LIMITS, ConstraintLimitError, ConstraintLimits
 
 EMPTY = 0
 EXIT = 1
+UNSET, DEAD = -2, -1  # State.trans entries besides state ids
+_UNSET_ROW = array("i", [UNSET]) * 256
 
 
 class State:
@@ -49,11 +53,13 @@ class State:
         self.complete = EMPTY in stacks  # the grammar may end here
         self.exit = EXIT in stacks  # (truncated stacks) control may have left the analysed frames
         self.only_exit = all(s <= EXIT for s in stacks)  # no byte can follow
-        self.trans: list[State | bool | None] = [None] * 256  # None: not computed; False: dead
+        # the next state's id per byte (UNSET: not computed; DEAD): ints, not references, so the garbage
+        # collector has 256 fewer pointers per state to trace and no chain of states to free recursively
+        self.trans: array = array("i", _UNSET_ROW)
         self.mask = None  # the token mask, once computed (masks.py)
         self.loop = -1  # bytes that lead back to this very state (a 256-bit int; -1: not computed yet)
         self.first = first  # bytes some stack can take next (a 256-bit int)
-        self.advance: tuple[int, State | None] | None = None  # (bytes, the state they all lead to): `advance_of`
+        self.advance: tuple[int, int] | None = None  # (bytes, the id of the state they all lead to): `advance_of`
 
     def __repr__(self) -> str:
         return f"State({self.id}, stacks={self.stacks})"
@@ -83,17 +89,12 @@ class Automaton:
         self._nodes: dict[tuple[int, int, int], int] = {}
         self._closures: dict[tuple[int, int], tuple[int, ...]] = {}
         self._states: dict[tuple[int, ...], State] = {}
+        self.by_id: list[State] = []  # the states by id: what `State.trans` entries name
         self.initial = self.state(self.closure_of_rule(self.program.root, EMPTY))
-
-    def __del__(self) -> None:
-        # states link the next ones through `trans`: unlinked here, iteratively, or freeing a long chain of them
-        # (a counted string) recurses once per state, past the stack under Pyodide
-        for st in getattr(self, "_states", {}).values():
-            st.trans = st.advance = None
 
     def reset(self) -> None:
         """Forget every state, node and closure (a new epoch): older states are re-interned by `adopt`. Their
-        transitions are dropped so the old tables can be freed once no caller holds an old state."""
+        transitions (ids of this epoch) are dropped."""
         for st in self._states.values():
             st.trans = st.advance = None
             st.mask = None
@@ -245,13 +246,16 @@ class Automaton:
             for s in key:
                 if s > EXIT:
                     first |= arg[node_pos[s]]
-            st = self._states[key] = State(len(self._states), key, first, self.tables)
+            st = self._states[key] = State(len(self.by_id), key, first, self.tables)
+            self.by_id.append(st)
         return st
 
     def step(self, st: State, byte: int) -> State | None:
         """The state after `byte`, or None when no stack accepts it (memoized in `st.trans`)."""
         t = st.trans[byte]
-        if t is None:
+        if t >= 0:
+            return self.by_id[t]
+        if t == UNSET:
             found: list[tuple[int, ...]] = []
             kind_arg, node_pos, node_parent = self.arg, self.node_pos, self.node_parent
             for s in st.stacks:
@@ -260,17 +264,19 @@ class Automaton:
                 p = node_pos[s]
                 if kind_arg[p] >> byte & 1:
                     found.append(self.closure(p + 1, node_parent[s]))
+            nxt = None
             if len(found) == 1:  # the common case: one stack takes the byte, its closure is already sorted
-                t = self.state(found[0]) if found[0] else False
+                if found[0]:
+                    nxt = self.state(found[0])
             elif found:
                 out: set[int] = set()
                 for c in found:
                     out.update(c)
-                t = self.state(out) if out else False
-            else:
-                t = False
-            st.trans[byte] = t
-        return t or None
+                if out:
+                    nxt = self.state(out)
+            st.trans[byte] = nxt.id if nxt is not None else DEAD
+            return nxt
+        return None
 
     push_byte = step
 
@@ -290,22 +296,24 @@ class Automaton:
         no closure: bytes in or out of each top's byte set alike take the same stacks to the same state."""
         adv = st.advance
         if adv is not None and adv[0] >> byte & 1:
-            return adv
+            return adv[0], (self.by_id[adv[1]] if adv[1] >= 0 else None)
         same = (1 << 256) - 1
         arg, node_pos = self.arg, self.node_pos
         for s in st.stacks:
             if s > EXIT:
                 bits = arg[node_pos[s]]
                 same &= bits if bits >> byte & 1 else ~bits
-        st.advance = adv = (same, self.step(st, byte))
-        return adv
+        nxt = self.step(st, byte)
+        st.advance = (same, nxt.id if nxt is not None else DEAD)
+        return same, nxt
 
     def push_bytes(self, st: State | None, data: bytes) -> State | None:
+        by_id = self.by_id
         for b in data:
             if st is None:
                 return None
             t = st.trans[b]
-            st = (t or None) if t is not None else self.step(st, b)
+            st = by_id[t] if t >= 0 else (None if t == DEAD else self.step(st, b))
         return st
 
     def accepts_bytes(self, data: bytes, complete: bool = True) -> bool:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from .automaton import Automaton, State
 from .compile import Program
 from .errors import ConstraintError
+from .kernel_masks import mask_engine
 from .limits import DEFAULT_LIMITS, ConstraintLimits
-from .masks import MaskEngine
 from .vocab import ConstraintVocab
 
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))
@@ -77,14 +77,19 @@ class GrammarConstraint:
     """A grammar (compiled `Program`) over a vocabulary: masks, fast checks and advancing, per token."""
 
     def __init__(
-        self, program: Program, vocab: ConstraintVocab, name: str = "grammar", limits: ConstraintLimits | None = None
+        self,
+        program: Program,
+        vocab: ConstraintVocab,
+        name: str = "grammar",
+        limits: ConstraintLimits | None = None,
+        backend: str | None = None,
     ) -> None:
         self.program = program
         self.vocab = vocab
         self.name = name
         self.limits = limits or DEFAULT_LIMITS
         self.automaton = Automaton(program, self.limits)
-        self.engine = MaskEngine(self.automaton, vocab.trie)
+        self.engine = mask_engine(self.automaton, vocab.trie, backend)
         self._last: tuple[State, int, State | None] | None = None
         self.resets = 0  # statistics: times the tables started afresh
 

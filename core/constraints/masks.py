@@ -22,7 +22,7 @@ those subtrees are too big (in a string, the cut must keep the frame with the cl
 
 from __future__ import annotations
 
-from .automaton import EXIT, Automaton, State
+from .automaton import DEAD, EXIT, Automaton, State
 from .trie import TokenTrie
 
 _BIT = bytes(1 << k for k in range(8))
@@ -105,12 +105,7 @@ class MaskEngine:
         if local.exits and rest is not None:
             more = self._exit_bits.get((key, rest))
             if more is None:  # the tokens that leave the cut, continued below it (the same for every count)
-                st_rest = aut.state(aut.pop_into(rest))
-                acc = bytearray(self.n_bytes)
-                skip, depth = self.trie.skip, self.trie.depth
-                for ex in local.exits:
-                    self._walk(st_rest, ex + 1, skip[ex], depth[ex], acc, None, None)
-                more = self._exit_bits[key, rest] = int.from_bytes(acc, "little")
+                more = self._exit_bits[key, rest] = self._walk_exits(aut.state(aut.pop_into(rest)), local.exits)
             bits |= more
         self._stack_bits[stack] = bits
         return bits
@@ -125,6 +120,14 @@ class MaskEngine:
             return _HEAVY
         return _Local(int.from_bytes(acc, "little"), exits)
 
+    def _walk_exits(self, st_rest: State, exits: list[int]) -> int:
+        """The bits of the tokens below each exit node, walked from `st_rest` (control returned below the cut)."""
+        acc = bytearray(self.n_bytes)
+        skip, depth = self.trie.skip, self.trie.depth
+        for ex in exits:
+            self._walk(st_rest, ex + 1, skip[ex], depth[ex], acc, None, None)
+        return int.from_bytes(acc, "little")
+
     def _walk(self, st0: State, lo: int, hi: int, d0: int, acc: bytearray, exits, budget) -> bool:
         """Walk trie nodes lo..hi (the subtree below a node at depth d0, whose state is st0), setting the bits
         of allowed tokens in `acc`. With `exits`, record nodes where EXIT is reached and return False once the
@@ -133,7 +136,7 @@ class MaskEngine:
         byte, depth, skip, token = trie.byte, trie.depth, trie.skip, trie.token
         below, first_tok, tok_order, height = trie.below, trie.first_tok, trie.tok_order, trie.height
         chains = self.chains
-        step, loop_bytes = self.aut.step, self.aut.loop_bytes
+        step, loop_bytes, by_id = self.aut.step, self.aut.loop_bytes, self.aut.by_id
         states = self._scratch
         states[d0] = st0
         heavy = 0
@@ -145,9 +148,9 @@ class MaskEngine:
             st = states[d - 1]
             b = byte[i]
             ns = st.trans[b]
-            if ns is None:
-                ns = step(st, b)
-            if not ns:
+            if ns >= 0:
+                ns = by_id[ns]
+            elif ns == DEAD or (ns := step(st, b)) is None:
                 i = skip[i]
                 continue
             t = token[i]

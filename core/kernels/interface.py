@@ -68,6 +68,9 @@ class Backend(Protocol):
     def write_f32(self, buf: Buf, values: Any, offset: int = 0) -> None: ...
     def write_i32(self, buf: IBuf, values: Any, offset: int = 0) -> None: ...
     def read_f32(self, buf: Buf, offset: int, n: int) -> list[float]: ...
+    def read_bytes(self, buf: IBuf, offset: int, n: int) -> bytes:
+        """The raw bytes of n int32 words of buf from word `offset` (a bitmask, read in one piece)."""
+
     def copy(self, dst: Buf, dst_off: int, src: Buf, src_off: int, n: int) -> None: ...
     def sync(self) -> None:
         """A flush point: every kernel called so far has run when this returns. `forward` calls it at the end of
@@ -193,3 +196,20 @@ class Backend(Protocol):
 
     def clamp(self, x: Buf, lo: float, hi: float, count: int) -> None:
         """x[0..count) clamped to [lo, hi] in place (lo and hi float32, as ggml_clamp)."""
+
+    def trie_walk(
+        self,
+        out: IBuf,
+        nodes: IBuf,
+        first_tok: IBuf,
+        tok_order: IBuf,
+        sets: IBuf,
+        trans: IBuf,
+        info: IBuf,
+        states: IBuf,
+        exits: IBuf,
+        ctl: IBuf,
+    ) -> int:
+        """The token-trie walk over a DFA's flat tables (layout and registers: `trie_walk.py`, the reference):
+        OR the bits of allowed tokens into out, record exits; returns DONE, HEAVY_CUT, or NEED_STEP / NEED_LOOP
+        (an entry the caller computes before calling again, which resumes the walk)."""

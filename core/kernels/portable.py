@@ -18,6 +18,7 @@ from ..quants.minifloat import f32 as _f32
 from .activations import QK8_0, VEC_DOT_TYPE, round_row
 from .gelu import gelu as _gelu
 from .interface import BatchView, Weight
+from .trie_walk import trie_walk as _trie_walk
 
 # weights up to this many elements are dequantised once and kept (the stories260K fixtures, norms, biases)
 CACHE_ELEMENTS = 1 << 22
@@ -92,6 +93,9 @@ class PortableBackend:
 
     def read_f32(self, buf: array, offset: int, n: int) -> list[float]:
         return buf[offset : offset + n].tolist()
+
+    def read_bytes(self, buf: array, offset: int, n: int) -> bytes:
+        return buf[offset : offset + n].tobytes()
 
     def copy(self, dst: array, dst_off: int, src: array, src_off: int, n: int) -> None:
         dst[dst_off : dst_off + n] = src[src_off : src_off + n]
@@ -336,3 +340,18 @@ class PortableBackend:
             r = rows[j] * dim
             products = array("f", (scales[j] * v for v in x[j * dim : (j + 1) * dim]))  # float32, as ggml_mul
             out[r : r + dim] = array("f", map(operator.add, out[r : r + dim], products))
+
+    def trie_walk(
+        self,
+        out: array,
+        nodes: array,
+        first_tok: array,
+        tok_order: array,
+        sets: array,
+        trans: array,
+        info: array,
+        states: array,
+        exits: array,
+        ctl: array,
+    ) -> int:
+        return _trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl)
