@@ -100,9 +100,9 @@ def test_the_servers_models_a_failed_load_keeps_the_model_and_threads(web_app, s
 
 
 def test_more_threads_than_the_build_has_are_refused_by_name(web_app, site):
-    open_demo(site, f"{web_app.url}?threads=4&model=/models/stories260K-q8_0.gguf")
+    open_demo(site, f"{web_app.url}?threads=17&model=/models/stories260K-q8_0.gguf")
     expect(site.get_by_test_id("error-title")).to_have_text("The request could not be run")
-    expect(site.get_by_test_id("error-text")).to_contain_text("threads: 4 asked for, but this build runs the kernels")
+    expect(site.get_by_test_id("error-text")).to_contain_text("threads: 17 asked for, but this build runs the kernels")
     expect(site.get_by_test_id("threads")).to_contain_text("1")
     assert site.outside == [] and site.errors == []
 
