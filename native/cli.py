@@ -15,7 +15,7 @@ from llamay import __version__
 from llamay.errors import LlamayError
 
 COMMANDS = ("info", "tensor", "pull", "listing", "show", "manage", "ps", "tokenize", "detokenize", "verify", "chat",
-            "embed", "run", "bench", "serve", "web")  # fmt: skip
+            "embed", "run", "bench", "serve", "ray_serve", "web")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

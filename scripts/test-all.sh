@@ -23,7 +23,7 @@ VENV=${LLAMAY_VENV:-.venv}
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[native,dev]' -r web/requirements-browser.txt
+python -m pip install -q -e '.[native,dev,ray]' -r web/requirements-browser.txt
 llamay pull --all
 
 echo "== lint"

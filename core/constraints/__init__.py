@@ -118,15 +118,18 @@ def json_schema_constraint(
     refuse_unknown: bool = False,
     closed_objects: bool = False,
     anchored_patterns: bool = False,
+    listed_order: bool = False,
 ) -> GrammarConstraint:
     """JSON valid against `schema` (a dict or JSON text); unsupported keywords raise unless strict=False;
     keywords no draft defines are ignored unless refuse_unknown=True; closed_objects=True generates no property
     beyond the listed ones where `additionalProperties` is absent (the spec allows them); anchored_patterns=True
-    generates a `pattern` as a whole-string match (the spec: the string contains a match).
+    generates a `pattern` as a whole-string match (the spec: the string contains a match); listed_order=True
+    writes properties in the order listed (by default small objects take them in any order).
     `max_string_length` / `max_items` cap what the schema leaves unbounded (outputs stay valid)."""
     budget = Budget(limits)  # one budget for the schema and the GBNF it writes
     options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
-               "closed_objects": closed_objects, "anchored_patterns": anchored_patterns}  # fmt: skip
+               "closed_objects": closed_objects, "anchored_patterns": anchored_patterns,
+               "listed_order": listed_order}  # fmt: skip
     text = schema_to_gbnf(schema, strict, budget, **options)
     return _cached(("json-schema", text), _vocab(tokenizer), _from_gbnf(text, budget), limits)
 

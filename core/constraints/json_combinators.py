@@ -43,17 +43,31 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
     return out
 
 
+_BOUNDS = {
+    **dict.fromkeys(("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"), max),
+    **dict.fromkeys(("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"), min),
+}  # the tighter of two bounds
+
+
+def _merge_types(av: Any, v: Any, path: str) -> Any:
+    ta = {av} if isinstance(av, str) else set(av)
+    tb = {v} if isinstance(v, str) else set(v)
+    both = ta & tb
+    if ("integer" in ta and "number" in tb) or ("integer" in tb and "number" in ta):
+        both.add("integer")
+    if not both:
+        raise ConstraintError(f"{path}: allOf with incompatible types {av!r} and {v!r}")
+    return sorted(both) if len(both) > 1 else both.pop()
+
+
 def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
     """Both parts of an allOf have keyword k (with different values): the value both together mean."""
     if k == "type":
-        ta = {av} if isinstance(av, str) else set(av)
-        tb = {v} if isinstance(v, str) else set(v)
-        both = ta & tb
-        if ("integer" in ta and "number" in tb) or ("integer" in tb and "number" in ta):
-            both.add("integer")
-        if not both:
-            raise ConstraintError(f"{path}: allOf with incompatible types {av!r} and {v!r}")
-        return sorted(both) if len(both) > 1 else both.pop()
+        return _merge_types(av, v, path)
+    if k in _BOUNDS and isinstance(av, bool) and isinstance(v, bool):  # draft 4: exclusive in either, in both
+        return av or v  # (a subset where the other's bound is the looser one)
+    if k in _BOUNDS and not isinstance(av, bool) and not isinstance(v, bool):
+        return _BOUNDS[k](av, v)
     if k in ("required", "enum"):
         c.budget.charge(len(av) * len(v), f"{path}/{k}")
     if k == "required":
@@ -63,10 +77,6 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         if not common:
             raise ConstraintError(f"{path}: allOf with enums that share no value")
         return common
-    if k in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
-        return max(av, v)
-    if k in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
-        return min(av, v)
     if k in ("items", "additionalItems", "additionalProperties") and not isinstance(av, list):
         if av is False or v is False:
             return False
@@ -75,6 +85,10 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return {**av, **v}
     if k == "patternProperties":  # a pattern in both: both its schemas
         return {**av, **{p: {"allOf": [av[p], s]} if p in av else s for p, s in v.items()}}
+    if k == "not":  # neither: not either
+        return {"anyOf": [av, v]}
+    if k == "allOf":
+        return [*av, *v]
     if k == "anyOf":
         c.budget.charge(len(av) * len(v), f"{path}/anyOf")
         return [{"allOf": [x, y]} for x in av for y in v]
@@ -90,6 +104,7 @@ def merge_properties(a: dict, b: dict) -> tuple[dict, set]:
         cb = pb.get(name, addl_b)
         if ca is False or cb is False:
             excluded.add(name)
+            props[name] = False  # (kept: the property is forbidden, not unknown)
             continue
         parts = [x for x in (ca, cb) if x not in (None, True)]
         props[name] = True if not parts else parts[0] if len(parts) == 1 else {"allOf": parts}
@@ -130,9 +145,9 @@ def discriminated(c: Any, subs: list, path: str) -> bool:
             return False
         props, fixed = s.get("properties", {}), {}
         for k in s.get("required", []):
-            p = c.deref(props.get(k), path)
-            if isinstance(p, dict) and ("const" in p or len(p.get("enum", [])) == 1):
-                fixed[k] = json.dumps(p["const"] if "const" in p else p["enum"][0], sort_keys=True)
+            values = _fixed(c, props.get(k), path)
+            if values is not None and len(values) == 1:
+                fixed[k] = next(iter(values))
         fixed_per_branch.append(fixed)
     common = set.intersection(*(set(f) for f in fixed_per_branch))
     return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)
@@ -161,11 +176,14 @@ def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
 
 
 def _fixed(c: Any, schema: Any, path: str) -> set | None:
-    """The JSON texts a const / enum schema allows, None when it is not one."""
+    """The JSON texts a const / enum schema allows (at most), None when it is not one: an allOf (a property
+    merged from parts) allows only what each of its const / enum parts does."""
     schema = c.deref(schema, path)
     if not isinstance(schema, dict):
         return None
+    parts = [_fixed(c, p, path) for p in schema.get("allOf", []) if isinstance(schema.get("allOf"), list)]
     values = [schema["const"]] if "const" in schema else schema.get("enum")
-    if not isinstance(values, list):
-        return None
-    return {json.dumps(v, sort_keys=True) for v in values}
+    if isinstance(values, list):
+        parts.append({json.dumps(v, sort_keys=True) for v in values})
+    parts = [p for p in parts if p is not None]
+    return set.intersection(*parts) if parts else None

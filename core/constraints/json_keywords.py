@@ -26,12 +26,12 @@ SUPPORTED = frozenset({
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties", "not", "dependencies",
-    "dependentRequired", "dependentSchemas",
+    "dependentRequired", "dependentSchemas", "if", "then", "else",
 })  # fmt: skip
 # validation keywords of drafts 4 to 2020-12 not (or not always) compiled: a schema using them is refused by name
 # (strict=False ignores them, generating what the rest allows, which may then break them)
 UNSUPPORTED = frozenset({
-    "propertyNames", "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
+    "propertyNames", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "disallow", "extends", "divisibleBy",
 })  # fmt: skip
 VOCABULARY = SUPPORTED | UNSUPPORTED  # the keywords that constrain; any other is ignored, as the spec says
@@ -64,6 +64,7 @@ KEYWORD_KINDS = {
     "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
     "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map", "not": "schema",
     "dependencies": "schema-map", "dependentRequired": "schema-map", "dependentSchemas": "schema-map",
+    "if": "schema", "then": "schema", "else": "schema",
 }  # fmt: skip
 
 

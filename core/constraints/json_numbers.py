@@ -219,3 +219,25 @@ def number_range(lo, lo_excl: bool, hi, hi_excl: bool) -> str:
     if not alts:
         raise ConstraintError(f"no number between {lo} and {hi} can be generated (bounds too narrow)")
     return _group(alts)
+
+
+def divisible_by(k: int, fresh) -> tuple[dict[str, str], str]:
+    """({rule: rhs}, entry): the entry matches the positive integers divisible by k (no leading zero), read
+    digit by digit with the remainder so far as the rule (k rules, one per remainder; `fresh()` names them)."""
+    names = [fresh() for _ in range(k)]
+    rules = {}
+    for r in range(k):  # after digits whose value is r mod k: another digit, or the end when r is 0
+        by_next: dict[int, list[int]] = {}
+        for d in range(10):
+            by_next.setdefault((10 * r + d) % k, []).append(d)
+        alts = [f"{_digits(ds)} {names[n]}" for n, ds in by_next.items()]
+        rules[names[r]] = " | ".join(alts + ['""'] * (r == 0))
+    first: dict[int, list[int]] = {}
+    for d in range(1, 10):
+        first.setdefault(d % k, []).append(d)
+    entry = "(" + " | ".join(f"{_digits(ds)} {names[n]}" for n, ds in first.items()) + ")"
+    return rules, entry
+
+
+def _digits(ds: list[int]) -> str:
+    return f'"{ds[0]}"' if len(ds) == 1 else "[" + "".join(map(str, ds)) + "]"

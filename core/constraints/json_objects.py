@@ -1,5 +1,8 @@
-"""JSON Schema objects as GBNF: listed properties in the order written, then other members (additional or
-matching a `patternProperties` pattern), with `minProperties` / `maxProperties`.
+"""JSON Schema objects as GBNF: listed properties (in any order within groups of ANY_ORDER, the groups in the
+order written; past ANY_ORDER_RULES rules in a schema, in the order written) with other members (additional or
+matching a `patternProperties` pattern) anywhere between them, with `minProperties` / `maxProperties` (other
+members counted: those come after the listed ones, in the order written; `listed_order`: always after them, as
+llama.cpp writes them).
 
 Exact where it can be, a subset of the valid objects where not (never an invalid one):
 - a listed property whose name matches patterns gets its schema and theirs (allOf);
@@ -9,7 +12,8 @@ Exact where it can be, a subset of the valid objects where not (never an invalid
 - with patterns, keys matching none of them (additionalProperties) are not generated: their complement is
   no grammar; additional keys otherwise are any string but the listed names (written without escapes);
 - dependentRequired / dependencies make the dependencies required; a property with a dependentSchemas /
-  schema dependency is not generated (nor any property whose schema is false or `not: {}`);
+  schema dependency is not generated (nor any property whose schema is false or `not: {}`, nor an optional
+  one whose schema no value fits or is not compiled: `{"type": "object", "enum": ["a"]}`);
 - minProperties beyond the required ones makes the first optional properties required, then asks for one
   more member (two could repeat a key: refused); maxProperties caps the other members (refused below the
   listed properties' count).
@@ -25,6 +29,7 @@ from .errors import ConstraintError
 from .grammar import Grammar, Node
 from .json_keywords import VOCABULARY
 from .json_strings import key_excluding, pattern_gbnf
+from .limits import ConstraintLimitError
 from .regex import parse_pattern
 
 
@@ -69,12 +74,21 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
     if extra_hi == 0:
         extra_allowed = False
     c.use("space")
-    if not props and not patterns and addl is True and not extra_lo and extra_hi is None:
+    if not props and not forbidden and not patterns and addl is True and not extra_lo and extra_hi is None:
         return c.use("object")  # any object
     child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
     items = []
     for pname, pschema in props.items():
-        value = c.visit(pschema, child(pname), f"{path}/properties/{pname}")
+        mark = c.checkpoint()
+        try:
+            value = c.visit(pschema, child(pname), f"{path}/properties/{pname}")
+        except ConstraintLimitError:
+            raise
+        except ConstraintError:
+            if pname in is_required:
+                raise
+            c.rollback(mark)  # an optional property no value fits (or not compiled): never generated, a subset
+            continue
         kv = f'{_literal(pname)} space ":" space {c.named(value, child(pname))}'
         items.append((c.add_rule(child(f"{pname}-kv"), kv), pname in is_required))
     extra = None
@@ -82,7 +96,14 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
         extra = _pattern_members(c, patterns, nodes, child, path)
     elif extra_allowed:
         extra = _additional(c, addl, [*props, *forbidden], child, path)
-    return f'"{{" space {members(c, items, extra, child, extra_lo, extra_hi)} "}}" space'
+    cost = sum(1 << len(items[i : i + ANY_ORDER]) for i in range(0, len(items), ANY_ORDER))
+    free = len(items) > 1 and c.any_order_rules + cost <= ANY_ORDER_RULES
+    if free and not c.listed_order and not extra_lo and extra_hi is None and c.max_items is None:
+        c.any_order_rules += cost
+        body = any_order(c, items, extra, child, path)
+    else:
+        body = members(c, items, extra, child, extra_lo, extra_hi)
+    return f'"{{" space {body} "}}" space'
 
 
 def _listed(c: Any, schema: dict, path: str) -> tuple[dict, set, dict, dict, Any]:
@@ -175,14 +196,16 @@ def _literal(name: str) -> str:
 
 def _additional(c: Any, addl: Any, props: list[str], child, path: str) -> str:
     value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
-    if props:
-        key_rule = c.fresh(child("additional-k"))
+    names = tuple(sorted(set(props)))
+    key_rule = c.key_rules.get(names)
+    if key_rule is None and props:  # one exclusion per set of names (Kubernetes objects share theirs)
+        key_rule = c.key_rules[names] = c.fresh(child("additional-k"))
         c.budget.charge(sum(map(len, props)), f"{path}/additionalProperties")
-        fresh = lambda: c.fresh(key_rule)  # noqa: E731
-        for rule, rhs in key_excluding(list(props), key_rule, c.max_string_length, fresh).items():
+        fresh = lambda: c.fresh("k")  # noqa: E731  (short: one rule per character of the names)
+        for rule, rhs in key_excluding(list(names), key_rule, c.max_string_length, fresh).items():
             c.budget.charge(len(rhs), f"{path}/additionalProperties")
             c.rules[rule] = rhs
-    else:
+    elif not props:
         key_rule = c.use("string")
     return c.add_rule(child("additional-kv"), f'{key_rule} ":" space {c.named(value, child("add"))}')
 
@@ -200,12 +223,44 @@ def _pattern_members(c: Any, patterns: dict, nodes: dict, child, path: str) -> s
     return c.add_rule(child("pattern-kv"), f'{key_rule} ":" space {value}')
 
 
+ANY_ORDER = 6  # listed properties take any order within groups of this many (2^n rules each), groups in order
+ANY_ORDER_RULES = 4096  # ... while a schema's any-order rules stay within this many (the later objects: in order)
+
+
+def any_order(c: Any, items: list[tuple[str, bool]], extra: str | None, child, path: str) -> str:
+    """Object members with the listed ones in any order within groups of ANY_ORDER (the groups in the order
+    written), each at most once (the required ones once), and `extra` ones anywhere between: one rule per
+    group and set of its members written so far."""
+    groups = [items[i : i + ANY_ORDER] for i in range(0, len(items), ANY_ORDER)]
+    c.budget.charge(sum((len(g) + 3) << len(g) for g in groups), f"{path}/properties")
+    names = [[c.fresh(child("any-order")) for _ in range(1 << len(g))] for g in groups]
+    for k, group in enumerate(groups):
+        required = sum(1 << i for i, (_, req) in enumerate(group) if req)
+        done_all = names[k + 1][0] if k + 1 < len(groups) else '""'  # (the next group, or the end)
+        for done in range(1 << len(group)):  # after at least one member, `done` the group's ones written
+            alts = [f'"," space {kv} {names[k][done | 1 << i]}' for i, (kv, _) in enumerate(group) if not done >> i & 1]
+            if extra:
+                alts.append(f'"," space {extra} {names[k][done]}')
+            if done & required == required:
+                alts.append(done_all)
+            c.rules[names[k][done]] = " | ".join(alts)
+    first = [f"{extra} {names[0][0]}"] if extra else []
+    for k, group in enumerate(groups):  # the first member: from the first group with a required one at the latest
+        first += [f"{kv} {names[k][1 << i]}" for i, (kv, _) in enumerate(group)]
+        if any(req for _, req in group):
+            return "(" + " | ".join(first) + ")"
+    return "(" + " | ".join(first) + ")?"
+
+
 def members(c: Any, items: list[tuple[str, bool]], extra: str | None, child, extra_lo: int = 0, extra_hi=None) -> str:
     """Object members in order (optional ones may be left out), comma-separated, then extra_lo..extra_hi `extra`
-    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required."""
+    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required. Uncounted `extra`
+    ones go anywhere between the listed ones (but after them with `listed_order`)."""
     rest: list[str] = [""] * (len(items) + 1)  # rest[i]: items[i:] after at least one member
     cap = extra_hi if c.max_items is None else c.max_items if extra_hi is None else min(extra_hi, c.max_items)
     cap = None if cap is None else max(cap, extra_lo)
+    if extra and items and not extra_lo and cap is None and not c.listed_order:
+        return _interleaved(c, items, extra, child)
     tail = f'( "," space {extra} ){repetition(extra_lo, cap)}' if extra else ""
     rest[len(items)] = tail
     for i in range(len(items) - 1, -1, -1):
@@ -226,3 +281,20 @@ def members(c: Any, items: list[tuple[str, bool]], extra: str | None, child, ext
         if extra_lo > 0:  # (no items then: the members are the extra ones only)
             return alts[-1] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
     return "(" + " | ".join(alts) + ")?" if alts else ""
+
+
+def _interleaved(c: Any, items: list[tuple[str, bool]], extra: str, child) -> str:
+    """Listed members in order, any number of `extra` ones before, between and after them."""
+    more = c.add_rule(child("extras"), f'( "," space {extra} )*')
+    rest: list[str] = [""] * (len(items) + 1)
+    for i in range(len(items) - 1, -1, -1):
+        kv, req = items[i]
+        piece = f'"," space {kv} {more}' if req else f'( "," space {kv} {more} )?'
+        body = f"{piece} {rest[i + 1]}".strip()
+        rest[i] = c.add_rule(child(f"{kv}-rest"), body) if i > 0 and not req else body
+    alts = [f"{extra} {more} {rest[0]}".strip()]
+    for i, (kv, req) in enumerate(items):
+        alts.append(f"{kv} {more} {rest[i + 1]}".strip())
+        if req:
+            return "(" + " | ".join(alts) + ")"
+    return "(" + " | ".join(alts) + ")?"

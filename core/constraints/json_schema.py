@@ -7,9 +7,10 @@
 
 What is exact, what is approximated (a subset of the valid documents, never an invalid one) and what is
 refused by name: docs/constraints.md, "JSON Schema". In short: the validation keywords of drafts 4 to 2020-12
-except `if`/`then`/`else`, `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef`, `multipleOf` other
-than 1, `not` of other than types / true / false, and `oneOf` whose branches may overlap (each refused naming
-it and its schema path; `strict=False` ignores it and lists it in `SchemaCompiler.ignored`). Annotations and
+except `if`/`then`/`else`, `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef` and `multipleOf`
+other than 1 (each refused naming it and its schema path; `strict=False` ignores it and lists it in
+`SchemaCompiler.ignored`); `not` and a `oneOf` whose branches may overlap as a subset (json_negation.py,
+json_alternatives.py). Annotations and
 keywords no draft defines are ignored, as the spec says (`refuse_unknown=True` refuses the unknown ones).
 `$ref` resolves by base URI, plain-name fragment and JSON pointer (json_refs.py).
 
@@ -36,8 +37,9 @@ from typing import Any
 from .errors import ConstraintError
 from .gbnf import parse
 from .grammar import Alt, Grammar, Lit, Node, Repeat, Seq, node_to_gbnf
+from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_rules, with_dependencies
-from .json_combinators import discriminated, excludes, merge2, types_of
+from .json_combinators import merge2
 from .json_keywords import (
     ANNOTATIONS,
     KEYWORD_TYPES,
@@ -49,9 +51,11 @@ from .json_keywords import (
     check_keywords,
     text_depth,
     type_matches,
+    value_type,
 )
-from .json_numbers import integer_bounds, integer_range, number_range
-from .json_objects import matches_nothing, object_rule
+from .json_negation import negate
+from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
+from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
 from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
 from .lexicon import word_trie
@@ -60,12 +64,17 @@ from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
 _NAME = re.compile(r"^[a-zA-Z0-9-]+$")
-LLAMACPP = {"closed_objects": True, "anchored_patterns": True}  # llama.cpp's generation choices (a subset)
+# llama.cpp's generation choices (a subset)
+LLAMACPP = {"closed_objects": True, "anchored_patterns": True, "listed_order": True}
+_DIVISIBILITY = 1000  # multipleOf up to this many is a divisibility automaton of its remainders (a rule each)
+_WINDOW = 256  # else this many multiples nearest a bound (a subset)
 _FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
 
 
 def _rule_base(name: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "value"
+    """A rule name after `name`: its last 40 characters (names are repeated in every reference: a Kubernetes
+    schema's URI-long names made most of its GBNF text)."""
+    return re.sub(r"[^a-zA-Z0-9-]+", "-", name)[-40:].strip("-") or "value"
 
 
 def json_literal(value: Any) -> str:
@@ -92,12 +101,14 @@ class SchemaCompiler:
         refuse_unknown: bool = False,
         closed_objects: bool = False,
         anchored_patterns: bool = False,
+        listed_order: bool = False,
     ) -> None:
         self.schema = schema
         self.strict = strict
         self.refuse_unknown = refuse_unknown
         self.closed_objects = closed_objects
         self.anchored_patterns = anchored_patterns
+        self.listed_order = listed_order
         self.unknown_keywords: list[str] = []  # JSON pointers of the unknown keywords ignored
         self.max_string_length = max_string_length
         self.max_items = max_items
@@ -113,6 +124,8 @@ class SchemaCompiler:
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, str], str] = {}  # (base name, body) -> its rule
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
+        self.any_order_rules = 0  # rules written for objects whose members come in any order (json_objects.py)
+        self.key_rules: dict[tuple[str, ...], str] = {}  # listed names -> the rule of a key that is none of them
 
     # -- output -----------------------------------------------------------------------------------------------
 
@@ -125,6 +138,10 @@ class SchemaCompiler:
             root = self.use("object")  # llama.cpp's convention: an empty schema asks for an object
         else:
             root = self.visit(schema, "", "#")
+        return self.text(root)
+
+    def text(self, root: str) -> str:
+        """The GBNF text: `root`, the references still to compile, every rule and the primitives used."""
         while self.pending:  # references, each compiled once, from here: no recursion through them
             name, target, ref, self.base = self.pending.pop()
             self.rules[name] = self.visit(target, name, ref)
@@ -165,6 +182,23 @@ class SchemaCompiler:
         self.suffix[base] = n + 1
         self.rules[key] = "\0"
         return key
+
+    def checkpoint(self) -> tuple[int, int]:
+        return len(self.rules), len(self.pending)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Forget the rules (references, composites) added since `mark`: a part left out leaves nothing behind
+        (no rule reserved for a body never written)."""
+        n_rules, n_pending = mark
+        self.budget.charge(len(self.rules) + len(self.by_body), "#")
+        gone = set(list(self.rules)[n_rules:])
+        for k in gone:
+            del self.rules[k]
+        del self.pending[n_pending:]
+        self.refs = {k: v for k, v in self.refs.items() if v not in gone}
+        self.composites = {k: v for k, v in self.composites.items() if v[0] not in gone}
+        self.by_body = {k: v for k, v in self.by_body.items() if v not in gone}
+        self.key_rules = {k: v for k, v in self.key_rules.items() if v not in gone}
 
     def named(self, rhs: str, name: str) -> str:
         """`rhs` as something that can stand in a sequence: itself when a rule name, else a new rule."""
@@ -266,6 +300,8 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         self.check_vocabulary(schema, path)
+        if "if" in schema or "then" in schema or "else" in schema:
+            return self.visit_schema(self.without_if(schema, path), name, path)
         if "not" in schema:
             return self.visit_schema(self.without_not(schema, path), name, path)
         if "$ref" in schema:
@@ -281,7 +317,7 @@ class SchemaCompiler:
             return self.composite(id(schema), schema, name, merged)
         for key in ("anyOf", "oneOf"):
             if key in schema:
-                return self.alternatives(schema, key, name, path)
+                return alternatives(self, schema, key, name, path)
         if "const" in schema:
             return self.literals([schema["const"]], schema, name, path)
         if "enum" in schema:
@@ -298,6 +334,19 @@ class SchemaCompiler:
                 self.unknown(path, key)
         check_keywords(schema, path)
 
+    def without_if(self, schema: dict, path: str) -> Any:
+        """if / then / else as an anyOf: (if and then) or (what `if` rejects, a subset: json_negation.py, and
+        else); then / else without if constrain nothing."""
+        rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
+        if "if" not in schema:
+            return rest
+        cond = schema["if"]
+        branches = [{"allOf": [cond, schema.get("then", True)]}]
+        failing = negate(self, cond, f"{path}/if")
+        if failing is not False:
+            branches.append({"allOf": [failing, schema.get("else", True)]})
+        return {**rest, "anyOf": branches} if "anyOf" not in rest else {"allOf": [rest, {"anyOf": branches}]}
+
     def without_not(self, schema: dict, path: str) -> Any:
         """The schema with its `not` written as what it leaves (False: nothing): decidable for a `not` of
         false, of true / {} (nothing is left), and of types (the other types)."""
@@ -307,18 +356,11 @@ class SchemaCompiler:
             return rest
         if negated is True or not (set(negated) & VOCABULARY):
             return False
-        if set(negated) & VOCABULARY == {"type"}:
-            t = negated["type"]
-            excluded = {t} if isinstance(t, str) else set(t)
-            if "integer" in excluded and "number" not in excluded:
-                self.unsupported(f"{path}/not", "not", " of integer (numbers that are not integers)")
-                return rest
-            left = [x for x in TYPES if x not in excluded and not (x == "integer" and "number" in excluded)]
-            if not left:
-                return False
-            return merge2(self, rest, {"type": left if len(left) > 1 else left[0]}, path)
-        self.unsupported(path, "not", " (only of true, false, {} or types)")
-        return rest
+        failing = negate(self, negated, f"{path}/not")
+        if failing is False:
+            self.unsupported(path, "not", " (no schema found for the values it rejects)")
+            return rest
+        return merge2(self, rest, failing, path)
 
     def typed(self, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
@@ -348,16 +390,18 @@ class SchemaCompiler:
     def literals(self, values: list, schema: dict, name: str, path: str) -> str:
         t = schema.get("type")
         types = t if isinstance(t, list) else [t] if t else None
-        others = sorted(set(schema) & VOCABULARY - {"type", "enum", "const"})
-        if others:
-            self.unsupported(path, others[0], " together with enum/const")
+        others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const"}}
         keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
+        if others:  # the values the other keywords' grammar accepts (valid against them: it is sound)
+            keep = self.fitting(others, keep, path)
         if "const" in schema and "enum" in schema:
             keep = [v for v in keep if v == schema["const"]]
         if not keep:
-            raise ConstraintError(f"{path}: no value of enum/const fits the schema's type")
+            also = " and keywords" if others else ""
+            raise ConstraintError(f"{path}: no value of enum/const fits the schema's type{also}")
         self.use("space")
-        texts = list(dict.fromkeys(json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in keep))
+        decimal = not (self.resolver.draft == 4 and types is not None and "number" not in types)
+        texts = list(dict.fromkeys(t for v in keep for t in _spellings(v, decimal)))
         self.budget.charge(sum(map(len, texts)), path)
         if len(texts) > _FACTORED:
             rules = word_trie(texts, lambda: self.fresh(f"{name}-enum" if name else "enum"))
@@ -367,23 +411,30 @@ class SchemaCompiler:
         lits = [node_to_gbnf(Lit(t)) for t in texts]
         return (lits[0] if len(lits) == 1 else "(" + " | ".join(lits) + ")") + " space"
 
-    def alternatives(self, schema: dict, key: str, name: str, path: str) -> str:
-        branches = schema[key]
-        if not branches:
-            raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
-        rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
-        if key == "oneOf":
-            self.check_exclusive(branches, rest, path)
-        alts = []
-        for i, branch in enumerate(branches):
-            if matches_nothing(self, branch, path):
-                continue  # (in a oneOf too: it can never be the one branch that matches)
-            sub = self.merge([rest, branch], f"{path}/{key}/{i}") if rest else branch
-            label = f"{name}-{i}" if name else f"alternative-{i}"
-            alts.append(self.named(self.visit(sub, label, f"{path}/{key}/{i}"), label))
-        if not alts:
-            raise ConstraintError(f"{path}/{key}: no branch allows a value")
-        return " | ".join(dict.fromkeys(alts))
+    def fitting(self, schema: dict, values: list, path: str) -> list:
+        """The `values` whose compact JSON text the grammar of `schema` accepts, so each is valid against it
+        (a value valid but outside a generation choice of that grammar is left out: a subset)."""
+        from .automaton import Automaton
+        from .compile import compile_grammar
+
+        automata: dict[str, Automaton] = {}  # per type: the keywords of other types constrain nothing there
+        out = []
+        for v in values:
+            t = "number" if isinstance(v, float) else value_type(v)
+            if t not in automata:
+                options = {"closed_objects": self.closed_objects, "anchored_patterns": self.anchored_patterns}
+                options["listed_order"] = self.listed_order
+                sub = SchemaCompiler(self.schema, self.strict, limits=self.budget, **options)
+                sub.resolver, sub.base = self.resolver, self.base
+                text = sub.text(sub.visit({**schema, "type": t}, "", path))
+                automata[t] = Automaton(compile_grammar(parse(text, limits=self.budget)))
+                self.ignored += sub.ignored
+                self.unknown_keywords += sub.unknown_keywords
+            text = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+            self.budget.charge(len(text), path)
+            if automata[t].accepts_bytes(text.encode()):
+                out.append(v)
+        return out
 
     # -- strings and numbers ----------------------------------------------------------------------------------
 
@@ -436,10 +487,11 @@ class SchemaCompiler:
     def number(self, schema: dict, t: str, path: str) -> str:
         step = schema.get("multipleOf")
         if step is not None:
-            if step == 1:
+            if float(step).is_integer() and step > 0:
                 t = "integer"
             else:
-                self.unsupported(path, "multipleOf", f" (only 1 is: got {step})")
+                self.unsupported(path, "multipleOf", f" (only integers are: got {step})")
+                step = None
         lo, hi = schema.get("minimum"), schema.get("maximum")
         lo_x, hi_x = schema.get("exclusiveMinimum", False), schema.get("exclusiveMaximum", False)
         if not isinstance(lo_x, bool):  # draft 6+: a number
@@ -447,6 +499,10 @@ class SchemaCompiler:
         if not isinstance(hi_x, bool):
             hi, hi_x = (hi_x, True) if hi is None or hi_x <= hi else (hi, False)
         self.use("space")
+        if step is not None and step != 1:
+            if lo is not None or hi is not None:
+                lo, lo_x, hi, hi_x = self.digits_within_limit(lo, lo_x, hi, hi_x, path)
+            return self.multiples(int(step), *integer_bounds(lo, lo_x, hi, hi_x), t, path)
         if lo is None and hi is None:
             return self.use(t)
         lo, lo_x, hi, hi_x = self.digits_within_limit(lo, lo_x, hi, hi_x, path)
@@ -454,6 +510,27 @@ class SchemaCompiler:
             return integer_range(*integer_bounds(lo, lo_x, hi, hi_x)) + " space"
         self.use("decimal-part")
         return number_range(lo, lo_x, hi, hi_x) + " space"
+
+    def multiples(self, k: int, lo: int | None, hi: int | None, t: str, path: str) -> str:
+        """The integer multiples of k within lo..hi (integers: a number multiple of k that is one, too): every
+        one when there are few or no bound limits them to one sign (digits read by a k-state divisibility
+        automaton), else the _WINDOW nearest the lower bound (or the upper one): a subset."""
+        first = None if lo is None else -(-lo // k) * k
+        last = None if hi is None else hi // k * k
+        if first is not None and last is not None and first > last:
+            raise ConstraintError(f"{path}: no multiple of {k} within the bounds")
+        unsigned = (lo is None or lo <= 0) and (hi is None or hi >= 0) and (lo is None or hi is None)
+        if k <= _DIVISIBILITY and unsigned and (first is None or last is None):
+            rules, nonzero = divisible_by(k, lambda: self.fresh(f"multiple-of-{k}"))
+            self.rules.update(rules)
+            sign = "" if lo is not None else '"-" ' if hi is not None else '"-"? '  # (lo <= 0: the positive ones)
+            return f'("0" | {sign}{nonzero}) space'
+        if first is not None and (last is None or (last - first) // k >= _WINDOW):
+            last = first + (_WINDOW - 1) * k
+        elif first is None or (last - first) // k >= _WINDOW:
+            first = last - (_WINDOW - 1) * k
+        self.budget.charge((last - first) // k + 1, f"{path}/multipleOf")
+        return self.literals(list(range(first, last + 1, k)), {"type": t}, f"multiple-of-{k}", path)
 
     def digits_within_limit(self, lo, lo_x: bool, hi, hi_x: bool, path: str) -> tuple:
         """Bounds written with at most max_number_digits integral digits: a bound beyond them on the outer side
@@ -524,24 +601,16 @@ class SchemaCompiler:
             out = merge2(self, out, self.deref(s, path), path)
         return out
 
-    def check_exclusive(self, branches: list, rest: dict, path: str) -> None:
-        """oneOf needs each output to match exactly one branch: refuse branches that could overlap."""
-        subs = [self.deref(self.merge([rest, b], path) if rest else b, path) for b in branches]
-        gen = [types_of(self, s, path, generated=True) for s in subs]
-        val = [types_of(self, s, path, generated=False) for s in subs]
-        self.budget.charge(len(subs) ** 2, f"{path}/oneOf")
-        told_apart = None  # whether a const property tells the branches apart: computed once, when first needed
-        for i in range(len(subs)):
-            for j in range(len(subs)):
-                if i == j or not gen[i] & val[j]:
-                    continue
-                if gen[i] & val[j] <= {"object"}:
-                    if told_apart is None:
-                        told_apart = discriminated(self, subs, path)
-                    if told_apart or excludes(self, subs[i], subs[j], path) or excludes(self, subs[j], subs[i], path):
-                        continue
-                self.unsupported(f"{path}/oneOf", "oneOf", f": branches {i} and {j} may both match")
-                return
+
+def _spellings(value: Any, decimal: bool = True) -> list[str]:
+    """The compact JSON texts written for an enum / const value: a number equal to an integer as that integer
+    and, when `decimal`, with ".0" (values compare by value: 2 and 2.0 are the same value; not where a draft-4
+    "integer" type is asked for, which 2.0 is not; not beyond 2**53), else its one text."""
+    exact = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53
+    if exact and float(value).is_integer():  # (beyond 2**53 a float reads back as another number)
+        n = int(value)
+        return [str(n), f"{n}.0"] if decimal else [str(n)]
+    return [json.dumps(value, ensure_ascii=False, separators=(",", ":"))]
 
 
 def _cap_repeats(node: Node, cap: int) -> Node:

@@ -32,9 +32,31 @@ _HOST = {
     "hostname": 'fmt-label ("." fmt-label){0,4}',
     "fmt-label": "[a-z0-9] ([a-z0-9-]{0,20} [a-z0-9])?",
 }
-_URI = {  # http(s), a host name, an optional port, a path of a few segments
-    "uri": '("https" | "http") "://" hostname (":" [1-9] [0-9]{0,4})? ("/" [a-zA-Z0-9._~-]{1,20}){0,4}',
-    **_HOST,
+_IPV6 = {  # the full form: eight groups, none left out
+    "ipv6": 'fmt-h16 (":" fmt-h16){7}',
+    "fmt-h16": "[0-9a-fA-F]{1,4}",
+}
+_URI = {  # RFC 3986, section 3 and appendix A (an IP-literal as IPv6 in full form only: a subset)
+    "uri": 'fmt-scheme ":" fmt-hier ("?" fmt-query)? ("#" fmt-query)?',
+    "fmt-scheme": "[a-zA-Z] [a-zA-Z0-9+.-]*",
+    "fmt-hier": '"//" fmt-authority fmt-abempty | "/" (fmt-pchar+ fmt-abempty)? | fmt-pchar+ fmt-abempty | ""',
+    "fmt-authority": '(fmt-userinfo "@")? fmt-host (":" [0-9]*)?',
+    "fmt-userinfo": '(fmt-unreserved | fmt-pct | fmt-sub | ":")*',
+    "fmt-host": '"[" ipv6 "]" | (fmt-unreserved | fmt-pct | fmt-sub)*',
+    "fmt-abempty": '("/" fmt-pchar*)*',
+    "fmt-query": '(fmt-pchar | "/" | "?")*',
+    "fmt-pchar": 'fmt-unreserved | fmt-pct | fmt-sub | ":" | "@"',
+    "fmt-unreserved": "[a-zA-Z0-9._~-]",
+    "fmt-pct": '"%" fmt-hex fmt-hex',
+    "fmt-hex": "[0-9a-fA-F]",
+    "fmt-sub": "[!$&'()*+,;=]",
+    **_IPV6,
+}
+_URI_REFERENCE = {  # a URI or a relative reference (RFC 3986, 4.1-4.2)
+    "uri-reference": 'uri | fmt-relative ("?" fmt-query)? ("#" fmt-query)?',
+    "fmt-relative": '"//" fmt-authority fmt-abempty | "/" (fmt-pchar+ fmt-abempty)? | fmt-nc+ fmt-abempty | ""',
+    "fmt-nc": 'fmt-unreserved | fmt-pct | fmt-sub | "@"',  # a first segment without ':' (no scheme)
+    **_URI,
 }
 FORMATS: dict[str, dict[str, str]] = {
     "date": _DATE,
@@ -54,12 +76,9 @@ FORMATS: dict[str, dict[str, str]] = {
         "ipv4": 'fmt-octet "." fmt-octet "." fmt-octet "." fmt-octet',
         "fmt-octet": '"25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]',
     },
-    "ipv6": {  # the full form: eight groups, none left out
-        "ipv6": 'fmt-h16 (":" fmt-h16){7}',
-        "fmt-h16": "[0-9a-fA-F]{1,4}",
-    },
+    "ipv6": _IPV6,
     "uri": _URI,
-    "uri-reference": {"uri-reference": "uri", **_URI},  # an absolute URI is a URI reference
+    "uri-reference": _URI_REFERENCE,
     "duration": {  # RFC 3339 appendix A: P, then years months days (each a prefix of the next), then T time
         "duration": '"P" (fmt-dur-date ("T" fmt-dur-time)? | "T" fmt-dur-time | fmt-dur-n "W")',
         "fmt-dur-date": (
@@ -152,16 +171,13 @@ def pattern_gbnf(node: Node) -> str:
 KEY_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'  # a key character written as itself (no escapes: see key_excluding)
 
 
-KEY_DEPTH = 2  # characters of the listed names the exclusion follows (see key_excluding)
-
-
 def key_excluding(names: list[str], rule: str, max_length: int | None = None, fresh=None) -> dict[str, str]:
-    """Rules for a quoted object key that is none of `names`. Keys are written without escapes, so a key that
-    decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs, ...}; `rule` is the entry;
-    `fresh()` names the other rules (default: `rule-1`, `rule-2`, ...). The trie of the names is followed
-    KEY_DEPTH characters deep: a key going on along a name beyond them is not generated (a subset of the keys,
-    and rules in proportion to the names' first characters, not their length: a Kubernetes schema's objects
-    spent three quarters of its GBNF on these tries)."""
+    """Rules for a quoted object key that is none of `names` (exactly: every other key). Keys are written
+    without escapes, so a key that decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs,
+    ...}; `rule` is the entry; `fresh()` names the other rules (default: `rule-1`, `rule-2`, ...). One rule per
+    branching node of the names' trie; below the last branching, the one name left is excluded by a flat
+    alternation in its node's rule (its proper prefixes, a first differing character, a longer key), so the
+    rules count the names' branchings, not their characters."""
     # a flat trie (children by index): a nested one as deep as the longest name is freed by recursion in C,
     # which overflows a browser worker's stack at ~2000 levels
     nodes: list[dict[str, int]] = [{}]
@@ -177,30 +193,64 @@ def key_excluding(names: list[str], rule: str, max_length: int | None = None, fr
         ends.add(at)
     rules: dict[str, str] = {}
     more = "*" if max_length is None else f"{{0,{max_length}}}"
+    rest = f"{KEY_CHAR}{more}"
     # one rule per trie node, named in preorder; a body needs only its children's names, so no recursion
-    todo = [(0, rule, 0)]
+    todo = [(0, rule)]
     count = 0
     while todo:
-        at, node_rule, depth = todo.pop()
-        node = nodes[at]
+        at, node_rule = todo.pop()
         options = []
+        suffix = _chain(nodes, ends, at)
+        if suffix is not None and at != 0:  # one name left below: "" | w[:i] [^w_i] rest | w[:i] | w KEY_CHAR rest
+            for i in range(0, len(suffix), _CHUNK):  # (in chunks: the text grows as the name, not its square)
+                piece, last = suffix[i : i + _CHUNK], i + _CHUNK >= len(suffix)
+                if not last:
+                    count += 1
+                    after = fresh() if fresh is not None else f"{rule}-{count}"
+                for j, ch in enumerate(piece):
+                    head = f"{node_to_gbnf(Lit(piece[:j]))} " if j else ""
+                    options.append(f'{head}[^"\\\\\\x7F\\x00-\\x1F{_class_char(ch)}] {rest}')
+                    options.append(head.strip() or '""')
+                options.append(f"{node_to_gbnf(Lit(piece))} {f'{KEY_CHAR} {rest}' if last else after}")
+                rules[node_rule] = " | ".join(options)
+                options, node_rule = [], None if last else after
+            continue
+        node = nodes[at]
         # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
         children = sorted(k for k in node if ord(k) >= 0x20 and k not in '"\\\x7f')
-        followed = children if depth < KEY_DEPTH else []
         named = []
-        for ch in followed:
+        for ch in children:
             count += 1
             child_rule = fresh() if fresh is not None else f"{rule}-{count}"
-            named.append((node[ch], child_rule, depth + 1))
+            named.append((node[ch], child_rule))
             options.append(f"{node_to_gbnf(Lit(ch))} {child_rule}")
         todo.extend(reversed(named))
         others = "".join(_class_char(ch) for ch in children)
-        options.append(f'[^"\\\\\\x7F\\x00-\\x1F{others}] {KEY_CHAR}{more}')
+        options.append(f'[^"\\\\\\x7F\\x00-\\x1F{others}] {rest}')
         if at not in ends:
             options.append('""')  # the key may end here
         body = " | ".join(options)
         rules[node_rule] = f'"\\"" ({body}) "\\"" space' if at == 0 else body
     return rules
+
+
+_CHUNK = 32  # characters of a name's unbranched rest excluded by one flat rule
+
+
+def _chain(nodes: list[dict[str, int]], ends: set[int], at: int) -> str | None:
+    """The one name's rest below trie node `at` when no branching or earlier end is under it (else None); the
+    characters a key cannot hold unescaped end it (None: they need the general form)."""
+    out = []
+    while True:
+        node = nodes[at]
+        if not node:
+            return "".join(out) if out and at in ends else None
+        if len(node) > 1 or at in ends:
+            return None
+        ((ch, at),) = node.items()
+        if ord(ch) < 0x20 or ch in '"\\\x7f':
+            return None
+        out.append(ch)
 
 
 def _class_char(ch: str) -> str:

@@ -16,16 +16,23 @@ Limits (limits.py): groups nest at most `max_nesting` deep; a count that must be
 from __future__ import annotations
 
 from .errors import ConstraintError
-from .grammar import MAX_CODE_POINT, Chars, Lit, Node, Repeat, alt, seq, tree_shape
+from .grammar import EMPTY, MAX_CODE_POINT, Alt, Chars, Lit, Node, Repeat, Seq, alt, seq, tree_shape
 from .limits import Budget, budget_of, count_of
 from .utf8 import normalize
 
 DIGIT = ((0x30, 0x39),)
 WORD = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
 SPACE = (
-    (0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
-    (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF),
-)  # fmt: skip
+    (0x09, 0x0D),
+    (0x20, 0x20),
+    (0xA0, 0xA0),
+    (0x1680, 0x1680),
+    (0x2000, 0x200A),
+    (0x2028, 0x2029),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x3000, 0x3000),
+)  # fmt: skip  (ECMA's \s also has U+FEFF; jsonschema, through Python's re, does not: left out, as there)
 LINE_TERMINATORS = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
 _CLASS_ESCAPES = {"d": (DIGIT, False), "D": (DIGIT, True), "w": (WORD, False), "W": (WORD, True),
                   "s": (SPACE, False), "S": (SPACE, True)}  # fmt: skip
@@ -99,7 +106,9 @@ class _Regex:
                 self.i += 1
             stacked += 1
             self.budget.check("max_nesting", self.depth + stacked, self.at, "group nesting (with stacked quantifiers)")
-            atom = Repeat(atom, lo, hi)
+            if hi is None and _nullable(atom):  # (a*)*: a nullable item repeated forever is left recursion
+                atom, lo = _starred(atom), 0
+            atom = Repeat(atom, lo, hi) if atom != EMPTY else EMPTY
 
     def braces(self) -> tuple[int, int | None] | None:
         j = self.p.find("}", self.i)
@@ -258,4 +267,31 @@ def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = 
     size, depth = tree_shape(node, budget.limits.max_nesting)
     budget.charge(size, where)
     budget.check("max_nesting", depth, where, "pattern nesting (groups and stacked quantifiers)")
+    return node
+
+
+def _nullable(node: Node) -> bool:
+    """Whether the (pattern) node matches the empty string."""
+    if isinstance(node, Lit):
+        return not node.text
+    if isinstance(node, Repeat):
+        return node.min == 0 or _nullable(node.item)
+    if isinstance(node, Seq):
+        return all(map(_nullable, node.items))
+    if isinstance(node, Alt):
+        return any(map(_nullable, node.options))
+    return False
+
+
+def _starred(node: Node) -> Node:
+    """A node N' with N'* the language of node* and no empty match (EMPTY when node matches only "")."""
+    if isinstance(node, Repeat):
+        return EMPTY if node.max == 0 else _starred(node.item) if _nullable(node) else node
+    if isinstance(node, Alt):
+        options = [o for o in (_starred(o) if _nullable(o) else o for o in node.options) if o != EMPTY]
+        return alt(*options) if options else EMPTY
+    if isinstance(node, Seq) and _nullable(node):  # (AB)* with A and B nullable is (A|B)*
+        return _starred(Alt(node.items))
+    if isinstance(node, Lit) and not node.text:
+        return EMPTY
     return node

@@ -100,10 +100,42 @@ def test_the_servers_models_a_failed_load_keeps_the_model_and_threads(web_app, s
 
 
 def test_more_threads_than_the_build_has_are_refused_by_name(web_app, site):
-    open_demo(site, f"{web_app.url}?threads=17&model=/models/stories260K-q8_0.gguf")
+    site.goto(web_app.url)
+    over = site.evaluate("import('./src/llamay.mjs').then((m) => m.THREADS_AVAILABLE)") + 1
+    open_demo(site, f"{web_app.url}?threads={over}&model=/models/stories260K-q8_0.gguf")
     expect(site.get_by_test_id("error-title")).to_have_text("The request could not be run")
-    expect(site.get_by_test_id("error-text")).to_contain_text("threads: 17 asked for, but this build runs the kernels")
+    expect(site.get_by_test_id("error-text")).to_contain_text(f"threads: {over} asked for, but this build runs the")
+    expect(site.get_by_test_id("threads-select")).to_have_value(str(over))  # the count asked, shown
     expect(site.get_by_test_id("threads")).to_contain_text("1")
+    assert site.outside == [] and site.errors == []
+
+
+def test_the_threads_control_passes_threads_and_a_refused_count_keeps_the_model(web_app, site):
+    open_demo(site, f"{web_app.url}?model=/models/stories260K-q8_0.gguf")
+    expect(site.get_by_test_id("model-source")).to_contain_text("downloaded")
+    cores = site.evaluate("navigator.hardwareConcurrency")
+    available = site.evaluate("import('./src/llamay.mjs').then((m) => m.THREADS_AVAILABLE)")
+    control = site.get_by_test_id("threads-select")
+    values = control.locator("option").evaluate_all("(os) => os.map((o) => [o.value, o.textContent])")
+    assert [int(v) for v, _ in values] == list(range(1, cores + 1))
+    for v, text in values:  # a count this build cannot run is offered but named so
+        assert ("(not in this build)" in text) == (int(v) > available), text
+    expect(control).to_have_value("1")
+    expect(site.get_by_test_id("threads")).to_have_text(f"1 of {cores} cores")
+    if cores < 2:
+        pytest.skip("one core: no second thread to ask for")
+    control.select_option("2")  # loads the model again with threads: 2
+    if available >= 2:
+        expect(site.get_by_test_id("threads")).to_have_text(f"2 of {cores} cores")
+        expect(site.get_by_test_id("model-source")).to_contain_text("from the browser cache")
+    else:
+        expect(site.get_by_test_id("error-text")).to_contain_text("threads: 2 asked for, but this build runs")
+        expect(site.get_by_test_id("error-kept")).to_contain_text("stories260K (karpathy/llama2.c TinyStories) is")
+        expect(control).to_have_value("1")  # back to the count the engine runs
+        expect(site.get_by_test_id("threads")).to_have_text(f"1 of {cores} cores")
+    send(site, STORIES_PROMPT, max_tokens=27, temperature=0)
+    assert finished(site, 1) == "length"
+    assert site.get_by_test_id("assistant-text").last.text_content() == STORIES_TEXT
     assert site.outside == [] and site.errors == []
 
 
@@ -210,6 +242,12 @@ def test_the_demo_fits_a_phone_and_a_desktop(web_app, phone_site, screenshot):
     assert temperature["x"] + temperature["width"] <= 390
     served(page, "stories260K-f32.gguf").click()
     expect(page.get_by_test_id("model-source")).to_contain_text("downloaded")
+    # one column: with a model loaded the chat comes first, above the lists, and is shown
+    chat = page.locator("#chat-h").bounding_box()
+    assert chat["y"] < page.locator("#conv-h").bounding_box()["y"]
+    expect(page.locator("#chat-h")).to_be_in_viewport()
+    threads = page.get_by_test_id("threads-select").bounding_box()
+    assert threads["x"] + threads["width"] <= 390
     page.locator("#card details.meta summary").click()  # the metadata table, the widest thing on the page
     send(page, STORIES_PROMPT, max_tokens=40, temperature=0)
     assert finished(page, 1) == "length"
@@ -227,6 +265,8 @@ def test_the_demo_fits_a_phone_and_a_desktop(web_app, phone_site, screenshot):
     screenshot(page, "demo-phone", full_page=True)
     page.get_by_test_id("message-input").scroll_into_view_if_needed()
     screenshot(page, "demo-phone-chat")
+    page.set_viewport_size({"width": 768, "height": 1024})  # a tablet: still one column
+    fits(page)
     page.set_viewport_size(DESKTOP)
     fits(page)
     screenshot(page, "demo-desktop")

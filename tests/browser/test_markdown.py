@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.pages import expect
+
 pytestmark = pytest.mark.native_only
 
 XSS = {  # model text: the text the page shows for it
@@ -81,6 +83,23 @@ def test_the_copy_button_copies_the_code(md):
     md.get_by_role("button", name="Copy the sh code").click()
     assert md.evaluate("navigator.clipboard.readText()") == "llamay web --port 8000"
     assert md.get_by_role("button", name="Copy the sh code").text_content() == "Copied"
+
+
+def test_the_copy_button_copies_without_the_clipboard_api(md):
+    """A page over plain http (a phone on the LAN) has no navigator.clipboard.writeText: the copy goes through a
+    selection and execCommand, and lands on the same clipboard."""
+    md.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    md.evaluate("""() => {
+      window.copied = [];
+      document.addEventListener('copy', () => window.copied.push(String(document.getSelection())));
+      navigator.clipboard.writeText = () => Promise.reject(new DOMException('not allowed', 'NotAllowedError'));
+    }""")
+    render(md, "```py\nprint('<b>hi</b>')\n```")
+    md.get_by_role("button", name="Copy the py code").click()
+    expect(md.get_by_role("button", name="Copy the py code")).to_have_text("Copied")
+    assert md.evaluate("window.copied") == ["print('<b>hi</b>')"]
+    assert md.evaluate("navigator.clipboard.readText()") == "print('<b>hi</b>')"
+    assert md.evaluate("document.querySelectorAll('textarea').length") == 0  # the helper box is gone
 
 
 @pytest.mark.parametrize("attack", sorted(XSS))

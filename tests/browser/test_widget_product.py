@@ -64,14 +64,19 @@ def test_a_bad_model_url_is_explained_in_the_widget_and_sent_to_the_page(web_app
 
 
 def test_threads_beyond_the_build_are_refused_by_name_and_one_is_shown(web_app, site):
-    widget(site, web_app, model="/models/stories260K-q8_0.gguf", threads=2)
+    site.goto(f"{web_app.url}test/widget.html")
+    over = site.evaluate("import('../src/llamay.mjs').then((m) => m.THREADS_AVAILABLE)") + 1
+    widget(site, web_app, model="/models/stories260K-q8_0.gguf", threads=over)
     failure = site.get_by_test_id("llamay-error")
     expect(failure).to_contain_text("This chat is set up in a way it cannot run.")
-    expect(failure).to_contain_text("threads: 2 asked for, but this build runs the kernels on 1 thread")
+    expect(failure).to_contain_text(f"threads: {over} asked for, but this build runs the kernels on")
     assert events(site, "llamay-error")[0]["kind"] == "bad-request"
 
     widget(site, web_app, model="/models/stories260K-q8_0.gguf", threads=1)
+    # while Pyodide boots (seconds) and the model loads, the transcript says what is going on, then gives way
+    expect(site.get_by_test_id("llamay-loading")).to_contain_text("The assistant is getting ready.")
     expect(site.get_by_test_id("llamay-status")).to_have_text("Ready · stories260K-q8_0.gguf")
+    expect(site.get_by_test_id("llamay-loading")).to_have_count(0)
     expect(site.get_by_test_id("llamay-threads")).to_have_text(" · 1 thread")
     assert site.outside == [] and site.errors == []
 
@@ -123,5 +128,9 @@ def test_the_embedded_widget_fits_a_phone(web_app, phone_site, screenshot):
     box = phone_site.locator("llamay-chat").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     phone_site.locator("llamay-chat").scroll_into_view_if_needed()
+    expect(phone_site.get_by_test_id("llamay-loading")).to_be_visible()
+    screenshot(phone_site, "widget-embedded-phone-loading")
+    expect(phone_site.get_by_test_id("llamay-status")).to_contain_text("Ready", timeout=120_000)
+    fits(phone_site)
     screenshot(phone_site, "widget-embedded-phone")
     assert phone_site.outside == [] and phone_site.errors == []

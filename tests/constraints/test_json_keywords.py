@@ -82,6 +82,61 @@ def test_one_of_objects_told_apart_by_what_one_requires_and_another_forbids(sche
     assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
 
 
-def test_one_of_with_overlapping_objects_is_refused():
-    with pytest.raises(ConstraintError, match="branches 0 and 1 may both match"):
-        schema_to_gbnf({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]})
+def test_one_of_with_overlapping_objects_generates_each_without_the_others():
+    """Each branch without the values of the other (json_negation.py): an object with both keys matches both."""
+    schema = {"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}
+    assert_sound(schema, valid=[{"a": 1}, {"b": 1, "c": 2}, {"c": 0, "a": 1}], invalid=[{"a": 1, "b": 2}, {}, {"c": 1}])
+
+
+D4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"$schema": D4, "allOf": [{"type": "integer", "maximum": 5, "exclusiveMaximum": True}, {"maximum": 7}]},
+         [4, -3], [5, 6]),  # (the exclusive bound was lost: min(True, False))
+        ({"$schema": D4, "allOf": [{"type": "integer", "minimum": 2}, {"minimum": 2, "exclusiveMinimum": True}]},
+         [3], [2, 1]),
+        ({"allOf": [{"type": "integer", "minimum": 2, "maximum": 9}, {"minimum": 4, "maximum": 20}]}, [4, 9], [3, 10]),
+    ],
+)  # fmt: skip
+def test_all_of_takes_the_tighter_bound(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid)
+
+
+KIND = {"type": "object", "properties": {"k": {"type": "string"}}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({**KIND, "if": {"properties": {"k": {"const": "a"}}}, "then": {"required": ["x"]},
+          "else": {"required": ["y"]}},
+         [{"k": "a", "x": 1}, {"x": 2}], [{"k": "a"}, {"k": "b", "x": 1}, {}, {"y": 2}]),
+        ({"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}}, ["ab", 3],
+         ["a", 1.5, None]),
+        ({"if": {"type": "string"}, "then": {"minLength": 2}}, ["ab", 3, None], ["a"]),
+        ({"then": {"minLength": 2}, "else": False}, ["a", 1], []),  # (without if: nothing)
+        ({"anyOf": [{"type": "integer"}, {"type": "string"}], "if": {"type": "integer"}, "then": {"minimum": 5}},
+         [5, "a"], [4, None]),
+    ],
+)  # fmt: skip
+def test_if_then_else(schema, valid, invalid):
+    """(if and then) or (not if and else); `not if` is a subset (json_negation.py): {"k": "b"} is never made."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "string", "enum": ["a", "abcd", "xy"], "maxLength": 3}, ["a", "xy"], ["abcd", "b"]),
+        ({"enum": [1, "abcd", {"a": 1}, {"a": "x"}], "properties": {"a": {"type": "integer"}}}, [1, "abcd", {"a": 1}],
+         [{"a": "x"}]),  # (properties constrain objects only)
+        ({"const": "2020-01-01", "format": "date", "minLength": 10}, ["2020-01-01"], ["2020-01-02"]),
+    ],
+)  # fmt: skip
+def test_enum_and_const_keep_the_values_the_other_keywords_accept(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid)
+    with pytest.raises(ConstraintError, match="no value of enum/const fits the schema's type and keywords"):
+        schema_to_gbnf({"enum": ["a", "b", 1], "type": "string", "minLength": 2})

@@ -72,3 +72,18 @@ def test_sentences_of_fractional_ranges_validate():
         schema = {"type": "number", "minimum": lo, "maximum": hi}
         if lo <= hi:
             assert_sound(schema, valid=[lo, hi], n=20, budget=20)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "integer", "multipleOf": 16, "minimum": -2032, "maximum": 2031}, [-2032, 0, 2016], [8, 2032]),
+        ({"type": "integer", "multipleOf": 7}, [0, 7, -14, 7 * 12345], [1, -8, 701]),
+        ({"type": "number", "multipleOf": 3, "minimum": 0}, [0, 3, 999], [-3, 1]),
+        ({"type": "integer", "multipleOf": 5, "maximum": 0}, [0, -5, -100], [5, -3]),
+        ({"type": "integer", "multipleOf": 4, "minimum": 10, "exclusiveMaximum": 100000}, [12, 16, 1000], [10, 8]),
+    ],
+)
+def test_integer_multiple_of(schema, valid, invalid):
+    """Few multiples: all of them; one sign: a divisibility automaton; else a window near a bound (a subset)."""
+    assert_sound(schema, valid=valid, invalid=invalid)

@@ -3,6 +3,8 @@ closes them), patternProperties, minProperties / maxProperties; every grammar ch
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from llamay.constraints import ConstraintError, schema_to_gbnf
@@ -25,8 +27,23 @@ def test_other_properties_never_repeat_a_listed_name():
     a = automaton(schema_to_gbnf(PERSON))
     assert not a.accepts_bytes(b'{"name":"a","age":3,"age":"x"}')
     assert not a.accepts_bytes(b'{"name":"a","name":2}')
-    for other in (b"x", b"ax", b"nb", b"a", b""):  # beside the names (followed KEY_DEPTH = 2 characters deep)
+    for other in (b"x", b"ax", b"nb", b"a", b"", b"nam", b"namex", b"name ", b"ag", b"agE", b"age0"):  # any other key
         assert a.accepts_bytes(b'{"name":"a","' + other + b'":1}'), other
+
+
+def test_other_keys_are_exactly_the_complement_of_the_listed_names():
+    import random
+
+    from llamay.constraints.json_strings import key_excluding
+
+    names = ["fsType", "fs", "path", "pathX", "readOnly", "ab", "abcdefgh", "é", "q" + "uvwxyz" * 12]  # (> 2 chunks)
+    rules = key_excluding(names, "root")
+    a = automaton("".join(f"{k} ::= {v}\n" for k, v in rules.items()) + 'space ::= ""\n')
+    rng = random.Random(0)
+    keys = {n[:i] + x for n in names for i in range(len(n) + 1) for x in ("", "x", "T", "é")}
+    keys |= {"".join(rng.choice("fsTypeathXé ") for _ in range(rng.randrange(8))) for _ in range(500)}
+    wrong = [k for k in keys if a.accepts_bytes(f'"{k}"'.encode()) != (k not in names)]
+    assert wrong == []
 
 
 @pytest.mark.parametrize(
@@ -103,3 +120,81 @@ def test_dependencies_and_forbidden_properties(schema, valid, invalid):
 )
 def test_not_and_unique_items(schema, valid, invalid):
     assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+SEVEN = {f"p{i}": {"type": "integer"} for i in range(7)}  # above ANY_ORDER: two groups, in the order written
+
+
+@pytest.mark.parametrize("additional", [None, {"type": "string"}])
+def test_other_members_go_between_the_listed_ones_of_a_large_object(additional):
+    schema = {"type": "object", "properties": SEVEN, "required": ["p1", "p5"]}
+    if additional is not None:
+        schema["additionalProperties"] = additional
+    valid = [
+        {"p1": 1, "p5": 2},
+        {"x": "s", "p1": 1, "y": "t", "p5": 2, "z": "u"},
+        {"p0": 0, "x": "s", "p1": 1, "p3": 3, "y": "t", "p5": 5, "p6": 6},
+        {"p1": 1, "p2": 2, "a": "", "p5": 5},
+    ]
+    invalid = [{"x": "s", "p5": 2}, {"p1": 1, "x": "s"}, {"p1": "1", "x": "s", "p5": 2}]
+    if additional is not None:
+        invalid.append({"p1": 1, "x": 1, "p5": 2})
+    assert_sound(schema, valid=valid, invalid=invalid, n=80, budget=120)
+    a = automaton(schema_to_gbnf(schema))
+    for bad in ('{"p1":1,"p1":2,"p5":3}', '{"p1":1,"x":"s","p1":2,"p5":3}', '{"p6":1,"p1":2,"p5":3}',
+                '{,"p1":1,"p5":2}', '{"p1":1,"x":"s",,"p5":2}', '{"p1":1,"p5":2,}'):  # fmt: skip
+        assert not a.accepts_bytes(bad.encode()), bad  # (a listed key once, groups in order; commas between)
+    assert a.accepts_bytes(b'{"p5":1,"x":"s","p1":2,"p6":3}')  # (any order within the first group of ANY_ORDER)
+    llama = automaton(schema_to_gbnf(schema, listed_order=True))  # llama.cpp's layout: other members last
+    assert llama.accepts_bytes(b'{"p1":1,"p5":2,"x":"s"}')
+    assert not llama.accepts_bytes(b'{"p1":1,"x":"s","p5":2}')
+
+
+def test_any_order_objects_stop_at_the_rule_cap_and_later_ones_keep_the_written_order():
+    from llamay.constraints.json_objects import ANY_ORDER_RULES
+
+    six = {"type": "object", "properties": {n: {"type": "integer"} for n in "abcdef"}, "required": ["a", "f"]}
+    count = ANY_ORDER_RULES // 64 + 2  # the last two objects are past the cap
+    schema = {"type": "object", "properties": {f"o{i}": {**six, "title": str(i)} for i in range(count)}}
+    gbnf = schema_to_gbnf(schema)
+    defined = [line for line in gbnf.splitlines() if "any-order" in line.split(" ::= ")[0]]
+    assert ANY_ORDER_RULES - 64 < len(defined) <= ANY_ORDER_RULES
+    a = automaton(gbnf)
+    for i, ok in ((0, True), (count - 3, True), (count - 2, False), (count - 1, False)):
+        doc = {f"o{i}": {"f": 1, "a": 2}}  # out of order: accepted by the objects within the cap only
+        assert a.accepts_bytes(json.dumps(doc, separators=(",", ":")).encode()) is ok, i
+        in_order = {f"o{i}": {"a": 2, "x": "s", "f": 1}}
+        assert a.accepts_bytes(json.dumps(in_order, separators=(",", ":")).encode()), i
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"enum": [2, "a", 3.0]}, [2, 2.0, 3, 3.0, "a"], [2.5, 4, "b"]),
+        ({"const": 2**53}, [2**53, float(2**53)], [2**53 + 1]),
+        ({"const": 10**30}, [10**30], [10**30 + 1, 1e30]),  # (1e30 is another number in Python: not written)
+        ({"const": 10**400}, [10**400], [10**400 + 1]),  # (no float has it: only the integer is written)
+        ({"type": "integer", "enum": [1, 2]}, [1, 2, 1.0], [3, 1.5]),  # draft 2020-12: 1.0 is an integer
+        ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "enum": [1, 2]}, [1, 2],
+         [1.0, 3]),  # draft 4: 1.0 is not an integer
+        ({"$schema": "http://json-schema.org/draft-04/schema#", "enum": [1]}, [1, 1.0], [2]),
+    ],
+)  # fmt: skip
+def test_enum_and_const_numbers_equal_to_integers_are_written_both_ways(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid)
+
+
+def test_an_optional_property_no_value_fits_is_never_generated_a_required_one_refused():
+    builtin = {"enum": ["MODIFIABLE", "DELETABLE"], "type": "object"}  # (seen: no value fits, so never there)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "builtin": builtin}}
+    assert_sound(schema, valid=[{"name": "a"}, {"x": 1}], invalid=[{"builtin": "DELETABLE"}, {"builtin": {}}])
+    with pytest.raises(ConstraintError, match="no value of enum/const fits"):
+        schema_to_gbnf({**schema, "required": ["builtin"]})
+
+
+def test_one_of_whose_branch_becomes_impossible_keeps_the_others():
+    """Branch 1 (radius) and not branch 0 (length and width, required by the rest) leaves nothing: left out."""
+    props = {k: {"type": "number"} for k in ("length", "radius", "width")}
+    schema = {"type": "object", "properties": props, "required": ["length", "width"],
+              "oneOf": [{"required": ["length", "width"]}, {"required": ["radius"]}]}  # fmt: skip
+    assert_sound(schema, valid=[{"length": 1, "width": 2}], invalid=[{"length": 1, "width": 2, "radius": 3}, {}])

@@ -83,3 +83,16 @@ def test_unsupported_or_malformed_patterns(pattern, message):
     with pytest.raises(ConstraintError, match=re.escape(message)) as e:
         schema_to_gbnf(string_schema(pattern))
     assert "#/pattern" in str(e.value)
+
+
+NULLABLE_STARS = ["^([a-c]*)*$", "^(a?b*)+x$", "^(|a)*$", "^(a{0,3}){2,}$", "^(ab|c*)*d$", "^(()*)*$"]
+
+
+@pytest.mark.parametrize("pattern", NULLABLE_STARS)
+def test_a_nullable_item_repeated_forever_is_no_left_recursion(pattern):
+    """`([\\w.-]*)*` (seen in a real URL pattern) was refused as left recursion: same language as Python's re."""
+    a = automaton(schema_to_gbnf(string_schema(pattern)))
+    rng = random.Random(pattern)
+    texts = {"".join(rng.choice("abcdx") for _ in range(rng.randrange(7))) for _ in range(400)}
+    wrong = [t for t in texts if a.accepts_bytes(json.dumps(t).encode()) != bool(re.search(pattern, t))]
+    assert wrong == []

@@ -12,8 +12,8 @@ from llamay.kernels.interface import Backend
 from llamay.kernels.ops import BY_NAME, KINDS, OPS, op, parse_export
 from tests.backends import require_backend
 
-# the interface's methods that are not kernel ops
-MEMORY = {"alloc_f32", "alloc_i32", "write_f32", "write_i32", "read_f32", "copy", "bind"}
+# the interface's methods that are not kernel ops (memory, the flush point, weights)
+MEMORY = {"alloc_f32", "alloc_i32", "write_f32", "write_i32", "read_f32", "copy", "sync", "bind"}
 
 
 def _methods(cls) -> dict[str, inspect.Signature]:

@@ -3,13 +3,13 @@
 //
 // Query parameters: ?model=URL loads a model at once; &prompt=TEXT then sends it; &backend=wasm|portable;
 // &max-tokens, &temperature, &top-p, &seed, &system set the controls; &max-model-bytes=N refuses larger models
-// (to see the message without a huge file); &threads=N asks for N kernel threads (more than the build has is
-// refused by name).
+// (to see the message without a huge file); &threads=N asks for N kernel threads (the Threads control; more than
+// the build has is refused by name, and the model loaded before stays).
 // Replies of chat models are rendered as Markdown (../src/markdown.mjs: DOM nodes, never HTML); conversations
 // are kept in this browser (conversations.mjs).
 // window.llamayDemo exposes the state and a timeline of the last load and reply (bench/browser_first_token.py).
 
-import { createEngine, deleteCachedModel, listCachedModels } from "../src/llamay.mjs";
+import { createEngine, deleteCachedModel, listCachedModels, THREADS_AVAILABLE } from "../src/llamay.mjs";
 import { copyText, renderMarkdown } from "../src/markdown.mjs";
 import { Conversations } from "./conversations.mjs";
 import { $, el, mb, ms } from "./dom.mjs";
@@ -17,6 +17,7 @@ import { renderCached, renderCard, renderConversations, renderServed } from "./p
 
 const query = new URLSearchParams(location.search);
 const LAST_URL = "llamay-demo:last-url";
+const THREADS = "llamay-demo:threads"; // the thread count of the last load that worked
 
 const timeline = { bootStart: performance.now(), phases: [] };
 const state = { engine: null, model: null, chatMode: true, generating: false, loading: false, served: [] };
@@ -33,8 +34,7 @@ const enginePromise = createEngine({
     timeline.boot = engine.bootTimings;
     const iso = engine.crossOriginIsolated ? "cross-origin isolated" : "not isolated: stop acts between tokens";
     setStatus(`Engine ready · ${iso}`, "ready");
-    const cores = navigator.hardwareConcurrency;
-    $("threads").textContent = `${engine.threads}${cores ? ` of ${cores} cores` : ""}`;
+    showThreads();
     return engine;
   },
   (err) => {
@@ -80,6 +80,35 @@ function hideError() {
   $("banner").hidden = true;
 }
 
+// ---------- threads ----------
+
+/** The Threads control: 1 to the machine's cores (or the count asked in ?threads); a count above what this build
+ * runs is offered but named so, and the engine refuses it by name when picked. */
+function fillThreads() {
+  const cores = navigator.hardwareConcurrency || 1;
+  const asked = Number(query.get("threads")) || 0;
+  const top = Math.min(Math.max(cores, asked, 1), 64);
+  const options = [];
+  for (let n = 1; n <= top; n++) {
+    const note = n > THREADS_AVAILABLE ? " (not in this build)" : n === cores ? " (all cores)" : "";
+    options.push(el("option", { value: String(n), text: `${n}${note}` }));
+  }
+  $("threads-select").replaceChildren(...options);
+  const stored = Number(localStorage.getItem(THREADS)) || 1;
+  $("threads-select").value = String(Math.min(asked || stored, top));
+}
+
+/** The threads the engine runs now, in the stats and the control. */
+function showThreads() {
+  const engine = state.engine;
+  if (!engine) return;
+  const cores = navigator.hardwareConcurrency;
+  $("threads").textContent = `${engine.threads}${cores ? ` of ${cores} cores` : ""}`;
+  // fewer threads than asked (a page that is not cross-origin isolated runs on one): the engine says why
+  $("threads").title = engine.threadsNote ?? "The kernel threads the engine runs";
+  if (state.model) $("threads-select").value = String(engine.threads);
+}
+
 // ---------- loading ----------
 
 const PHASES = {
@@ -103,7 +132,7 @@ function showProgress(p) {
 
 function setBusy(loading) {
   state.loading = loading;
-  for (const id of ["url", "file", "backend"]) $(id).disabled = loading;
+  for (const id of ["url", "file", "backend", "threads-select"]) $(id).disabled = loading;
   $("url-form").querySelector("button").disabled = loading;
   updateComposer();
 }
@@ -125,13 +154,15 @@ async function loadModel(source, opts = {}) {
       backend: $("backend").value || undefined,
       maxModelBytes,
       name: opts.name,
-      threads: query.has("threads") ? Number(query.get("threads")) : undefined,
+      threads: Number($("threads-select").value),
       onProgress: showProgress,
     });
     timeline.loadEnd = performance.now();
     timeline.load = model.timings;
     timeline.source = model.source;
     state.model = model;
+    state.source = { source, name: opts.name };
+    localStorage.setItem(THREADS, String(engine.threads));
     state.chatMode = !!model.card.tokenizer.chat_template;
     if (typeof source === "string" && model.source !== "file") localStorage.setItem(LAST_URL, source);
     state.loadedKey = model.cacheKey ?? null;
@@ -139,13 +170,18 @@ async function loadModel(source, opts = {}) {
     $("progress").hidden = true;
     showConversation(); // the conversation goes on with the new model
     setStatus(`${model.name} · ${model.backend}${model.variant ? `/${model.variant}` : ""}`, "ready");
+    // one column (a phone): the chat moves first; show it rather than the list the model was picked from
+    if (matchMedia("(max-width: 860px)").matches) requestAnimationFrame(() => $("chat-h").scrollIntoView());
     if (model.cacheError && model.source !== "cache" && model.source !== "bytes") {
       console.warn(`llamay: ${label} was not cached: ${model.cacheError}`);
     }
   } catch (err) {
     $("progress").hidden = true;
     state.model = state.engine?.model ?? null; // kept when the worker kept it (err.details.kept)
-    if (!state.model) state.loadedKey = null;
+    if (!state.model) {
+      state.loadedKey = null;
+      state.source = null;
+    }
     showError(`${label} could not be loaded`, err, before ? (state.model?.name ?? null) : undefined);
     if (err.details?.card) renderCard(err.details.card, null);
     else if (state.model) renderCard(state.model.card, state.model);
@@ -155,6 +191,8 @@ async function loadModel(source, opts = {}) {
     }
   } finally {
     setBusy(false);
+    document.body.classList.toggle("has-model", !!state.model);
+    showThreads();
     refreshCached();
   }
 }
@@ -472,6 +510,10 @@ $("url-form").addEventListener("submit", (e) => {
   e.preventDefault();
   loadURL($("url").value);
 });
+$("threads-select").addEventListener("change", () => {
+  // the thread count is set when a model binds: the loaded model is loaded again with it (kept if that fails)
+  if (state.source) loadModel(state.source.source, { name: state.source.name });
+});
 $("file").addEventListener("change", () => {
   const f = $("file").files[0];
   if (f) loadModel(f);
@@ -536,6 +578,7 @@ for (const name of ["max-tokens", "temperature", "top-p", "seed", "system"]) {
   if (query.has(name)) $(name).value = query.get(name);
 }
 $("temperature-range").value = $("temperature").value;
+fillThreads();
 $("url").value = query.get("model") ?? localStorage.getItem(LAST_URL) ?? "";
 showConversation();
 refreshCached();

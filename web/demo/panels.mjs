@@ -89,7 +89,7 @@ export function renderServed(served, { cached, loadedKey, load }) {
     );
     if (!usable) {
       button.disabled = true;
-      button.append(el("span", { class: "model-why", text: why }));
+      button.append(el("span", { class: "model-why", text: why, title: why }));
     }
     return el("li", {}, button);
   });

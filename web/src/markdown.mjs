@@ -43,8 +43,30 @@ export async function copyText(text) {
     await navigator.clipboard.writeText(text);
     return true;
   } catch {
-    return false; // no clipboard permission (an insecure page, a denied prompt)
+    return copyBySelection(text); // no Clipboard API: a page over plain http (a phone on the LAN), a denied prompt
   }
+}
+
+/** The older way, which plain-http pages still have: select the text in an off-screen box and copy it. */
+function copyBySelection(text) {
+  const doc = globalThis.document;
+  if (!doc?.body || typeof doc.execCommand !== "function") return false;
+  const box = doc.createElement("textarea");
+  box.value = text;
+  box.setAttribute("readonly", "");
+  box.style.cssText = "position: fixed; top: 0; left: -9999px; opacity: 0";
+  doc.body.append(box);
+  const focused = doc.activeElement;
+  box.select();
+  let ok = false;
+  try {
+    ok = doc.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  box.remove();
+  focused?.focus?.({ preventScroll: true });
+  return ok;
 }
 
 function make(doc, tag, cls, text) {

@@ -60,9 +60,13 @@ header {
   display: flex; align-items: center; justify-content: space-between; gap: 0.5rem; padding: 0.65rem 0.9rem;
   border-bottom: 1px solid var(--_border);
 }
-h2 { margin: 0; font-size: 1em; font-weight: 650; }
-.status { font-size: 0.78em; color: var(--_muted); text-align: right; }
-.status.error { color: #b3261e; }
+h2 { margin: 0; font-size: 1em; font-weight: 650; flex: 0 1 auto; min-width: 0; overflow-wrap: anywhere; }
+/* the status takes what the heading leaves, on one line (the whole text is its title); an error wraps */
+.status {
+  font-size: 0.78em; color: var(--_muted); text-align: right; flex: 1 1 0; min-width: 0;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+}
+.status.error { color: #b3261e; white-space: normal; }
 .bar { height: 3px; background: transparent; }
 .bar > div { height: 100%; width: 0; background: var(--_accent); transition: width 0.2s; }
 .bar.indeterminate > div { width: 30%; animation: slide 1.2s ease-in-out infinite; }
@@ -110,6 +114,9 @@ footer { font-size: 0.7em; color: var(--_muted); padding: 0 0.8rem 0.5rem; }
   border: 1px solid #f1b7ae; display: flex; flex-direction: column; gap: 0.4rem; align-items: flex-start;
 }
 .failure strong { font-size: 1em; }
+.getting-ready { margin: auto 0; text-align: center; color: var(--_muted); font-size: 0.9em; }
+.getting-ready p { margin: 0.2rem 0; }
+.getting-ready .bytes { font-variant-numeric: tabular-nums; }
 .failure p { margin: 0; }
 .failure .detail { font-size: 0.8em; opacity: 0.85; overflow-wrap: anywhere; }
 .failure button { background: #fff; color: #8c1d13; border-color: #d9897e; font-size: 0.85em; }
@@ -333,6 +340,7 @@ export class LlamayChat extends HTMLElement {
     this.loading = true;
     this.#progress(null);
     this.#status("Starting…");
+    const ready = this.#gettingReady();
     const name = decodeURIComponent(new URL(model, document.baseURI).pathname.split("/").pop());
     const phases = {
       boot: "Starting…",
@@ -352,6 +360,7 @@ export class LlamayChat extends HTMLElement {
           this.#progress(p.fraction);
           const pct = p.fraction === null ? "" : ` ${Math.round(100 * p.fraction)}%`;
           if (phases[p.phase]) this.#status(`${phases[p.phase]}${pct}`);
+          ready.update(p);
         },
       });
       if (token !== this.loadToken) {
@@ -363,6 +372,7 @@ export class LlamayChat extends HTMLElement {
       this.chatMode = !!engine.card?.tokenizer?.chat_template;
       const from = engine.model.source === "cache" ? " (from cache)" : "";
       this.#status(`Ready · ${name}${from}`);
+      ready.remove();
       this.#progress(undefined);
       const greeting = this.getAttribute("greeting");
       if (greeting) {
@@ -384,6 +394,34 @@ export class LlamayChat extends HTMLElement {
         this.#controls();
       }
     }
+  }
+
+  /** While the model loads, the transcript says what is happening in a visitor's words (a first visit downloads
+   * the model; later ones read it from the browser), with the bytes so far. */
+  #gettingReady() {
+    const box = document.createElement("div");
+    box.className = "getting-ready";
+    box.dataset.testid = "llamay-loading";
+    const what = document.createElement("p");
+    what.textContent = "The assistant is getting ready. It runs in your browser, so nothing you type leaves this page.";
+    const bytes = document.createElement("p");
+    bytes.className = "bytes";
+    bytes.textContent = "Starting…";
+    box.append(what, bytes);
+    this.ui.transcript.replaceChildren(box);
+    const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+    const words = {
+      boot: () => "Starting…",
+      download: (p) => `Downloading its model (once): ${mb(p.done ?? 0)}${p.total ? ` of ${mb(p.total)}` : ""}`,
+      "cache-read": () => "Reading its model from this browser…",
+      bind: () => "Almost ready…",
+    };
+    return {
+      update: (p) => {
+        if (words[p.phase]) bytes.textContent = words[p.phase](p);
+      },
+      remove: () => box.remove(),
+    };
   }
 
   /** The chat could not start: say so in the transcript, in words for a visitor, with a way to try again. */
@@ -421,6 +459,7 @@ export class LlamayChat extends HTMLElement {
 
   #status(text, error = false) {
     this.ui.status.textContent = text;
+    this.ui.status.title = text;
     this.ui.status.classList.toggle("error", error);
   }
 

@@ -1,0 +1,37 @@
+"""`not` (json_negation.py): what a schema rejects, generated as a subset of it; every grammar's sentences are
+checked with `jsonschema` (assert_sound), and the documents given are accepted / refused as it says."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamay.constraints import ConstraintError, schema_to_gbnf
+from tests.constraints.helpers import assert_sound
+
+CASES = [
+    ({"not": {"type": "integer"}}, ["a", None, [1], {"a": 1}], [1, 2]),
+    ({"not": {"not": {"type": "integer"}}}, [1, -3], ["a", 1.5]),
+    ({"type": "integer", "not": {"minimum": 3}}, [2, -10], [3, 4, "a"]),
+    ({"type": "number", "not": {"maximum": 0.5, "exclusiveMinimum": 0}}, [0.75, 0, -1], [0.25, 0.5]),
+    ({"type": "string", "not": {"minLength": 3}}, ["", "ab"], ["abc"]),
+    ({"type": "string", "not": {"maxLength": 2}}, ["abc"], ["ab", ""]),
+    ({"type": "array", "not": {"items": {"type": "integer"}}}, [["a"], [None, "b"]], [[], [1, 2]]),
+    ({"type": "object", "not": {"required": ["a"]}}, [{}, {"b": 1}], [{"a": 1}]),
+    ({"type": "object", "not": {"properties": {"a": {"type": "string"}}, "required": ["a"]}},
+     [{"a": 1}, {"b": "x"}], [{"a": "x"}, {"a": "x", "b": 2}]),
+    ({"not": {"anyOf": [{"type": "string"}, {"type": "object"}]}}, [1, None, [], True], ["a", {}]),
+    ({"not": {"allOf": [{"type": "number"}, {"minimum": 2}]}}, [1, "a", None], [2, 3.5]),
+    ({"not": {"enum": [1, "a"]}}, [None, True, [], {}], [1, "a"]),
+    ({"type": "object", "not": {"maxProperties": 0}}, [{"a": 1}, {"a": 1, "b": 2}], [{}]),
+    ({"allOf": [{"not": {"type": "string"}}, {"not": {"type": "object"}}]}, [1, None], ["a", {}]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "valid", "invalid"), CASES)
+def test_not_generates_only_what_the_negated_schema_rejects(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=60)
+
+
+def test_a_not_with_no_schema_for_what_it_rejects_is_refused_by_name():
+    with pytest.raises(ConstraintError, match="'not' at # is not supported"):
+        schema_to_gbnf({"type": "string", "not": {"pattern": "^a"}})

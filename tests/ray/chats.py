@@ -1,0 +1,92 @@
+"""A multi-session chat workload (the tests' and bench/ray_scaleout.py's): chats that share system prompts, each
+sent turn by turn as a client does (every turn resends the chat so far, its answers included)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+TOPICS = ("a ship's cook", "a patient librarian", "a mountain guide", "a night-shift nurse")
+QUESTIONS = ("What do you do each morning?", "What is hard about it?", "What do you like most?",
+             "What would you change?", "Who taught you?")  # fmt: skip
+FOLLOW_UPS = ("Tell me more.", "Why?", "And then?", "Give an example.")
+
+
+def system_prompt(topic: str, salt: str) -> str:
+    # about 120 tokens: a prompt worth caching, shared by every chat of its topic
+    return (f"[{salt}] You are {topic}. Answer in one short sentence, in the first person, plainly, without lists. "
+            "Stay in character whatever you are asked; never say that you are an assistant or a language model. "
+            "If you do not know, say so briefly. Keep to everyday words and speak of your own work and days, "
+            "the people you meet, the tools you use and the places you go.")  # fmt: skip
+
+
+@dataclass
+class Turn:
+    chat: int
+    turn: int
+    replica: str
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+
+
+@dataclass
+class Chat:
+    index: int
+    messages: list[dict] = field(default_factory=list)
+
+
+def chats(n: int, salt: str) -> list[Chat]:
+    out = []
+    for i in range(n):
+        topic = TOPICS[i % len(TOPICS)]
+        first = f"{QUESTIONS[(i // len(TOPICS)) % len(QUESTIONS)]} (chat {i})"
+        out.append(Chat(i, [{"role": "system", "content": system_prompt(topic, salt)},
+                            {"role": "user", "content": first}]))  # fmt: skip
+    return out
+
+
+def run(post: Callable[[dict], tuple[dict, str]], n_chats: int, n_turns: int, salt: str, max_tokens: int = 8,
+        concurrency: int = 4) -> list[Turn]:  # fmt: skip
+    """Every chat's turns in order, `concurrency` chats at a time; `post(body)` -> (the JSON answer, replica id)."""
+    todo = chats(n_chats, salt)
+    lock = threading.Lock()
+    turns: list[Turn] = []
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not todo or errors:
+                    return
+                c = todo.pop(0)
+            try:
+                for t in range(n_turns):
+                    body = {"messages": c.messages, "max_tokens": max_tokens, "temperature": 0}
+                    answer, replica = post(body)
+                    u = answer["usage"]
+                    cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+                    with lock:
+                        turns.append(Turn(c.index, t, replica, u["prompt_tokens"], cached, u["completion_tokens"]))
+                    said = answer["choices"][0]["message"]["content"]
+                    said = answer["choices"][0]["message"]["content"]
+                    c.messages = [*c.messages, {"role": "assistant", "content": said},
+                                  {"role": "user", "content": FOLLOW_UPS[t % len(FOLLOW_UPS)]}]  # fmt: skip
+            except BaseException as e:
+                with lock:
+                    errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    if errors:
+        raise errors[0]
+    return sorted(turns, key=lambda x: (x.chat, x.turn))
+
+
+def cached_share(turns: list[Turn]) -> float:
+    """Prompt tokens read from a replica's prefix cache, of all prompt tokens."""
+    return sum(t.cached_tokens for t in turns) / max(1, sum(t.prompt_tokens for t in turns))
