@@ -1,4 +1,4 @@
-"""llamay against wllama in headless Chromium, in one run: prompt and generation speed, single thread.
+"""llamay against wllama in headless Chromium, in one run: prompt and generation speed, on 1 thread and on 2.
 
 Serves bench/browser/ (the page, and wllama from its npm folder), web/ (web/dist: Pyodide, the llamay wheel, the
 kernel modules) and the model from 127.0.0.1 with COOP/COEP, so both engines run cross-origin isolated. One page
@@ -8,6 +8,10 @@ it). The prompt is tokenized once, by wllama (llama.cpp's tokenizer), cut to --p
 go to both. Each round runs wllama, then llamay: the prompt, then --gen greedy decode steps; rounds alternate so
 that a busy machine slows both alike. Prints, per engine, the median over rounds of prompt tok/s, generation
 tok/s and time to first token, and the ratios llamay / wllama.
+
+With --threads N (default 2), the same rounds also run wllama's multi-thread build on N threads and llamay on N
+kernel threads (web/src/kernel-threads.mjs, each engine in its own worker, loaded beside the single-thread pair),
+and print that pair's table with llamay N threads / 1 thread (the same run, the same rounds).
 
 Then the Python-side overhead per token of llamay: the last generated token's decode step (forward + greedy
 sample) is repeated at the same position (the state cut back before each), once with every kernel call recorded
@@ -75,11 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gen", type=int, default=64, help="generated tokens (decode steps) per round")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of wllama then llamay (default 3)")
     ap.add_argument("--replays", type=int, default=40, help="alternations of a Python step and its JS replay")
+    ap.add_argument("--threads", type=int, default=2, help="threads of the second pair: wllama's multi-thread "
+                    "build and llamay's kernel threads (default 2; 1: the single-thread pair only)")  # fmt: skip
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="environment of llamay's Python")
     ap.add_argument("--web-dir", type=Path, default=WEB_DIR, help="web/ (with dist/) llamay boots from: another "
                     "checkout's, to compare builds")  # fmt: skip
     ap.add_argument("--json", type=Path, help="also write every figure here")
     args = ap.parse_args(argv)
+    if not args.model.is_file() and args.model == DEFAULT_MODEL:  # the model store's layout: a blob by digest
+        from tests import paths
+
+        args.model = paths.registry_path(paths.SMOLLM2) or args.model
     if not args.model.is_file():
         raise SystemExit(f"{args.model} is missing: run `llamay pull` (or pass --model)")
     check_setup(args.web_dir)
@@ -113,12 +123,23 @@ def main(argv: list[str] | None = None) -> int:
             ids = ids[: args.prompt_tokens]
             boot = page.evaluate("(env) => window.bench.llamay.boot(env)", env)
             ll = page.evaluate("(u) => window.bench.llamay.load(u)", model_url)
-            runs: dict[str, list[dict]] = {"wllama": [], "llamay": []}
+            names = ["wllama", "llamay"]
+            wl_mt = ll_mt = None
+            if args.threads > 1:  # the same pair on more threads: wllama's multi-thread build, llamay's kernel threads
+                wl_mt = page.evaluate(
+                    "([u, n, t]) => window.bench.wllama.load(u, n, t)", [model_url, n_ctx, args.threads]
+                )
+                if not wl_mt["multithread"] or wl_mt["threads"] != args.threads:
+                    raise SystemExit(f"wllama did not take its multi-thread build on {args.threads} threads: {wl_mt}")
+                page.evaluate("(env) => window.bench.llamayMT.boot(env)", env)
+                ll_mt = page.evaluate("([u, t]) => window.bench.llamayMT.load(u, t)", [model_url, args.threads])
+                names += ["wllamaMT", "llamayMT"]
+            runs: dict[str, list[dict]] = {name: [] for name in names}
             for r in range(args.rounds):
-                for name in ("wllama", "llamay"):
+                for name in names:
                     res = page.evaluate(f"([ids, n]) => window.bench.{name}.run(ids, n)", [ids, args.gen])
                     runs[name].append(res)
-                    print(f"round {r + 1} {name:7}: prompt {rate(res['prompt_tokens'], res['prompt_ms']):6.1f} tok/s,"
+                    print(f"round {r + 1} {name:8}: prompt {rate(res['prompt_tokens'], res['prompt_ms']):6.1f} tok/s,"
                           f" generation {rate(res['gen_tokens'], res['gen_ms']):6.1f} tok/s", flush=True)  # fmt: skip
             # wllama's own loop (createCompletion: sample, accept, decode per token), against the low-level one above
             own = page.evaluate("([t, n]) => window.bench.wllama.completion(t, n)", [TEXT, args.gen])
@@ -128,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.close()
     report(args, browser, isolated, wl, boot, ll, ids, runs, ov, own)
+    if wl_mt is not None:
+        report_threads(args, wl_mt, ll_mt, runs)
     if args.json:
-        args.json.write_text(json.dumps({"wllama": wl, "llamay": ll, "runs": runs, "overhead": ov}, indent=1))
+        figures = {"wllama": wl, "llamay": ll, "wllamaMT": wl_mt, "llamayMT": ll_mt, "runs": runs, "overhead": ov}
+        args.json.write_text(json.dumps(figures, indent=1))
     return 0
 
 
@@ -181,6 +205,26 @@ def report(args, browser, isolated, wl, boot, ll, ids, runs, ov, own) -> None:
           f"the calls into wasm and the rest: {over - py:.2f} ms")  # fmt: skip
     for name, v in sorted(ov["byName"].items(), key=lambda kv: -kv[1]["ms"]):
         print(f"    {name.removeprefix('llamay_'):14}{v['calls']:5} calls {v['ms']:8.3f} ms")
+
+
+def report_threads(args, wl_mt, ll_mt, runs) -> None:
+    """The second pair, on args.threads threads, against each other and against llamay on one thread."""
+    w, m, one = summary(runs["wllamaMT"]), summary(runs["llamayMT"]), summary(runs["llamay"])
+    t = args.threads
+    print(f"\non {t} threads, same rounds: wllama's multi-thread build ({wl_mt['threads']} threads), llamay "
+          f"{ll_mt['backend']}/{ll_mt['variant']} ({ll_mt['calls']})\n")  # fmt: skip
+    print(f"{'':24}{'wllama ' + str(t) + 't':>11}{'llamay ' + str(t) + 't':>11}{'llamay/wllama':>15}"
+          f"{'llamay ' + str(t) + 't/1t':>15}")  # fmt: skip
+    rows = [
+        ("prompt (tok/s)", w["prompt"], m["prompt"], m["prompt"] / w["prompt"], m["prompt"] / one["prompt"]),
+        ("generation (tok/s)", w["gen"], m["gen"], m["gen"] / w["gen"], m["gen"] / one["gen"]),
+        ("time to first token (ms)", w["ttft"], m["ttft"], m["ttft"] / w["ttft"], m["ttft"] / one["ttft"]),
+        ("median step (ms)", w["step"], m["step"], m["step"] / w["step"], m["step"] / one["step"]),
+    ]
+    for label, a, b, r, s in rows:
+        print(f"{label:24}{a:11.1f}{b:11.1f}{r:14.2f}x{s:14.2f}x")
+    same = runs["llamayMT"][-1]["tokens"] == runs["llamay"][-1]["tokens"]
+    print(f"llamay's greedy tokens on {t} threads {'equal' if same else 'DIFFER FROM'} those on 1 thread")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 // llamay_bench.py's generation on request. Also replays a recorded decode step's kernel calls from JavaScript,
 // straight on the kernel module's exports, to time the kernels without Python.
 //
-// Messages in: {id, type: "boot", env} | {id, type: "load", url} | {id, type: "run", ids, nGen}
+// Messages in: {id, type: "boot", env} | {id, type: "load", url, threads?} | {id, type: "run", ids, nGen}
 //   | {id, type: "overhead", tok, reps}
 // Messages out: {id, value} | {id, error}
 
@@ -43,9 +43,10 @@ const handlers = {
     return { boot_ms: performance.now() - t0, crossOriginIsolated: self.crossOriginIsolated };
   },
 
-  async load({ url }) {
+  async load({ url, threads }) {
     const t0 = performance.now();
-    const info = await rt.loadModel(new URL(url, self.location.href).href, { backend: "wasm" });
+    const info = await rt.loadModel(new URL(url, self.location.href).href, { backend: "wasm", threads });
+    if ((info.threads ?? 1) !== (threads ?? 1)) throw new Error(`llamay runs ${info.threads} threads: ${info.threadsNote}`);
     return { ...info, ...toJs(bench.info(rt.session)), load_ms: performance.now() - t0 };
   },
 

@@ -133,8 +133,9 @@ class Stepper:
 def info(session) -> dict:
     be = session.model.backend
     how = getattr(be.rt, "calls", "ctypes")
-    return {
-        "backend": be.name,
-        "variant": getattr(be, "variant", ""),
-        "calls": f"{how}, one llamay_exec(command) per kernel" if hasattr(be, "_exec") else f"{how}, per export",
-    }
+    threads = getattr(be, "threads", 1)
+    if hasattr(be, "_queue"):  # wasm/backend_threads.py
+        calls = f"js, one llamay_run_list per forward on {threads} threads"
+    else:
+        calls = f"{how}, one llamay_exec(command) per kernel" if hasattr(be, "_exec") else f"{how}, per export"
+    return {"backend": be.name, "variant": getattr(be, "variant", ""), "threads": threads, "calls": calls}

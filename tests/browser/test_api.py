@@ -84,7 +84,9 @@ def test_the_javascript_api(web_app, site):
     assert r["noModel"]["kind"] == "no-model"
 
     assert r["threads"] == 1
-    assert r["threadsCreate"]["kind"] == "bad-request" and r["threadsCreate"]["message"].startswith("threads: 2 ")
+    assert r["threadsCreate"]["kind"] == "bad-request" and r["threadsCreate"]["message"].startswith("threads: 17 ")
+    assert r["threadsPortable"]["kind"] == "bad-request"
+    assert "kernel threads run the wasm backend only" in r["threadsPortable"]["message"]
     assert (
         r["threadsLoad"]["kind"] == "bad-request"
         and "threads: 0 is not a positive whole number" in (r["threadsLoad"]["message"])

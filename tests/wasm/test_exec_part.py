@@ -1,6 +1,6 @@
 """`llamay_exec_part(cmd, part, nparts)`, the kernel threads' share of a command (wasm/src/exec.c): run over every
 part, the output is `llamay_exec`'s bit for bit, for every weight type the module runs, at decode (n = 1) and
-prefill widths; a command that is not a matmul runs in part 0 only."""
+prefill widths; attention split by (token, KV head) likewise; any other command runs in part 0 only."""
 
 from __future__ import annotations
 
@@ -87,3 +87,45 @@ def test_a_part_writes_its_own_rows_only(wasm) -> None:
         for r in range(m):
             want = whole[i * m + r] if 3 <= r < 6 else 0.0
             assert got[i * m + r] == want, (i, r)
+
+
+ATTENTION = OPS["llamay_attention"]
+
+
+def _attention_command(b, rng: random.Random, n: int, n_head: int, n_head_kv: int) -> tuple[int, int, int]:
+    """An attention command over a random KV cache (2 layers, one sequence of 40 positions in pages of 16, the
+    batch its last n): (command, out, out floats)."""
+    hd, n_slots, page = 16, 64, 16
+    kdim = n_head_kv * hd
+
+    def floats(count: int) -> int:
+        buf = b.alloc_f32(count)
+        b.write_f32(buf, [rng.uniform(-1, 1) for _ in range(count)])
+        return buf
+
+    def ints(values: list[int]) -> int:
+        buf = b.alloc_i32(len(values))
+        b.write_i32(buf, values)
+        return buf
+
+    kc, vc, q = floats(2 * n_slots * kdim), floats(2 * n_slots * kdim), floats(n * n_head * hd)
+    out = b.alloc_f32(n * n_head * hd)
+    pos, seq = ints(list(range(40 - n, 40))), ints([0] * n)
+    pages, page_off, seq_len = ints([3, 0, 2, 1]), ints([0]), ints([40])
+    args = (out, q, kc, vc, 1, n_slots, n, pos, seq, pages, page_off, seq_len, page, n_head, n_head_kv, hd, hd,
+            0.25, 1, 0, 0.0, 0.0, 0)  # fmt: skip
+    return b._command((ATTENTION, *args)), out, n * n_head * hd
+
+
+@pytest.mark.parametrize(("n", "n_head", "n_head_kv"), [(1, 9, 3), (3, 6, 2), (4, 4, 4)])
+def test_parts_of_attention_equal_the_whole(wasm, n: int, n_head: int, n_head_kv: int) -> None:
+    """Attention is split by (token, KV head) units: 1 to 13 parts (more parts than units: some get none)."""
+    cmd, out, count = _attention_command(wasm, random.Random(f"attn-{n}-{n_head}"), n, n_head, n_head_kv)
+    assert wasm.fn["llamay_exec"](cmd) == 0
+    whole = wasm.read_f32(out, 0, count)
+    assert any(whole)
+    for nparts in (1, 2, 3, 5, 13):
+        wasm.write_f32(out, [0.0] * count)
+        for part in reversed(range(nparts)):
+            assert wasm.fn["llamay_exec_part"](cmd, part, nparts) == 0
+        assert wasm.read_f32(out, 0, count) == whole, f"{nparts} parts"

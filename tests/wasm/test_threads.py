@@ -1,7 +1,7 @@
 """The threads build (wasm/src/threads.c) under Node: a command list shaped like a layer (a norm, matmuls that
-share an input, one that reads another's output, element-wise ops between) run by 1, 2, 3 and 4 kernel threads
-over one shared memory leaves the heap bit for bit as one thread does, and as llamay_exec run command by command
-(nparts 1 is that loop: every command whole, in part 0)."""
+share an input, attention, one matmul that reads another's output, element-wise ops between) run by 1, 2, 3 and 4
+kernel threads over one shared memory leaves the heap bit for bit as one thread does, and as llamay_exec run
+command by command (nparts 1 is that loop: every command whole, in part 0)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,9 @@ def _layer_image(act_bytes) -> tuple[bytes, int, int, int, int]:
     h, q, kk, s, o, d = (img.zeros(4 * n * dim) for dim in (k, m, m, m, k, m))
     wq, wk = weight(GGMLType.Q4_0, k, m), weight(GGMLType.Q8_0, k, m)
     wo, wd = weight(GGMLType.Q4_1, k, k), weight(GGMLType.Q5_1, k, m)
+    a, kc, vc = img.zeros(4 * n * m), img.put(floats(16 * 32).tobytes()), img.put(floats(16 * 32).tobytes())
+    pos, seq = img.put(array("i", [9, 10, 11]).tobytes()), img.put(array("i", [0, 0, 0]).tobytes())
+    pages, zero, seq_len = img.put(array("i", [0]).tobytes()), img.put(bytes(4)), img.put(array("i", [12]).tobytes())
     types = (GGMLType.Q4_0, GGMLType.Q8_0, GGMLType.Q4_1, GGMLType.Q5_1)
     share = (max(act_bytes(int(t), n, k) for t in types) + 15) // 16 * 16
     scratch = HEAP_BASE + (1 << 20)  # past the rest of the image, which is hashed up to here
@@ -69,6 +72,34 @@ def _layer_image(act_bytes) -> tuple[bytes, int, int, int, int]:
         (mm, int(GGMLType.Q8_0), kk, wk, h, n, k, m, scratch),
         (OPS["llamay_add"], s, q, kk, n * m),
         (OPS["llamay_scale"], s, 0.25, n * m),
+        # attention (split by token and KV head) of q over a cache, then added to s by part 0 alone
+        (
+            OPS["llamay_attention"],
+            a,
+            q,
+            kc,
+            vc,
+            0,
+            16,
+            n,
+            pos,
+            seq,
+            pages,
+            zero,
+            seq_len,
+            16,
+            6,
+            2,
+            16,
+            16,
+            0.25,
+            1,
+            0,
+            0.0,
+            0.0,
+            0,
+        ),
+        (OPS["llamay_add"], s, s, a, n * m),
     ]
     cmds += [  # o reads h, d reads o: a matmul reading the one before it (a barrier between them)
         (mm, int(GGMLType.Q4_1), o, wo, h, n, k, k, scratch),

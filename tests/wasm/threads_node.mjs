@@ -6,23 +6,8 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
-
-const REGION = 1 << 20; // per instance: its static data at the bottom, its stack above (grows down)
-
-function instantiate(module, memory, i) {
-  const base = 65536 + i * REGION;
-  const g = (value, mutable) => new WebAssembly.Global({ value: "i32", mutable }, value);
-  const env = {
-    memory,
-    __memory_base: g(base, false),
-    __table_base: g(0, false),
-    __stack_pointer: g(base + REGION - 16, true),
-    __indirect_function_table: new WebAssembly.Table({ initial: 0, element: "anyfunc" }),
-  };
-  const inst = new WebAssembly.Instance(module, { env });
-  for (const f of ["__wasm_apply_data_relocs", "__wasm_call_ctors"]) inst.exports[f]?.();
-  return inst.exports;
-}
+// the browser's own instantiation (each instance's static data and stack in its region of 1 MiB from 64 KiB)
+import { instantiateKernels as instantiate } from "../../web/src/kernel-threads.mjs";
 
 if (!isMainThread) {
   const { module, memory, index, ctl, gen } = workerData;

@@ -35,10 +35,15 @@ EXPORT int32_t llamay_exec(const int32_t *c) {
 /* Part `part` of `nparts` of the command at `cmd`, for kernel threads over one shared memory: a matmul computes
  * its share of the weight rows (rows m * part / nparts .. m * (part + 1) / nparts), converting the activation rows
  * into its own scratch (scratch + part * llamay_act_bytes rounded up to 16: redundant work of n * k, so no thread
- * waits for another before its rows); any other command runs whole in part 0 and not at all in the others (they
- * are small: norms, rope, one row's element-wise ops). Run over every part, the result is llamay_exec's, bit for
- * bit (each output element is computed by the same code from the same inputs). */
+ * waits for another before its rows); attention computes every nparts-th (token, KV head) unit; any other
+ * command runs whole in part 0 only (small: norms, rope, element-wise ops). Run over every part, the result is
+ * llamay_exec's, bit for bit (each output element is computed by the same code from the same inputs). */
 EXPORT int32_t llamay_exec_part(const int32_t *c, int32_t part, int32_t nparts) {
+    if (c[0] == LLAMAY_OP_ATTENTION) { /* every nparts-th (token, KV head) unit: see attention_units */
+        attention_units(P(1), P(2), P(3), P(4), I(5), I(6), I(7), P(8), P(9), P(10), P(11), P(12), I(13), I(14), I(15),
+                        I(16), I(17), F(18), I(19), I(20), F(21), F(22), P(23), part, I(7) * I(15), nparts);
+        return 0;
+    }
     if (c[0] != LLAMAY_OP_MATMUL) return part == 0 ? llamay_exec(c) : 0;
     int32_t type = I(1), n = I(5), k = I(6), m = I(7);
     int32_t lo = (int32_t)((int64_t)m * part / nparts), hi = (int32_t)((int64_t)m * (part + 1) / nparts);

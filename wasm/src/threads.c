@@ -1,8 +1,8 @@
 /* Kernel threads over one shared memory (the threads build only: -matomics, a shared memory import). Every thread
  * runs an instance of this module on the same memory: part 0 is the engine's own thread, which calls
  * llamay_run_list with a command list (a whole forward pass, queued by the backend until its sync); the others
- * sit in llamay_thread_loop. One list costs one wake-up, then a barrier at each change between a matmul (split by
- * rows, llamay_exec_part) and the small commands part 0 runs alone; consecutive matmuls that do not read each
+ * sit in llamay_thread_loop. One list costs one wake-up, then a barrier at each change between a split command (a
+ * matmul by rows, attention by heads: llamay_exec_part) and the small commands part 0 runs alone; consecutive matmuls that do not read each
  * other's output (Q, K, V; gate, up) share one. Waiting spins a little first (a wake-up through the OS costs
  * tens of µs, a layer's small commands a few), then sleeps in memory.atomic.wait32.
  *
@@ -46,8 +46,16 @@ static void barrier(int32_t *ctl) {
 }
 
 INLINE int is_matmul(const int32_t *c) { return c[0] == LLAMAY_OP_MATMUL; }
+/* split over the parts (llamay_exec_part): matmuls by weight rows, attention by (token, KV head) */
+INLINE int is_split(const int32_t *c) { return is_matmul(c) || c[0] == LLAMAY_OP_ATTENTION; }
 /* does matmul b read what matmul a writes? (its input is a's output) */
 INLINE int reads(const int32_t *b, const int32_t *a) { return b[4] == a[2]; }
+/* must every part finish a before any starts b? Yes between a split command and one part 0 runs alone, and between
+ * two split ones, except matmuls where b does not read a's output (Q, K, V of one input; gate and up) */
+INLINE int needs_barrier(const int32_t *b, const int32_t *a) {
+    if (!is_split(a) && !is_split(b)) return 0;
+    return !(is_matmul(a) && is_matmul(b) && !reads(b, a));
+}
 
 int32_t llamay_exec_part(const int32_t *c, int32_t part, int32_t nparts); /* exec.c */
 
@@ -57,11 +65,7 @@ static void run_list(int32_t *ctl, int32_t part) {
     const int32_t *list = (const int32_t *)(uintptr_t)(uint32_t)ctl[CTL_LIST];
     for (int32_t i = 0; i < n; i++) {
         const int32_t *c = (const int32_t *)(uintptr_t)(uint32_t)list[i];
-        if (i > 0) {
-            const int32_t *prev = (const int32_t *)(uintptr_t)(uint32_t)list[i - 1];
-            int mm = is_matmul(c), was = is_matmul(prev);
-            if ((mm && !was) || (was && !mm) || (mm && was && reads(c, prev))) barrier(ctl);
-        }
+        if (i > 0 && needs_barrier(c, (const int32_t *)(uintptr_t)(uint32_t)list[i - 1])) barrier(ctl);
         int32_t rc = llamay_exec_part(c, part, nparts);
         if (rc) __c11_atomic_compare_exchange_strong((atomic_i32 *)(ctl + CTL_RC), &(int32_t){0}, rc,
                                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);

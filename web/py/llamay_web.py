@@ -123,12 +123,18 @@ class Session:
     """A model read in place from `buf` (the no-mmap path), bound to `backend`, and an engine over it; a split
     model's other shards come in `shards`, in order, named by `shard_names`."""
 
-    def __init__(self, buf: bytearray, name: str, backend: str | None = None, shards=(), shard_names=()) -> None:
+    def __init__(
+        self, buf: bytearray, name: str, backend: str | None = None, shards=(), shard_names=(), kernel_threads=None
+    ) -> None:
         from llamay.engine import Engine
         from llamay.model import Model
 
         f = _open(buf, name, shards, shard_names)
         try:
+            if kernel_threads is not None:  # web/src/kernel-threads.mjs started them: the threads build's backend
+                from llamay.wasm.backend_threads import ThreadsBackend
+
+                backend = ThreadsBackend(kernel_threads)
             self.model = Model(f, backend or None)
         except BaseException:
             f.close()
@@ -158,6 +164,7 @@ class Session:
             "architecture": self.model.file.architecture,
             "backend": self.model.backend.name,
             "variant": getattr(self.model.backend, "variant", ""),
+            "threads": getattr(self.model.backend, "threads", 1),
             "n_vocab": cfg.n_vocab,
             "n_ctx_train": cfg.n_ctx_train,
             "size": self.model.file.size,

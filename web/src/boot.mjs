@@ -35,10 +35,10 @@ async function importLoadPyodide(distURL) {
  * @param {Record<string,string>} [opts.env] environment variables inside Python (e.g. LLAMAY_BACKEND)
  * @param {(line: string) => void} [opts.stdout] Python's stdout, line by line
  * @param {(line: string) => void} [opts.stderr] Python's stderr, line by line
- * @returns {Promise<{pyodide: object, web: object, manifest: object, timings: object}>} the interpreter, the
- *   imported `llamay_web` helper module (a PyProxy), the manifest of what was installed, and how long each step
- *   took ({pyodide_ms, wheels_ms, kernels_ms}: starting the interpreter, fetching + unpacking the wheels, the
- *   kernel modules)
+ * @returns {Promise<{pyodide: object, web: object, manifest: object, timings: object, distURL: URL}>} the
+ *   interpreter, the imported `llamay_web` helper module (a PyProxy), the manifest of what was installed, how long
+ *   each step took ({pyodide_ms, wheels_ms, kernels_ms}: starting the interpreter, fetching + unpacking the
+ *   wheels, the kernel modules), and where web/dist was read from
  */
 export async function bootPyodide(opts = {}) {
   const t0 = performance.now();
@@ -87,5 +87,5 @@ export async function bootPyodide(opts = {}) {
   }
   pyodide.runPython("import importlib; importlib.invalidate_caches()");
   const timings = { pyodide_ms: t1 - t0, wheels_ms: t2 - t1, kernels_ms: performance.now() - t2 };
-  return { pyodide, web, manifest, timings };
+  return { pyodide, web, manifest, timings, distURL };
 }

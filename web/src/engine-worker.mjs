@@ -2,8 +2,8 @@
 //
 // Messages in (each with an `id` the replies carry, except abort):
 //   {type: "boot", distURL?, env?, groups?}        boot Pyodide and install llamay
-//   {type: "load", source, backend?, name?}        stream a model (URL string, File/Blob, ArrayBuffer) into the heap
-//   {type: "open", source, backend?, name?, cache?, maxBytes?}   load as a page does: from the Cache API when it
+//   {type: "load", source, backend?, name?, threads?}   stream a model (URL string, File/Blob, ArrayBuffer) into the heap
+//   {type: "open", source, backend?, name?, cache?, maxBytes?, threads?}   load as a page does: from the Cache API when it
 //                                                  holds the model, refused early when not a GGUF / too large;
 //                                                  replies {type: "progress", phase, done, total} first
 //   {type: "complete", prompt, options?}           generate; streams {type: "piece", text} replies
@@ -58,6 +58,7 @@ const handlers = {
       name: msg.name,
       cache: msg.cache,
       maxBytes: msg.maxBytes,
+      threads: msg.threads,
       onProgress: (phase, done, total) => post({ id: msg.id, type: "progress", phase, done, total }),
     });
     afterThis(() => runtime.warmUp(), "warm-up"); // the page shows the model while this runs
@@ -101,6 +102,7 @@ const handlers = {
     return runtime.loadModel(msg.source, {
       backend: msg.backend,
       name: msg.name,
+      threads: msg.threads,
       onProgress: (done, total) => post({ id: msg.id, type: "progress", done, total }),
     });
   },

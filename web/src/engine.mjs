@@ -44,12 +44,14 @@ export class Engine {
   /**
    * Stream a model into the worker's Pyodide heap and bind it to a kernel backend.
    * @param {string|URL|Blob|ArrayBuffer} source a URL, a File (from an <input type=file>), or bytes
-   * @param {{backend?: string, name?: string, onProgress?: (done: number, total: number) => void}} [opts]
+   * @param {{backend?: string, name?: string, threads?: number,
+   *          onProgress?: (done: number, total: number) => void}} [opts] threads: kernel threads (default 1)
    * @returns {Promise<object>} the model's info
    */
   load(source, opts = {}) {
     const src = source instanceof URL ? source.href : source;
-    return this.#request({ type: "load", source: src, backend: opts.backend, name: opts.name }, (msg) => {
+    const req = { type: "load", source: src, backend: opts.backend, name: opts.name, threads: opts.threads };
+    return this.#request(req, (msg) => {
       if (msg.type === "progress") opts.onProgress?.(msg.done, msg.total);
     });
   }

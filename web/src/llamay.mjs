@@ -11,14 +11,16 @@
 
 import { Engine } from "./engine.mjs";
 import { LlamayWebError } from "./errors.mjs";
+import { MAX_THREADS } from "./kernel-threads.mjs";
 
 export { LlamayWebError } from "./errors.mjs";
 export { CACHE_NAME, clearModelCache, deleteCachedModel, listCachedModels } from "./model-cache.mjs";
 
-/** The kernel threads this build can run: one (the kernels are single-threaded for now). */
-export const THREADS_AVAILABLE = 1;
+/** The most kernel threads an engine runs (web/src/kernel-threads.mjs); a larger `threads` is refused by name. */
+export const THREADS_AVAILABLE = MAX_THREADS;
 
-/** Refuses a `threads` option this build cannot honour (never runs fewer threads than asked silently). */
+/** Refuses a `threads` option this build cannot honour (never runs fewer threads than asked silently: where the
+ * page cannot share memory it runs on one and says so, in `engine.threadsNote`). */
 export function checkThreads(threads) {
   if (threads === undefined || threads === null) return;
   if (!Number.isInteger(threads) || threads < 1) {
@@ -26,8 +28,7 @@ export function checkThreads(threads) {
   }
   if (threads > THREADS_AVAILABLE) {
     throw new LlamayWebError(
-      `threads: ${threads} asked for, but this build runs the kernels on ${THREADS_AVAILABLE} thread ` +
-        "(multi-threaded kernels are not built yet): leave threads out, or set it to 1",
+      `threads: ${threads} asked for, but this build runs the kernels on at most ${THREADS_AVAILABLE} threads`,
       "bad-request",
     );
   }
@@ -50,8 +51,9 @@ const now = () => Math.floor(Date.now() / 1000);
  * @param {string|URL} [opts.distURL] where web/dist is served (default: next to this module)
  * @param {string|URL} [opts.workerURL] the engine worker (default: ./engine-worker.mjs next to this module)
  * @param {Record<string,string>} [opts.env] environment variables inside Python (e.g. LLAMAY_BACKEND)
- * @param {number} [opts.threads] kernel threads: 1 (the default; see THREADS_AVAILABLE), any other value is
- *   refused by name ("bad-request") until the multi-threaded kernels exist
+ * @param {number} [opts.threads] kernel threads (default 1, at most THREADS_AVAILABLE): the wasm kernels on that
+ *   many threads over shared memory; a page that is not cross-origin isolated runs on one, and
+ *   `engine.threadsNote` says why (`engine.threads` is what runs)
  * @returns {Promise<LlamayEngine>}
  */
 export async function createEngine(opts = {}) {
@@ -107,8 +109,10 @@ export class LlamayEngine {
     /** The largest model this engine accepts, in bytes. */
     this.memoryBudget = client.booted?.memoryBudget ?? null;
     this.crossOriginIsolated = client.booted?.crossOriginIsolated ?? false;
-    /** The kernel threads in use. */
+    /** The kernel threads the loaded model runs on. */
     this.threads = 1;
+    /** Why the model runs on fewer threads than asked (no cross-origin isolation, ...), else null. */
+    this.threadsNote = null;
   }
 
   /** The loaded model's card: architecture, size, tensor types, context, tokenizer, the tensor audit. */
@@ -139,6 +143,7 @@ export class LlamayEngine {
       name: opts.name,
       cache: opts.cache ?? true,
       maxBytes: opts.maxModelBytes,
+      threads: opts.threads,
     };
     try {
       this.model = await this.client.request(msg, (m) => {
@@ -148,8 +153,10 @@ export class LlamayEngine {
       });
     } catch (err) {
       this.model = err.details?.kept ? before : null;
+      this.#threadsOf(this.model);
       throw err;
     }
+    this.#threadsOf(this.model);
     return this.model;
   }
 
@@ -212,6 +219,11 @@ export class LlamayEngine {
   async detokenize(request) {
     const ids = Array.isArray(request) ? request : request.tokens;
     return { content: await this.client.request({ type: "detokenize", ids }) };
+  }
+
+  #threadsOf(model) {
+    this.threads = model?.threads ?? 1;
+    this.threadsNote = model?.threadsNote ?? null;
   }
 
   /** Stop the running generation (its stream ends with finish_reason "abort"); a no-op when none runs. */

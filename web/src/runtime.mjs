@@ -2,8 +2,9 @@
 // The Web Worker (engine-worker.mjs) wraps it in messages; under Node the CLI (bin/llamay-web.mjs) uses it
 // directly. Generation yields to the event loop between tokens, so an abort message can arrive mid-stream.
 
-import { bootPyodide } from "./boot.mjs";
+import { bootPyodide, readBytes } from "./boot.mjs";
 import { LlamayWebError, toWebError } from "./errors.mjs";
+import { THREADS_MODULE, startKernelThreads, threadsUnavailable } from "./kernel-threads.mjs";
 import { cacheKeyFor, cachedModel, deleteCachedModel, storeModel } from "./model-cache.mjs";
 import { shardSources, sourceName, streamShards } from "./model-source.mjs";
 
@@ -47,6 +48,9 @@ export class LlamayRuntime {
     this.baseHeap = this.pyodide._module?.HEAPU8?.length ?? 0; // the heap Python needs with no model
     this.modelCard = null;
     this.modelBytes = 0; // the loaded model's size (its shards' together)
+    this.distURL = booted.distURL;
+    this.kernelThreads = null; // the loaded model's KernelThreads (kernel-threads.mjs), when it runs on several
+    this.threadsNote = null; // why the loaded model runs on fewer threads than asked, or null
   }
 
   /**
@@ -69,34 +73,71 @@ export class LlamayRuntime {
   /**
    * Stream a GGUF into the heap and bind it to a kernel backend.
    * @param {string|URL|Blob|ArrayBuffer|ArrayBufferView} source
-   * @param {{backend?: string, name?: string, onProgress?: (done: number, total: number) => void}} [opts]
-   * @returns {Promise<object>} the model's info (name, architecture, backend, n_vocab, ...)
+   * @param {{backend?: string, name?: string, threads?: number,
+   *          onProgress?: (done: number, total: number) => void}} [opts]
+   * @returns {Promise<object>} the model's info (name, architecture, backend, threads, n_vocab, ...)
    */
   async loadModel(source, opts = {}) {
     this.unloadModel();
-    const { buffers, names } = await streamShards(this.web, shardSources(source), opts.onProgress);
+    const threads = await this.#startThreads(opts.threads, opts.backend);
     try {
-      this.session = this.#session(buffers, [opts.name ?? names[0], ...names.slice(1)], opts.backend);
-    } finally {
-      for (const b of buffers) b.destroy(); // the JS handles only: the model holds the bytearrays
+      const { buffers, names } = await streamShards(this.web, shardSources(source), opts.onProgress);
+      try {
+        const named = [opts.name ?? names[0], ...names.slice(1)];
+        this.session = this.#session(buffers, named, opts.backend, threads.pool);
+      } finally {
+        for (const b of buffers) b.destroy(); // the JS handles only: the model holds the bytearrays
+      }
+    } catch (err) {
+      threads.pool?.stop();
+      throw err;
     }
+    [this.kernelThreads, this.threadsNote] = [threads.pool, threads.note];
     return this.info();
   }
 
-  /** A Session over the shards' buffers (one for a whole file), named by `names`. */
-  #session(buffers, names, backend) {
+  /** A Session over the shards' buffers (one for a whole file), named by `names`, on kernel threads `pool`. */
+  #session(buffers, names, backend, pool) {
     const [first, ...rest] = buffers;
     const kwargs = { backend: backend ?? undefined };
     if (rest.length) Object.assign(kwargs, { shards: rest, shard_names: names.slice(1) });
+    if (pool) kwargs.kernel_threads = pool;
     return this.web.Session.callKwargs(first, names[0], kwargs);
+  }
+
+  /**
+   * Kernel threads for a model asked to run on `threads`: {pool, note}. pool: a started KernelThreads, or null
+   * for one thread (asked for, or the fallback); note: why fewer threads than asked run (no cross-origin
+   * isolation, no SharedArrayBuffer, not a browser, no threads build), else null. Threads run the wasm
+   * backend only: another backend with threads > 1 is refused by name.
+   */
+  async #startThreads(threads, backend) {
+    const n = threads ?? 1;
+    if (n <= 1) return { pool: null, note: null };
+    if (backend && backend !== "wasm") {
+      throw new LlamayWebError(`threads: ${n} asked for with backend ${backend}: kernel threads run the wasm ` +
+        "backend only (leave threads out, or set it to 1)", "bad-request");
+    }
+    const fallback = (why) => ({ pool: null, note: `${n} threads asked for, running on 1: ${why}` });
+    const why = threadsUnavailable();
+    if (why) return fallback(why);
+    if (!(this.manifest.wasm ?? []).includes(THREADS_MODULE)) return fallback(`web/dist has no ${THREADS_MODULE}`);
+    try {
+      return { pool: await startKernelThreads(n, await readBytes(new URL(`wasm/${THREADS_MODULE}`, this.distURL))),
+        note: null };
+    } catch (err) {
+      return fallback(`the kernel threads did not start (${err.message ?? err})`);
+    }
   }
 
   /**
    * Load a model as a page asks for it: from the browser's Cache API when it holds the model (`cache`), else from
    * its source (then stored there once it has bound); refused early when it is not a GGUF or too large.
    * @param {string|URL|Blob|ArrayBuffer} source an absolute URL, a File, or bytes
-   * @param {{backend?: string, name?: string, cache?: boolean|"reload", maxBytes?: number,
+   * @param {{backend?: string, name?: string, cache?: boolean|"reload", maxBytes?: number, threads?: number,
    *          onProgress?: (phase: string, done: number, total: number) => void}} [opts]
+   *   threads: kernel threads (default 1); where they cannot run (kernel-threads.mjs threadsUnavailable) the
+   *   model runs on one and the info's `threadsNote` says why
    *   phases: "download" | "cache-read" | "file" | "bind" | "cache-write" (bind has no byte counts)
    * @returns {Promise<object>} the model's info, with its card, where it came from ("url" | "cache" | "file" |
    *   "bytes"), whether it is cached now (or why not), and the timings of each step
@@ -138,6 +179,16 @@ export class LlamayRuntime {
   }
 
   async #openKeeping(web, source, opts) {
+    const threads = await this.#startThreads(opts.threads, opts.backend);
+    try {
+      return await this.#openOn(web, source, opts, threads);
+    } catch (err) {
+      if (threads.pool && this.kernelThreads !== threads.pool) threads.pool.stop();
+      throw err;
+    }
+  }
+
+  async #openOn(web, source, opts, threads) {
     const progress = (phase) => (done, total) => opts.onProgress?.(phase, done, total);
     const t0 = performance.now();
     const sources = shardSources(source);
@@ -176,7 +227,7 @@ export class LlamayRuntime {
       await nextTask(); // let the progress message out before the long synchronous bind
       let session;
       try {
-        session = this.#session(buffers, names, opts.backend);
+        session = this.#session(buffers, names, opts.backend, threads.pool);
       } catch (err) {
         const e = toWebError(err);
         if (["unsupported-architecture", "unsupported-type", "model"].includes(e.kind)) {
@@ -193,8 +244,9 @@ export class LlamayRuntime {
         session.destroy();
         throw toWebError(err);
       }
-      this.unloadModel(); // the new model bound: the old one goes
+      this.unloadModel(); // the new model bound: the old one goes (with its kernel threads)
       this.session = session;
+      [this.kernelThreads, this.threadsNote] = [threads.pool, threads.note];
       this.modelBytes = size;
       this.modelCard = card;
       t3 = performance.now();
@@ -228,11 +280,12 @@ export class LlamayRuntime {
     };
   }
 
+  /** The loaded model's info: name, architecture, backend, variant, threads (and threadsNote), n_vocab, ... */
   info() {
     if (!this.session) return null;
     const info = this.session.info();
     try {
-      return info.toJs({ dict_converter: Object.fromEntries });
+      return { ...info.toJs({ dict_converter: Object.fromEntries }), threadsNote: this.threadsNote };
     } finally {
       info.destroy();
     }
@@ -245,6 +298,9 @@ export class LlamayRuntime {
       this.session = null;
       this.modelCard = null;
       this.modelBytes = 0;
+      this.kernelThreads?.stop(); // its memory (the weights' copy) goes with the last reference to it
+      this.kernelThreads = null;
+      this.threadsNote = null;
       this.pyodide.runPython("import gc; gc.collect()"); // the model's bytes go back to the heap now
     }
   }
