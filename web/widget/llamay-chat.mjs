@@ -6,7 +6,7 @@
 //
 // Attributes: model (a URL on the page's origin; required), system-prompt (or system: a system prompt),
 // max-tokens (default 256), temperature (default 0.7), top-p, seed, backend ("wasm" | "portable"), threads
-// (kernel threads; 1, more is refused by name until multi-threaded kernels exist), label (the heading),
+// (kernel threads, at most 16; 1 without cross-origin isolation: docs/wasm.md), label (the heading),
 // placeholder, greeting (a first assistant line, shown, not sent). A model without a chat template continues the
 // text sent. Chat replies are rendered as Markdown (../src/markdown.mjs: DOM nodes, never HTML).
 // A model that cannot load shows a message a visitor understands (and a Try again button) inside the widget,
