@@ -23,7 +23,9 @@ VENV=${LLAMAY_VENV:-.venv}
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[native,dev,ray]' -r web/requirements-browser.txt
+python -m pip install -q -e '.[native,dev]' -r web/requirements-browser.txt
+# tests/ray run where the [ray] extra is installed (pip install -e '.[ray]'); not here yet: on CI's two cores
+# their routing and drain timings do not hold (issue 19)
 llamay pull --all
 
 echo "== lint"

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from ..constraints import LLAMACPP, Budget, ConstraintLimits, schema_to_gbnf
+from ..constraints import LLAMACPP, Budget, ConstraintError, ConstraintLimits, schema_to_gbnf
 from .syntax import ToolSyntax
 
 ROOT = "tc-root"
@@ -102,6 +102,11 @@ def tool_gbnf(syntax: ToolSyntax, tools: list[dict[str, Any]], *, required: bool
     """GBNF (root `tc-root`) of a reply made of tool calls in `syntax` (or, for the generic format without a
     required call, of a `response`)."""
     budget = limits if isinstance(limits, Budget) else Budget(limits)
+    for tool in tools:  # each on its own first: the compiler leaves out a failing anyOf branch, never a tool
+        try:
+            schema_to_gbnf(call_schema([tool], syntax.args_key), True, budget, **LLAMACPP)
+        except ConstraintError as e:
+            raise ConstraintError(f"tool {tool['function']['name']!r}: {e}") from None
     # llama.cpp's choices (closed objects, whole-match patterns): a model free to add properties rambles on
     json_rules = schema_to_gbnf(payload_schema(syntax, tools, required, parallel), True, budget, **LLAMACPP)
     json_rules = re.sub(r"^root ::=", "tc-call ::=", json_rules, count=1, flags=re.MULTILINE)

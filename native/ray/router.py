@@ -51,6 +51,10 @@ def rank(key: str | None, replicas: list[tuple[str, dict[str, Any]]], avoid: str
 class PrefixRouter(RequestRouter):
     """Ray Serve's router for the Engine deployment: `request_router_class=llamay.native.ray.router:PrefixRouter`."""
 
+    # a replica decoding on every core answers Ray's queue-length probe late; at Ray's 0.1 s the request would go
+    # to the next rank and lose its cached prefix
+    queue_len_response_deadline_s = 0.5
+
     async def choose_replicas(
         self, candidate_replicas: list[RunningReplica], pending_request: PendingRequest | None = None
     ) -> list[list[RunningReplica]]:

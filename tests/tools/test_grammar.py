@@ -203,7 +203,8 @@ def test_requests_that_cannot_be_honoured_name_their_field(tools, choice, field)
 
 
 def test_a_schema_the_engine_cannot_enforce_is_refused_naming_the_tools(tok):
-    odd = {"type": "object", "properties": {"s": {"type": "string", "contentEncoding": "base64", "if": {}}}}
+    # a required string that is not "a": the negation of a string const has no grammar yet (docs/constraints.md)
+    odd = {"type": "object", "properties": {"s": {"type": "string", "not": {"const": "a"}}}, "required": ["s"]}
     tools = [{"type": "function", "function": {"name": "enc", "parameters": odd}}]
     with pytest.raises(ToolRequestError) as e:
         plan_tools(None, tools, "required", True).constraint(tok)
@@ -253,3 +254,12 @@ def test_auto_allows_exactly_what_it_accepts(syntax, text):
     want = [t for t in range(tok.n_vocab) if c.accepts(st, t)]
     assert c.allowed(st).tokens() == want
     assert len(want) < tok.n_vocab
+
+
+@pytest.mark.parametrize("choice", ["auto", "required"])
+def test_a_tool_the_engine_cannot_enforce_is_refused_beside_others_not_left_out(tok, choice):
+    odd = {"type": "object", "properties": {"s": {"type": "string", "not": {"const": "a"}}}, "required": ["s"]}
+    tools = [*TOOLS, {"type": "function", "function": {"name": "enc", "parameters": odd}}]
+    with pytest.raises(ToolRequestError) as e:
+        plan_tools(None, tools, choice, True).constraint(tok)
+    assert e.value.field == "tools" and "'enc'" in str(e.value)
