@@ -40,9 +40,9 @@ from .kernels import attention as att
 from .kernels import elementwise as ew
 from .kernels import moe
 from .kernels import strips as st
-from .kernels import trie_walk as tw
 from .kernels.activations import QK8_0, QK8_K, QK8_K_SUM
 from .kernels.panels import PANEL
+from .kernels.pda import pda as _pda
 from .kernels.table import KERNELS
 from .kernels.traits import FLOAT, Q8, Q8K
 
@@ -427,20 +427,8 @@ class NumbaBackend:
         order = cand[np.lexsort((cand, -seg[cand]))][:k]
         return [(int(j), float(seg[j])) for j in order]
 
-    def trie_walk(
-        self,
-        out: np.ndarray,
-        nodes: np.ndarray,
-        first_tok: np.ndarray,
-        tok_order: np.ndarray,
-        sets: np.ndarray,
-        trans: np.ndarray,
-        info: np.ndarray,
-        states: np.ndarray,
-        exits: np.ndarray,
-        ctl: np.ndarray,
-    ) -> int:
-        return int(tw.trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl))
+    def pda(self, vocab: np.ndarray, arena: np.ndarray) -> int:
+        return int(_pda(vocab, arena))
 
 
 # -- the plain ops: the numba kernel of the same name, with the interface's arguments as they are ----------------

@@ -6,10 +6,12 @@
         mask = c.allowed(st)            # the fallback: every allowed token (cached per state)
     st = c.advance(st, tok)
 
-States are immutable automaton states: keeping an old one is a rollback, sharing one is a fork. The
-automaton's tables and the mask caches grow with what generation visits; past `max_states` (limits.py) they
-start afresh at the next call, and a state from before is re-interned (`Automaton.adopt`): memory stays bounded
-however long a cached constraint serves.
+Two engines run the grammar, with the same answers: on a compiled backend (numba, wasm) the `pda` kernel op
+(`KernelEngine`, kernel_engine.py: the automaton and the masks in flat tables in backend memory); on the
+portable backend, or with none, the Python automaton and trie walk (`PythonEngine`: automaton.py, masks.py).
+States are immutable: keeping an old one is a rollback, sharing one is a fork. The tables and the mask caches
+grow with what generation visits; past `max_states` (limits.py) they start afresh at the next call, and a state
+from before is re-interned (`adopt`): memory stays bounded however long a cached constraint serves.
 
 The tables are built as states are stepped: one thread at a time may call a constraint's methods (the model
 thread); compiling one (constructing it) touches nothing shared.
@@ -17,11 +19,14 @@ thread); compiling one (constructing it) touches nothing shared.
 
 from __future__ import annotations
 
+from ..errors import LlamayError
+from ..kernels import get_backend
 from .automaton import Automaton, State
 from .compile import Program
 from .errors import ConstraintError
-from .kernel_masks import mask_engine
+from .kernel_engine import KernelEngine
 from .limits import DEFAULT_LIMITS, ConstraintLimits
+from .masks import MaskEngine
 from .vocab import ConstraintVocab
 
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))
@@ -73,6 +78,71 @@ class TokenMask:
 FINISHED = State(-1, ())
 
 
+class PythonEngine:
+    """A compiled grammar run by the Python automaton and trie walk (automaton.py, masks.py)."""
+
+    def __init__(self, program: Program, vocab: ConstraintVocab, limits: ConstraintLimits) -> None:
+        self.vocab = vocab
+        self.limits = limits
+        self.automaton = Automaton(program, limits)
+        self.masks = MaskEngine(self.automaton, vocab.trie)
+        self.resets = 0
+
+    @property
+    def initial(self) -> State:
+        return self.automaton.initial
+
+    @property
+    def n_states(self) -> int:
+        return self.automaton.n_states
+
+    def too_big(self) -> bool:
+        return self.automaton.n_states > self.limits.max_states or self.masks.n_cached > self.limits.max_states
+
+    def reset(self) -> None:
+        self.automaton.reset()
+        self.masks.clear()
+        self.resets += 1
+
+    def adopt(self, st: State) -> State:
+        return st if st.tables is self.automaton.tables else self.automaton.adopt(st)
+
+    def push_token(self, st: State, token: int) -> State | None:
+        return self.automaton.push_bytes(st, self.vocab.token_bytes[token])
+
+    def push_bytes(self, st: State, data: bytes) -> State | None:
+        return self.automaton.push_bytes(st, data)
+
+    def state_bits(self, st: State) -> int:
+        return self.masks.state_bits(st)
+
+    @property
+    def walked_nodes(self) -> int:
+        return self.masks.walked_nodes
+
+    @property
+    def chains(self) -> bool:
+        return self.masks.chains
+
+    @chains.setter
+    def chains(self, on: bool) -> None:
+        self.masks.chains = on
+
+
+def grammar_engine(program: Program, vocab: ConstraintVocab, limits: ConstraintLimits, backend: str | None = None):
+    """The kernel engine on a compiled backend (`backend`, else the default one, `kernels.get_backend`), the
+    Python one on portable (where it is the faster of the two) or with no backend."""
+    try:
+        be = get_backend(backend)
+    except LlamayError:
+        if backend is not None:
+            raise
+        return PythonEngine(program, vocab, limits)
+    if be.name == "portable":
+        return PythonEngine(program, vocab, limits)
+    return KernelEngine(program, vocab, limits, be)
+
+
 class GrammarConstraint:
     """A grammar (compiled `Program`) over a vocabulary: masks, fast checks and advancing, per token."""
 
@@ -88,32 +158,33 @@ class GrammarConstraint:
         self.vocab = vocab
         self.name = name
         self.limits = limits or DEFAULT_LIMITS
-        self.automaton = Automaton(program, self.limits)
-        self.engine = mask_engine(self.automaton, vocab.trie, backend)
-        self._last: tuple[State, int, State | None] | None = None
-        self.resets = 0  # statistics: times the tables started afresh
+        self.engine = grammar_engine(program, vocab, self.limits, backend)
+        self._last: tuple[object, int, object] | None = None
 
-    def _live(self, state: State) -> State:
-        """`state` in the automaton's current tables, after starting them afresh if they grew past the limit."""
-        aut = self.automaton
-        if aut.n_states > self.limits.max_states or self.engine.n_cached > self.limits.max_states:
-            aut.reset()
-            self.engine.clear()
+    @property
+    def resets(self) -> int:
+        """Times the tables started afresh (statistics)."""
+        return self.engine.resets
+
+    def _live(self, state):
+        """`state` in the engine's current tables, after starting them afresh if they grew past the limit."""
+        eng = self.engine
+        if eng.too_big():
+            eng.reset()
             self._last = None
-            self.resets += 1
-        return state if state is FINISHED or state.tables is aut.tables else aut.adopt(state)
+        return state if state is FINISHED else eng.adopt(state)
 
-    def start(self) -> State:
-        return self._live(self.automaton.initial)
+    def start(self):
+        return self._live(self.engine.initial)
 
-    def is_complete(self, state: State) -> bool:
+    def is_complete(self, state) -> bool:
         return state is FINISHED or state.complete
 
-    def is_finished(self, state: State) -> bool:
+    def is_finished(self, state) -> bool:
         """No byte can follow: only an end-of-generation token is allowed (or nothing, after one)."""
         return state is FINISHED or state.only_exit
 
-    def _after(self, state: State, token: int) -> State | None:
+    def _after(self, state, token: int):
         state = self._live(state)
         last = self._last
         if last is not None and last[0] is state and last[1] == token:
@@ -124,21 +195,21 @@ class GrammarConstraint:
             nxt = FINISHED if state.complete else None
         else:
             data = self.vocab.token_bytes[token] if 0 <= token < self.vocab.n_vocab else None
-            nxt = self.automaton.push_bytes(state, data) if data else None
+            nxt = self.engine.push_token(state, token) if data else None
         self._last = (state, token, nxt)
         return nxt
 
-    def accepts(self, state: State, token: int) -> bool:
+    def accepts(self, state, token: int) -> bool:
         return self._after(state, token) is not None
 
-    def advance(self, state: State, token: int) -> State:
+    def advance(self, state, token: int):
         nxt = self._after(state, token)
         if nxt is None:
             data = self.vocab.token_bytes[token] if 0 <= token < self.vocab.n_vocab else None
             raise ConstraintError(f"{self.name}: token {token} ({data!r}) is not allowed here")
         return nxt
 
-    def allowed(self, state: State) -> TokenMask:
+    def allowed(self, state) -> TokenMask:
         if state is FINISHED:
             return TokenMask(0, self.vocab.n_vocab)
         state = self._live(state)
@@ -147,6 +218,6 @@ class GrammarConstraint:
             bits |= self.vocab.eog_bits
         return TokenMask(bits, self.vocab.n_vocab)
 
-    def advance_bytes(self, state: State, data: bytes) -> State | None:
+    def advance_bytes(self, state, data: bytes):
         """The state after raw bytes (for tests and forced text), None when they are not allowed."""
-        return None if state is FINISHED else self.automaton.push_bytes(self._live(state), data)
+        return None if state is FINISHED else self.engine.push_bytes(self._live(state), data)

@@ -197,19 +197,7 @@ class Backend(Protocol):
     def clamp(self, x: Buf, lo: float, hi: float, count: int) -> None:
         """x[0..count) clamped to [lo, hi] in place (lo and hi float32, as ggml_clamp)."""
 
-    def trie_walk(
-        self,
-        out: IBuf,
-        nodes: IBuf,
-        first_tok: IBuf,
-        tok_order: IBuf,
-        sets: IBuf,
-        trans: IBuf,
-        info: IBuf,
-        states: IBuf,
-        exits: IBuf,
-        ctl: IBuf,
-    ) -> int:
-        """The token-trie walk over a DFA's flat tables (layout and registers: `trie_walk.py`, the reference):
-        OR the bits of allowed tokens into out, record exits; returns DONE, HEAVY_CUT, or NEED_STEP / NEED_LOOP
-        (an entry the caller computes before calling again, which resumes the walk)."""
+    def pda(self, vocab: IBuf, arena: IBuf) -> int:
+        """Run the grammar automaton's operation named in `arena` (a start state, a token, a token mask) over a
+        vocabulary's tables (layouts and results: `pda_layout.py`; the reference: `pda.py`); returns DONE, or
+        NEED_GROW (the caller grows the arena and calls again) or LIMIT_PASSED."""

@@ -163,11 +163,7 @@ OPS: tuple[Op, ...] = (
     # clamped Q, K and V (olmo's attention.clamp_kqv, ggml_clamp)
     op("clamp", "x: Buf, lo: float, hi: float, count: int",
        "void llamay_clamp(float *x, double lo, double hi, int32_t count)"),
-    # constraints (core/constraints/kernel_masks.py): the token-trie walk over a lazily built DFA
-    op("trie_walk", "out: IBuf, nodes: IBuf, first_tok: IBuf, tok_order: IBuf, sets: IBuf, trans: IBuf, info: IBuf, "
-       "states: IBuf, exits: IBuf, ctl: IBuf",
-       "int32_t llamay_trie_walk(uint32_t *out, const int32_t *nodes, const int32_t *first_tok, "
-       "const int32_t *tok_order, const uint32_t *sets, const int32_t *trans, const uint32_t *info, int32_t *states, "
-       "int32_t *exits, int32_t *ctl)", "int"),
+    # constraints (core/constraints/kernel_engine.py): the grammar automaton and its token masks over flat tables
+    op("pda", "vocab: IBuf, arena: IBuf", "int32_t llamay_pda(const int32_t *vocab, int32_t *arena)", "int"),
 )  # fmt: skip
 BY_NAME: dict[str, Op] = {o.name: o for o in OPS}

@@ -18,7 +18,7 @@ from ..quants.minifloat import f32 as _f32
 from .activations import QK8_0, VEC_DOT_TYPE, round_row
 from .gelu import gelu as _gelu
 from .interface import BatchView, Weight
-from .trie_walk import trie_walk as _trie_walk
+from .pda import pda as _pda
 
 # weights up to this many elements are dequantised once and kept (the stories260K fixtures, norms, biases)
 CACHE_ELEMENTS = 1 << 22
@@ -341,17 +341,5 @@ class PortableBackend:
             products = array("f", (scales[j] * v for v in x[j * dim : (j + 1) * dim]))  # float32, as ggml_mul
             out[r : r + dim] = array("f", map(operator.add, out[r : r + dim], products))
 
-    def trie_walk(
-        self,
-        out: array,
-        nodes: array,
-        first_tok: array,
-        tok_order: array,
-        sets: array,
-        trans: array,
-        info: array,
-        states: array,
-        exits: array,
-        ctl: array,
-    ) -> int:
-        return _trie_walk(out, nodes, first_tok, tok_order, sets, trans, info, states, exits, ctl)
+    def pda(self, vocab: array, arena: array) -> int:
+        return _pda(vocab, arena)

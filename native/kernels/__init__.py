@@ -26,12 +26,13 @@ _HERE = Path(__file__).parent
 _STAMP = "llamay-kernels.sha256"
 
 
-def _drop_stale_cache() -> None:
-    cache = _HERE / "__pycache__"
+def drop_stale_cache(cache: Path, sources: list[Path], stamp_name: str, prefix: str = "") -> None:
+    """Drop numba's cache entries in `cache` (those whose name starts with `prefix`) unless `sources` are what
+    they were when the stamp was written."""
     digest = hashlib.sha256()
-    for src in sorted(_HERE.glob("*.py")):
+    for src in sorted(sources):
         digest.update(src.name.encode() + b"\0" + src.read_bytes())
-    stamp = cache / _STAMP
+    stamp = cache / stamp_name
     try:
         if stamp.read_text() == digest.hexdigest():
             return
@@ -40,13 +41,13 @@ def _drop_stale_cache() -> None:
     try:
         cache.mkdir(exist_ok=True)
         for f in cache.iterdir():
-            if f.suffix in (".nbi", ".nbc"):
+            if f.suffix in (".nbi", ".nbc") and f.name.startswith(prefix):
                 f.unlink(missing_ok=True)
-        tmp = cache / f"{_STAMP}.{os.getpid()}"
+        tmp = cache / f"{stamp_name}.{os.getpid()}"
         tmp.write_text(digest.hexdigest())
         tmp.replace(stamp)
     except OSError:  # a read-only install: numba caches elsewhere (NUMBA_CACHE_DIR or the user's cache)
         pass
 
 
-_drop_stale_cache()
+drop_stale_cache(_HERE / "__pycache__", list(_HERE.glob("*.py")), _STAMP)

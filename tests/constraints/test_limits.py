@@ -277,7 +277,7 @@ def test_tables_start_afresh_past_max_states_with_the_same_answers():
             assert small.allowed(s_small).bits == full.allowed(s_full).bits
         assert small.accepts(s_small, t) and full.accepts(s_full, t)
         s_small, s_full = small.advance(s_small, t), full.advance(s_full, t)
-        assert small.automaton.n_states <= 40 + 300  # at most the limit plus what one call builds
+        assert small.engine.n_states <= 40 + 300  # at most the limit plus what one call builds
     assert small.resets > 0 and full.resets == 0
     end = small.advance_bytes(s_small, b"]")
     assert end is not None and small.is_complete(end)

@@ -1,0 +1,551 @@
+"""The grammar automaton and its token masks over flat tables (the `pda` op): the pushdown automaton of
+core/constraints/automaton.py and the cut-and-cache trie walk of core/constraints/masks.py, run in one call.
+
+The reference of the op: one scalar source in the subset of Python that numba compiles (here it runs as it is,
+over `array('i')` buffers; native/kernels/pda.py compiles these modules, this one and pda_automaton.py, with
+numba); the C kernel (wasm/src/pda.c) follows them function by function. Layouts: `pda_layout.py`.
+
+One call runs one operation (A[H_OP]) to its end: START (the initial state), PUSH_TOKEN / PUSH_BYTES (the state
+after a token's bytes, or DEAD), MASK (the tokens a state allows, into OUT) or IMPORT (a state given as stacks
+of frames). Every DFA entry, closure, node and state it needs is computed and interned on the way, so a mask
+never goes back to the host for a missing entry. When a region is full the call returns NEED_GROW (A[H_GROW]
+names it): the host copies the arena into a larger one and calls again, and the operation starts over,
+finding what it built before in its tables (interning is idempotent, and a cache entry is written only once
+its work is complete). A limit passed (max_stacks, max_stack_depth) returns LIMIT_PASSED, named in A[H_ERR_*].
+"""
+
+from __future__ import annotations
+
+from .pda_automaton import (
+    add,
+    arg,
+    cap,
+    class_at,
+    closure,
+    entry,
+    find,
+    first_at,
+    grow,
+    ncount,
+    ndepth,
+    node,
+    nparent,
+    npos,
+    off,
+    rehash,
+    room,
+    set_bit,
+    set_used,
+    sort_unique,
+    state_of,
+    used,
+)
+from .pda_layout import (
+    DEAD,
+    DENSE,
+    DONE,
+    EMPTY,
+    EXIT,
+    FULL,
+    H_ARG,
+    H_ARG2,
+    H_BUDGET,
+    H_CHAINS,
+    H_DIRTY,
+    H_END_POS,
+    H_FRAMES,
+    H_HORIZON,
+    H_M_LEN,
+    H_M_OFF,
+    H_N_MASKS,
+    H_N_STATES,
+    H_N_WORDS,
+    H_NEX,
+    H_NTOK,
+    H_OP,
+    H_P_ALTS,
+    H_P_REPS,
+    H_P_RULES,
+    H_REHASH,
+    H_RES,
+    H_RES_FLAGS,
+    H_REST,
+    H_ROOT,
+    H_VISITED,
+    H_WALKS,
+    LIMIT,
+    LIMIT_PASSED,
+    MAX_CUTS,
+    NEED_GROW,
+    NODE,
+    ONLY_EXIT,
+    OP_IMPORT,
+    OP_MASK,
+    OP_PUSH_BYTES,
+    OP_PUSH_TOKEN,
+    OP_START,
+    R_CLOS,
+    R_CPOOL,
+    R_DEPTH,
+    R_EXPOOL,
+    R_EXREC,
+    R_INPUT,
+    R_LHASH,
+    R_LOCAL,
+    R_MASKS,
+    R_OUT,
+    R_SBHASH,
+    R_SBITS,
+    R_SPOOL,
+    R_STATES,
+    R_STEP,
+    R_TOKS,
+    R_TPOOL,
+    R_WALKOUT,
+    R_XBITS,
+    R_XHASH,
+    S_EXIT,
+    SET,
+    SPARSE_MAX,
+    ST_W,
+    V_FIRST_TOK,
+    V_N_NODES,
+    V_NODES,
+    V_SETS,
+    V_TOK_BYTES,
+    V_TOK_OFF,
+    V_TOK_ORDER,
+)
+
+jit = globals().get("jit") or (lambda f: f)  # numba's njit when native/kernels/pda.py runs this source again
+HEAVY = 1  # a budgeted walk's result: its exits cover too much of the trie
+
+
+# -- the trie walk ----------------------------------------------------------------------------------------
+
+
+@jit
+def add_tokens(V, A, lo, hi):
+    """Tokens tok_order[lo:hi] into WALKOUT, and into TOKS while a walk has found at most SPARSE_MAX."""
+    wo, to, tk, nt = off(A, R_WALKOUT), off(A, R_TOKS), V[V_TOK_ORDER], A[H_NTOK]
+    for j in range(lo, hi):
+        t = V[tk + j]
+        set_bit(A, wo, t)
+        if nt < SPARSE_MAX:
+            A[to + nt] = t
+        nt += 1
+    A[H_NTOK] = nt
+
+
+@jit
+def subset(V, vs, A, at):
+    for k in range(8):
+        if V[vs + k] & ~A[at + k]:
+            return 0
+    return 1
+
+
+@jit
+def chain(V, A, s, vs, n):
+    """1 when every string of at most n bytes from the set V[vs:vs+8] is alive from s: each state on the way
+    takes the whole set alike to one next state (a bounded string's counter), or back to itself (a loop: a
+    string's plain characters); 0 when not. One step per state, for the lowest byte of the set: the bytes it takes
+    alike are its class. Without chains (A[H_CHAINS] 0: tests) only a loop counts."""
+    low = 0
+    while not (V[vs + (low >> 5)] >> (low & 31)) & 1:
+        low += 1
+    for _ in range(n):
+        t = entry(A, s, low)
+        if t < 0:
+            return 0 if t == DEAD else t
+        if not subset(V, vs, A, class_at(A, s, low)):
+            return 0
+        if t == s:
+            return 1
+        if not A[H_CHAINS]:
+            return 0
+        s = t
+    return 1
+
+
+@jit
+def shortcut(V, A, k, ns):
+    """1 when every token below a node with shortcut set k is allowed from state ns; 0 when not."""
+    rec = off(A, R_STATES) + ST_W * ns
+    vs = V[V_SETS] + SET * k
+    if A[rec + 2] & S_EXIT or not subset(V, vs, A, first_at(A, A[rec + 4])):
+        return 0
+    return chain(V, A, ns, vs, V[vs + 8])
+
+
+@jit
+def walk(V, A, st0, lo, hi, d0, budget):
+    """Trie nodes lo..hi (below a node at depth d0 whose state is st0): allowed tokens into WALKOUT/TOKS,
+    nodes where an EXIT state is reached with nodes below into EXREC; HEAVY once those subtrees hold more than
+    `budget` nodes (-1: no budget). DONE, HEAVY, or an error."""
+    vn, ft = V[V_NODES], V[V_FIRST_TOK]
+    do = off(A, R_DEPTH)
+    A[do + d0] = st0
+    heavy, visited = 0, 0
+    i = lo
+    status = DONE
+    while i < hi:
+        at = vn + NODE * i
+        d, end = V[at + 1], V[at + 2]
+        s = A[do + d - 1]
+        ns = entry(A, s, V[at])
+        if ns < DEAD:
+            status = ns
+            break
+        if ns == DEAD:
+            i = end
+            continue
+        add_tokens(V, A, V[ft + i], V[ft + i + 1])
+        visited += 1
+        if V[at + 3] >= 0:
+            whole = shortcut(V, A, V[at + 3], ns)
+            if whole < 0:
+                status = whole
+                break
+            if whole:  # every token below is allowed
+                add_tokens(V, A, V[ft + i + 1], V[ft + end])
+                i = end
+                continue
+        fl = A[off(A, R_STATES) + ST_W * ns + 2]
+        if fl & S_EXIT:
+            if end > i + 1:
+                nx = A[H_NEX]
+                if nx >= cap(A, R_EXREC):
+                    status = grow(A, R_EXREC)
+                    break
+                A[off(A, R_EXREC) + nx] = i
+                A[H_NEX] = nx + 1
+                heavy += end - i - 1
+                if budget >= 0 and heavy > budget:
+                    status = HEAVY
+                    break
+            if fl & ONLY_EXIT:
+                i = end
+                continue
+        A[do + d] = ns
+        i += 1
+    A[H_VISITED] += visited
+    return status
+
+
+@jit
+def begin_walk(A):
+    """A walk starts: WALKOUT is clear (after a walk that stopped midway, cleared here)."""
+    wo = off(A, R_WALKOUT)
+    if A[H_DIRTY]:
+        for w in range(A[H_N_WORDS]):
+            A[wo + w] = 0
+    A[H_DIRTY] = 1
+    A[H_NTOK] = 0
+    A[H_NEX] = 0
+    A[H_WALKS] += 1
+
+
+@jit
+def end_walk(A):
+    """WALKOUT cleared after a walk: the words of its tokens when it found few, else all of it."""
+    wo, nt = off(A, R_WALKOUT), A[H_NTOK]
+    if nt <= SPARSE_MAX:
+        to = off(A, R_TOKS)
+        for j in range(nt):
+            A[wo + (A[to + j] >> 5)] = 0
+    else:
+        for w in range(A[H_N_WORDS]):
+            A[wo + w] = 0
+    A[H_DIRTY] = 0
+
+
+@jit
+def mask_room(A):
+    """FULL unless the mask of the walk just done can be stored (`keep_mask`)."""
+    if A[H_NTOK] <= SPARSE_MAX:
+        if used(A, R_TPOOL) + A[H_NTOK] > cap(A, R_TPOOL):
+            return grow(A, R_TPOOL)
+    elif used(A, R_MASKS) >= cap(A, R_MASKS):
+        return grow(A, R_MASKS)
+    return 0
+
+
+@jit
+def keep_mask(A):
+    """The walk's tokens kept as a mask (after `mask_room`): into A[H_M_OFF], A[H_M_LEN]."""
+    nt = A[H_NTOK]
+    if nt <= SPARSE_MAX:
+        start = used(A, R_TPOOL)
+        for j in range(nt):
+            A[off(A, R_TPOOL) + start + j] = A[off(A, R_TOKS) + j]
+        set_used(A, R_TPOOL, start + nt)
+        A[H_M_OFF], A[H_M_LEN] = start, nt
+    else:
+        row = used(A, R_MASKS)
+        mo, wo = off(A, R_MASKS) + A[H_N_WORDS] * row, off(A, R_WALKOUT)
+        for w in range(A[H_N_WORDS]):
+            A[mo + w] = A[wo + w]
+        set_used(A, R_MASKS, row + 1)
+        A[H_M_OFF], A[H_M_LEN] = row, DENSE
+        A[H_N_MASKS] += 1
+    end_walk(A)
+
+
+@jit
+def or_mask(A, m_off, m_len):
+    oo = off(A, R_OUT)
+    if m_len == DENSE:
+        mo = off(A, R_MASKS) + A[H_N_WORDS] * m_off
+        for w in range(A[H_N_WORDS]):
+            A[oo + w] |= A[mo + w]
+    else:
+        to = off(A, R_TPOOL) + m_off
+        for j in range(m_len):
+            set_bit(A, oo, A[to + j])
+
+
+# -- masks: stacks cut at their top frames, walked once, cached (masks.py) --------------------------------
+
+
+@jit
+def canonical_count(A, pos, n, horizon):
+    ri = A[H_P_REPS] + 3 * arg(A, pos)
+    lo, hi, m = A[ri + 1], A[ri + 2], horizon + 2
+    if n < lo - m:
+        return 1
+    if lo <= n < hi - m:
+        return max(lo, 1)
+    return n
+
+
+@jit
+def truncate(A, s, d):
+    """The top d frames of stack s re-rooted on EXIT, counts canonical (automaton.truncate); A[H_REST]: the
+    node below them."""
+    x = s
+    for j in range(d):
+        A[H_FRAMES + 2 * j], A[H_FRAMES + 2 * j + 1] = npos(A, x), ncount(A, x)
+        x = nparent(A, x)
+    A[H_REST] = x
+    t = EXIT
+    for j in range(d - 1, -1, -1):
+        p, n = A[H_FRAMES + 2 * j], A[H_FRAMES + 2 * j + 1]
+        if n > 0:
+            n = canonical_count(A, p, n, A[H_HORIZON])
+        t = node(A, p, t, n)
+        if t < 0:
+            return t
+    return t
+
+
+@jit
+def local_walk(V, A, key, budget):
+    """The LOCAL entry of truncated stack `key`: its walk over the whole trie (HEAVY past `budget`)."""
+    r = room(A, R_LHASH, R_LOCAL)
+    if r < 0:
+        return r
+    if used(A, R_EXPOOL) + cap(A, R_EXREC) > cap(A, R_EXPOOL):
+        return grow(A, R_EXPOOL)
+    A[off(A, R_STEP)] = key
+    st = state_of(A, off(A, R_STEP), 1)
+    if st < 0:
+        return st
+    begin_walk(A)
+    status = walk(V, A, st, 1, V[V_N_NODES], 0, budget)
+    if status < 0:
+        return status
+    if status != HEAVY:
+        r = mask_room(A)
+        if r < 0:
+            return r
+    e = add(A, R_LHASH, R_LOCAL, 6, key, 0)
+    at = off(A, R_LOCAL) + 6 * e
+    A[at + 1] = 1 if status == HEAVY else 0
+    if status != HEAVY:
+        keep_mask(A)
+        A[at + 2], A[at + 3] = A[H_M_OFF], A[H_M_LEN]
+        start, nx = used(A, R_EXPOOL), A[H_NEX]
+        for j in range(nx):
+            A[off(A, R_EXPOOL) + start + j] = A[off(A, R_EXREC) + j]
+        set_used(A, R_EXPOOL, start + nx)
+        A[at + 4], A[at + 5] = start, nx
+    else:
+        end_walk(A)
+    return e
+
+
+@jit
+def exit_walk(V, A, le, key, rest):
+    """The XBITS entry of (key, rest): the subtrees below LOCAL entry le's exits, walked from the state after
+    control returns into `rest` (automaton.pop_into)."""
+    r = room(A, R_XHASH, R_XBITS)
+    if r < 0:
+        return r
+    e = closure(A, A[H_END_POS], rest)
+    if e < 0:
+        return e
+    ce = off(A, R_CLOS) + 4 * e
+    st = state_of(A, off(A, R_CPOOL) + A[ce + 2], A[ce + 3])
+    if st < 0:
+        return st
+    begin_walk(A)
+    vn = V[V_NODES]
+    lo = off(A, R_LOCAL) + 6 * le
+    for j in range(A[lo + 5]):
+        ex = A[off(A, R_EXPOOL) + A[lo + 4] + j]
+        status = walk(V, A, st, ex + 1, V[vn + NODE * ex + 2], V[vn + NODE * ex + 1], -1)
+        if status < 0:
+            return status
+    r = mask_room(A)
+    if r < 0:
+        return r
+    x = add(A, R_XHASH, R_XBITS, 4, key, rest)
+    keep_mask(A)
+    at = off(A, R_XBITS) + 4 * x
+    A[at + 2], A[at + 3] = A[H_M_OFF], A[H_M_LEN]
+    return x
+
+
+@jit
+def stack_entry(V, A, s):
+    """The SBITS entry of stack s: the LOCAL entry of its cut and the XBITS entry of its exits (-1: none)."""
+    e = find(A, R_SBHASH, R_SBITS, 3, s, 0, 0)
+    if e >= 0:
+        return e
+    total = ndepth(A, s)
+    d = 1
+    while True:
+        if d >= total or d > MAX_CUTS:
+            key, rest = s, -1
+        else:
+            key = truncate(A, s, d)
+            if key < 0:
+                return key
+            rest = A[H_REST]
+        le = find(A, R_LHASH, R_LOCAL, 6, key, 0, 0)
+        if le < 0:
+            le = local_walk(V, A, key, A[H_BUDGET] if rest >= 0 else -1)
+            if le < 0:
+                return le
+        if not A[off(A, R_LOCAL) + 6 * le + 1]:
+            break
+        d += 1
+    xe = -1
+    if rest >= 0 and A[off(A, R_LOCAL) + 6 * le + 5] > 0:
+        xe = find(A, R_XHASH, R_XBITS, 4, key, rest, 1)
+        if xe < 0:
+            xe = exit_walk(V, A, le, key, rest)
+            if xe < 0:
+                return xe
+    r = room(A, R_SBHASH, R_SBITS)
+    if r < 0:
+        return r
+    e = add(A, R_SBHASH, R_SBITS, 3, s, 0)
+    at = off(A, R_SBITS) + 3 * e
+    A[at + 1], A[at + 2] = le, xe
+    return e
+
+
+@jit
+def state_mask(V, A, s):
+    """OUT: the tokens state s allows (the union of its stacks' masks)."""
+    oo = off(A, R_OUT)
+    for w in range(A[H_N_WORDS]):
+        A[oo + w] = 0
+    rec = off(A, R_STATES) + ST_W * s
+    for j in range(A[rec + 1]):
+        x = A[off(A, R_SPOOL) + A[rec] + j]
+        if x <= EXIT:
+            continue
+        e = stack_entry(V, A, x)
+        if e < 0:
+            return e
+        at = off(A, R_SBITS) + 3 * e
+        lo = off(A, R_LOCAL) + 6 * A[at + 1]
+        or_mask(A, A[lo + 2], A[lo + 3])
+        if A[at + 2] >= 0:
+            xo = off(A, R_XBITS) + 4 * A[at + 2]
+            or_mask(A, A[xo + 2], A[xo + 3])
+    return DONE
+
+
+# -- the operations ---------------------------------------------------------------------------------------
+
+
+@jit
+def start(A):
+    """The initial state: the closure of the root rule's alternatives on EMPTY."""
+    ro, ao, root = A[H_P_RULES], A[H_P_ALTS], A[H_ROOT]
+    m = 0
+    for j in range(A[ro + root], A[ro + root + 1]):
+        e = closure(A, A[ao + j], EMPTY)
+        if e < 0:
+            return e
+        ce = off(A, R_CLOS) + 4 * e
+        if m + A[ce + 3] > cap(A, R_STEP):
+            return grow(A, R_STEP)
+        for k in range(A[ce + 3]):
+            A[off(A, R_STEP) + m + k] = A[off(A, R_CPOOL) + A[ce + 2] + k]
+        m += A[ce + 3]
+    return state_of(A, off(A, R_STEP), sort_unique(A, off(A, R_STEP), m))
+
+
+@jit
+def push(A, s, src, at, n):
+    """The state after n bytes (src[at : at+n]) from state s, or DEAD."""
+    for j in range(n):
+        s = entry(A, s, src[at + j])
+        if s < 0:
+            return s
+    return s
+
+
+@jit
+def import_state(A):
+    """INPUT: a count of stacks, then each as its floor (EMPTY or EXIT), its frame count and its frames
+    (pos, count) from the bottom up: the state of those stacks."""
+    io = off(A, R_INPUT)
+    n, k = A[io], 1
+    if n > cap(A, R_STEP):
+        return grow(A, R_STEP)
+    for j in range(n):
+        s, nf = A[io + k], A[io + k + 1]
+        k += 2
+        for _ in range(nf):
+            s = node(A, A[io + k], s, A[io + k + 1])
+            if s < 0:
+                return s
+            k += 2
+        A[off(A, R_STEP) + j] = s
+    return state_of(A, off(A, R_STEP), sort_unique(A, off(A, R_STEP), n))
+
+
+@jit
+def pda(V, A):
+    """Run operation A[H_OP]: DONE (result in A[H_RES] and its flags, or the mask in OUT), NEED_GROW or
+    LIMIT_PASSED."""
+    if A[H_REHASH]:
+        rehash(A)
+    op = A[H_OP]
+    r = DONE
+    if op == OP_START:
+        r = start(A)
+    elif op == OP_PUSH_TOKEN:
+        t = A[H_ARG2]
+        to = V[V_TOK_OFF]
+        r = push(A, A[H_ARG], V, V[V_TOK_BYTES] + V[to + t], V[to + t + 1] - V[to + t])
+    elif op == OP_PUSH_BYTES:
+        r = push(A, A[H_ARG], A, off(A, R_INPUT), A[H_ARG2])
+    elif op == OP_MASK:
+        r = state_mask(V, A, A[H_ARG])
+    elif op == OP_IMPORT:
+        r = import_state(A)
+    if r == FULL:
+        return NEED_GROW
+    if r == LIMIT:
+        return LIMIT_PASSED
+    A[H_RES] = r
+    A[H_N_STATES] = used(A, R_STATES)
+    A[H_RES_FLAGS] = A[off(A, R_STATES) + ST_W * r + 2] if r >= 0 and op != OP_MASK else 0
+    return DONE
