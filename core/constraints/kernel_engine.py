@@ -198,9 +198,6 @@ class Arena:
         head[L.H_BUDGET], head[L.H_CHAINS], head[L.H_HORIZON] = budget, int(chains), tables.max_depth
         head[L.H_N_WORDS] = tables.n_words
         head[L.H_DIRTY] = 1  # WALKOUT: whatever the buffer held
-        import os
-
-        head[L.H_WHOLE] = int(os.environ.get("PDA_WHOLE", "0"))
         base = self.offs[L.R_PROG]
         for field, at in zip((L.H_P_KIND, L.H_P_ARG, L.H_P_SETS, L.H_P_RULES, L.H_P_ALTS, L.H_P_REPS), parts,
                              strict=True):  # fmt: skip
