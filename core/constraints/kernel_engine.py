@@ -63,14 +63,19 @@ class VocabTables:
         for data in vocab.token_bytes:
             tok_bytes.extend(data or b"")
             tok_off.append(len(tok_bytes))
+        root = array("i", [-1] * 256)
+        i = 1
+        while i < n:  # the root's children, in byte order
+            root[byte[i]] = i
+            i = skip[i]
         parts = [nodes, array("i", trie.first_tok), array("i", trie.tok_order or [0]), sets or array("i", [0] * 9),
-                 tok_off, tok_bytes or array("i", [0])]  # fmt: skip
+                 tok_off, tok_bytes or array("i", [0]), root]  # fmt: skip
         head = array("i", bytes(4 * L.V_HDR))
         head[L.V_N_NODES], head[L.V_N_VOCAB], head[L.V_MAX_DEPTH] = n, vocab.n_vocab, trie.max_depth
         head[L.V_N_WORDS] = self.n_words = (vocab.n_vocab + 31) // 32
         at = L.V_HDR
-        for field, part in zip((L.V_NODES, L.V_FIRST_TOK, L.V_TOK_ORDER, L.V_SETS, L.V_TOK_OFF, L.V_TOK_BYTES), parts,
-                               strict=True):  # fmt: skip
+        fields = (L.V_NODES, L.V_FIRST_TOK, L.V_TOK_ORDER, L.V_SETS, L.V_TOK_OFF, L.V_TOK_BYTES, L.V_ROOT)
+        for field, part in zip(fields, parts, strict=True):
             head[field] = at
             at += len(part)
         self.be = be
@@ -122,11 +127,11 @@ _TABLES_OF = [(rh, re) for rh, re in L.HASHES if re >= 0]
 _GROWN = (L.R_NODES, L.R_CLOS, L.R_CPOOL, L.R_STATES, L.R_TRANS, L.R_SPOOL, L.R_LOCAL, L.R_XBITS, L.R_SBITS,
           L.R_MASKS, L.R_TPOOL, L.R_EXPOOL, L.R_PARTS, L.R_PPOOL)  # fmt: skip
 # initial capacities, in entries (hash tables: powers of two, at least twice their entries)
-_CAPS = {L.R_NODES: 1024, L.R_NHASH: 2048, L.R_CLOS: 256, L.R_CHASH: 512, L.R_CPOOL: 1024, L.R_STATES: 128,
-         L.R_TRANS: 1024, L.R_SHASH: 256, L.R_SPOOL: 1024, L.R_LOCAL: 64, L.R_LHASH: 128, L.R_XBITS: 64,
-         L.R_XHASH: 128, L.R_SBITS: 256, L.R_SBHASH: 512, L.R_MASKS: 4, L.R_TPOOL: 1024, L.R_WORK: 256,
-         L.R_SEEN: 512, L.R_CLOUT: 256, L.R_STEP: 256, L.R_TOKS: L.SPARSE_MAX, L.R_WALKOUT: 1, L.R_OUT: 1,
-         L.R_INPUT: 256, L.R_PARTS: 64, L.R_PHASH: 128, L.R_PPOOL: 8192, L.R_PSCR: 256}  # fmt: skip
+_CAPS = {L.R_NODES: 4096, L.R_NHASH: 8192, L.R_CLOS: 1024, L.R_CHASH: 2048, L.R_CPOOL: 4096, L.R_STATES: 512,
+         L.R_TRANS: 4096, L.R_SHASH: 1024, L.R_SPOOL: 4096, L.R_LOCAL: 256, L.R_LHASH: 512, L.R_XBITS: 256,
+         L.R_XHASH: 512, L.R_SBITS: 1024, L.R_SBHASH: 2048, L.R_MASKS: 16, L.R_TPOOL: 8192, L.R_WORK: 256,
+         L.R_SEEN: 1024, L.R_CLOUT: 256, L.R_STEP: 1024, L.R_TOKS: L.SPARSE_MAX, L.R_WALKOUT: 1, L.R_OUT: 1,
+         L.R_INPUT: 256, L.R_PARTS: 128, L.R_PHASH: 256, L.R_PPOOL: 32768, L.R_PSCR: 256}  # fmt: skip
 _LIMITS = {L.LIM_STACKS: ("max_stacks", "stacks in one state"),
            L.LIM_ITEMS: ("max_stacks", "parser items explored in one step"),
            L.LIM_DEPTH: ("max_stack_depth", "stack depth (output nesting)")}  # fmt: skip
@@ -184,7 +189,7 @@ class Arena:
         caps = dict(_CAPS)
         caps[L.R_PROG] = len(prog)
         caps[L.R_EXREC] = budget + 2  # a budgeted walk stops past `budget` nodes below its exits
-        caps[L.R_EXPOOL] = 4 * (budget + 2)
+        caps[L.R_EXPOOL] = 8 * (budget + 2)
         caps[L.R_DEPTH] = tables.max_depth + 2
         self.caps = [caps[r] for r in range(L.N_REGIONS)]
         self.hint = hint  # the sizes the arenas of this program grew to: the next starts there

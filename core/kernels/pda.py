@@ -32,12 +32,14 @@ from .pda_automaton import (
     nparent,
     npos,
     off,
+    part_at,
     rehash,
     room,
     set_bit,
     set_used,
     sort_unique,
     state_of,
+    step,
     used,
 )
 from .pda_layout import (
@@ -54,6 +56,7 @@ from .pda_layout import (
     H_DIRTY,
     H_END_POS,
     H_FRAMES,
+    H_HEAVY,
     H_HORIZON,
     H_M_LEN,
     H_M_OFF,
@@ -101,6 +104,7 @@ from .pda_layout import (
     R_STEP,
     R_TOKS,
     R_TPOOL,
+    R_TRANS,
     R_WALKOUT,
     R_XBITS,
     R_XHASH,
@@ -108,9 +112,10 @@ from .pda_layout import (
     SET,
     SPARSE_MAX,
     ST_W,
+    UNKNOWN,
     V_FIRST_TOK,
-    V_N_NODES,
     V_NODES,
+    V_ROOT,
     V_SETS,
     V_TOK_BYTES,
     V_TOK_OFF,
@@ -179,24 +184,37 @@ def shortcut(V, A, k, ns):
 
 
 @jit
+def enter(A, do, d, s):
+    """State s at depth d of a walk, with where its byte classes and its row of TRANS are (fixed while the
+    operation runs: the arena grows only between calls)."""
+    rec = off(A, R_STATES) + ST_W * s
+    at = do + 3 * d
+    A[at], A[at + 1], A[at + 2] = s, part_at(A, A[rec + 4]), off(A, R_TRANS) + A[rec + 5]
+
+
+@jit
 def walk(V, A, st0, lo, hi, d0, budget):
     """Trie nodes lo..hi (below a node at depth d0 whose state is st0): allowed tokens into WALKOUT/TOKS,
     nodes where an EXIT state is reached with nodes below into EXREC; HEAVY once those subtrees hold more than
     `budget` nodes (-1: no budget). DONE, HEAVY, or an error."""
     vn, ft = V[V_NODES], V[V_FIRST_TOK]
-    do = off(A, R_DEPTH)
-    A[do + d0] = st0
-    heavy, visited = 0, 0
+    do, so = off(A, R_DEPTH), off(A, R_STATES)
+    enter(A, do, d0, st0)
+    heavy, visited = A[H_HEAVY], 0
     i = lo
     status = DONE
     while i < hi:
         at = vn + NODE * i
-        d, end = V[at + 1], V[at + 2]
-        s = A[do + d - 1]
-        ns = entry(A, s, V[at])
-        if ns < DEAD:
-            status = ns
-            break
+        d, end, b = V[at + 1], V[at + 2], V[at]
+        up = do + 3 * (d - 1)
+        cell = A[up + 2] + A[A[up + 1] + b]  # the TRANS entry of b's class in the state above
+        ns = A[cell]
+        if ns == UNKNOWN:
+            ns = step(A, A[up], b)
+            if ns < DEAD:
+                status = ns
+                break
+            A[cell] = ns
         if ns == DEAD:
             i = end
             continue
@@ -211,7 +229,7 @@ def walk(V, A, st0, lo, hi, d0, budget):
                 add_tokens(V, A, V[ft + i + 1], V[ft + end])
                 i = end
                 continue
-        fl = A[off(A, R_STATES) + ST_W * ns + 2]
+        fl = A[so + ST_W * ns + 2]
         if fl & S_EXIT:
             if end > i + 1:
                 nx = A[H_NEX]
@@ -227,10 +245,31 @@ def walk(V, A, st0, lo, hi, d0, budget):
             if fl & ONLY_EXIT:
                 i = end
                 continue
-        A[do + d] = ns
+        enter(A, do, d, ns)
         i += 1
     A[H_VISITED] += visited
+    A[H_HEAVY] = heavy
     return status
+
+
+@jit
+def walk_all(V, A, st0, budget):
+    """The whole trie from state st0 (`walk`), one root child per byte st0 takes: the others are never looked
+    at."""
+    A[H_HEAVY] = 0
+    first = first_at(A, A[off(A, R_STATES) + ST_W * st0 + 4])
+    vn, ro = V[V_NODES], V[V_ROOT]
+    for k in range(8):
+        w = A[first + k]
+        if w == 0:
+            continue
+        for b in range(32 * k, 32 * k + 32):
+            if (w >> (b & 31)) & 1 and V[ro + b] >= 0:
+                i = V[ro + b]
+                status = walk(V, A, st0, i, V[vn + NODE * i + 2], 0, budget)
+                if status != DONE:
+                    return status
+    return DONE
 
 
 @jit
@@ -352,7 +391,7 @@ def local_walk(V, A, key, budget):
     if st < 0:
         return st
     begin_walk(A)
-    status = walk(V, A, st, 1, V[V_N_NODES], 0, budget)
+    status = walk_all(V, A, st, budget)
     if status < 0:
         return status
     if status != HEAVY:
@@ -390,6 +429,7 @@ def exit_walk(V, A, le, key, rest):
     if st < 0:
         return st
     begin_walk(A)
+    A[H_HEAVY] = 0
     vn = V[V_NODES]
     lo = off(A, R_LOCAL) + 6 * le
     for j in range(A[lo + 5]):

@@ -478,18 +478,29 @@ def partition(A, at, n):  # noqa: C901 (lookup, then the classes by refinement)
         A[cls + b] = 0
     n_cls = 1
     split, ren = cls + 256, cls + 512  # scratch (the class bytes go there after)
+    cb = cls + 256
+    first = cb + 8 * 257  # scratch until the classes are known: the bytes some top takes
+    for k in range(8):
+        A[first + k] = 0
     for j in range(m):
         bs = sets + 8 * A[key + j]
         for c in range(n_cls + 1):
             A[split + c] = -1
         fresh = n_cls
-        for b in range(256):
-            if has(A, bs, b):
-                c = A[cls + b]
-                if A[split + c] < 0:
-                    A[split + c] = fresh
-                    fresh += 1
-                A[cls + b] = A[split + c]
+        for k in range(8):
+            w = A[bs + k]
+            A[first + k] |= w
+            if w == 0:
+                continue
+            for b in range(32 * k, 32 * k + 32):
+                if (w >> (b & 31)) & 1:
+                    c = A[cls + b]
+                    if A[split + c] < 0:
+                        A[split + c] = fresh
+                        fresh += 1
+                    A[cls + b] = A[split + c]
+        if fresh == n_cls:
+            continue
         for c in range(fresh):
             A[ren + c] = -1
         n_cls = 0
@@ -499,24 +510,18 @@ def partition(A, at, n):  # noqa: C901 (lookup, then the classes by refinement)
                 A[ren + c] = n_cls
                 n_cls += 1
             A[cls + b] = A[ren + c]
-    cb = cls + 256
-    for w in range(8 * (n_cls + 1)):
-        A[cb + w] = 0
-    dead = -1
+    dead = -1  # the class of the bytes no top takes (all one class: none of the sets splits them)
     for b in range(256):
-        set_bit(A, cb + 8 * A[cls + b], b)
-    for b in range(256):  # a byte no top takes: its class is refused whole
-        taken = 0
-        for j in range(m):
-            if has(A, sets + 8 * A[key + j], b):
-                taken = 1
-                break
-        if not taken:
+        if not has(A, first, b):
             dead = A[cls + b]
             break
-    first = cb + 8 * n_cls  # the bytes some top takes
     for k in range(8):
-        A[first + k] = -1 if dead < 0 else ~A[cb + 8 * dead + k]
+        A[cb + 8 * n_cls + k] = A[first + k]
+    for w in range(8 * n_cls):
+        A[cb + w] = 0
+    for b in range(256):
+        set_bit(A, cb + 8 * A[cls + b], b)
+    first = cb + 8 * n_cls
     set_used(A, R_PPOOL, start + m + 256 + 8 * (n_cls + 1))
     rec = po + PT_W * p
     A[rec], A[rec + 1], A[rec + 2], A[rec + 3], A[rec + 4] = start, m, h, n_cls, dead

@@ -10,6 +10,7 @@ V, a vocabulary (read only, one per vocabulary and backend): a header of V_HDR w
     sets      (n_sets, SET)     for nodes with more than SHORTCUT nodes below: the bytes below (8 words), height
     tok_off   (n_vocab + 1,)    token t's bytes: tok_bytes[tok_off[t] : tok_off[t+1]] (none for control tokens)
     tok_bytes                   one byte per word
+    root      (256,)            the root's child for each first byte (-1: no token starts with it)
 
 A, a constraint's arena (read and written, grown by the host): a header of HDR words (registers, limits, the
 program's sub-tables, and a directory of regions: offset, capacity and entries used of each), then the regions.
@@ -32,8 +33,9 @@ per rule its alternatives' start positions, per REP (rule, min, max). The rest g
     *HASH                                  open-addressing tables of entry ids (-1: empty) over those entries
 
 A mask is (m_off, m_len): m_len DENSE, a row of MASKS (n_words words), else m_len tokens of TPOOL. The rest are
-scratch: WORK, SEEN (stamped) and CLOUT for a closure, STEP for a step's stacks, DEPTH for the walk's state per
-trie depth, EXREC and TOKS for what a walk records, WALKOUT and OUT (n_words each), INPUT for bytes or stacks.
+scratch: WORK, SEEN (stamped) and CLOUT for a closure, STEP for a step's stacks, PSCR for a partition's sets,
+DEPTH for the walk's state per trie depth (with where its classes and row of TRANS are), EXREC and TOKS for what
+a walk records, WALKOUT and OUT (n_words each), INPUT for bytes or stacks.
 """
 
 from __future__ import annotations
@@ -45,9 +47,8 @@ DEAD, UNKNOWN = -1, -2  # TRANS entries besides state ids
 FULL, LIMIT = -3, -4  # internal results: a region is full (the host grows it) / a limit is passed
 
 # V
-V_N_NODES, V_N_VOCAB, V_MAX_DEPTH, V_N_WORDS, V_NODES, V_FIRST_TOK, V_TOK_ORDER, V_SETS, V_TOK_OFF, V_TOK_BYTES = range(
-    10
-)
+(V_N_NODES, V_N_VOCAB, V_MAX_DEPTH, V_N_WORDS, V_NODES, V_FIRST_TOK, V_TOK_ORDER, V_SETS, V_TOK_OFF, V_TOK_BYTES,
+ V_ROOT) = range(11)  # fmt: skip
 V_HDR = 16
 NODE = 4  # words per trie node
 SET = 9  # words per shortcut set: 8 of bytes below, the height
@@ -57,7 +58,7 @@ SHORTCUT = 16  # nodes below which a subtree has a shortcut set
 (H_OP, H_ARG, H_ARG2, H_RES, H_RES_FLAGS, H_N_STATES, H_N_MASKS, H_GROW, H_ERR_LIMIT, H_ERR_AMOUNT, H_ERR_POS,
  H_MAX_STACKS, H_MAX_DEPTH, H_BUDGET, H_CHAINS, H_HORIZON, H_N_WORDS, H_REHASH, H_STAMP, H_VISITED, H_WALKS,
  H_P_KIND, H_P_ARG, H_P_SETS, H_P_RULES, H_P_ALTS, H_P_REPS, H_END_POS, H_ROOT, H_NTOK, H_NEX, H_REST, H_M_OFF,
- H_M_LEN, H_DIRTY) = range(35)  # fmt: skip
+ H_M_LEN, H_DIRTY, H_HEAVY) = range(36)  # fmt: skip
 H_FRAMES = 48  # 2 * MAX_CUTS words: the frames of a stack being cut
 H_REG = 64  # the region directory: REG_W words per region
 REG_W = 3  # offset, capacity (entries), used (entries)
@@ -70,7 +71,7 @@ HDR = H_REG + REG_W * N_REGIONS
 ST_W = 6  # a state: off, len, flags, hash, partition, its row of TRANS
 PT_W = 5  # a partition: off, n (set rows), hash, classes, dead class
 PT_CLASS, PT_BYTES = 256, 512  # a partition's per-byte class, then its classes' bytes, after its n set rows
-WIDTH = (1, 4, 1, 4, 1, 1, ST_W, 1, 1, 1, 6, 1, 4, 1, 3, 1, -1, 1, 1, 2, 3, 1, 1, 1, 1, 1, -1, -1, 1, PT_W, 1, 1, 1)
+WIDTH = (1, 4, 1, 4, 1, 1, ST_W, 1, 1, 1, 6, 1, 4, 1, 3, 1, -1, 1, 1, 2, 3, 1, 1, 3, 1, 1, -1, -1, 1, PT_W, 1, 1, 1)
 # WIDTH -1: n_words (a mask)
 HASHES = ((R_NHASH, R_NODES), (R_CHASH, R_CLOS), (R_SHASH, R_STATES), (R_LHASH, R_LOCAL), (R_XHASH, R_XBITS),
           (R_SBHASH, R_SBITS), (R_PHASH, R_PARTS), (R_SEEN, -1))  # fmt: skip
