@@ -3,7 +3,7 @@
 in the same run, each schema given to both at once (one worker process per engine, so both see the same load).
 
     tar xzf ../shared/fixtures/jsonschemabench/maskbench-dev.tgz -C /tmp/jsb
-    python bench/json_schema_bench.py /tmp/jsb [--every 10] [--masks 4] [--llamay-python /work/main/.venv/bin/python]
+    python bench/json_schema_bench.py /tmp/jsb [--every 10 [--offset 3]] [--masks 4] [--llamay-python ...]
 
 Per engine: schemas compiled / refused / crashed (any other exception, a dead worker or a timeout); compile CPU
 p50 / p99 over the schemas it compiled (llamay: schema to GBNF to program and the start state; llguidance: the
@@ -51,7 +51,7 @@ class Llamay:
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
 
-        prog = self.C.compile_grammar(self.C.parse_gbnf(self.C.schema_to_gbnf(schema)))
+        prog = self.C.compile_grammar(self.C.schema_to_grammar(schema))  # (lazily, past its start: this version)
         return prog, Automaton(prog)
 
     def refused(self, e: Exception) -> bool:
@@ -260,6 +260,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", nargs="?", help="the unpacked maskbench folder (one SPLIT---ID.json per schema)")
     ap.add_argument("--every", type=int, default=10, help="take every N-th schema (sorted by name): a fixed subset")
+    ap.add_argument("--offset", type=int, default=0, help="starting from this one (0 .. every-1: disjoint slices)")
     ap.add_argument("--masks", type=int, default=4, help="time masks on every N-th schema both compile (0: none)")
     ap.add_argument("--llamay-python", default=sys.executable, help="the python whose llamay is measured")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per schema and engine")
@@ -273,7 +274,7 @@ def main() -> None:
     from llamay.tokenizer import load_tokenizer
 
     tok = load_tokenizer(open_gguf(str(MODEL)))
-    files = sorted(Path(args.dir).expanduser().glob("*.json"))[:: args.every]
+    files = sorted(Path(args.dir).expanduser().glob("*.json"))[args.offset :: args.every]
     sides = {
         "llamay": worker_side("llamay", args.llamay_python, args),
         "llguidance": worker_side("llguidance", sys.executable, args),
@@ -281,7 +282,8 @@ def main() -> None:
     recs, labels, times = run(files, sides, tok, args.masks)
     for side in sides.values():
         side.close()
-    print(f"{len(files)} schemas (every {args.every}th of {args.dir}), {sum(map(len, labels))} test instances; "
+    print(f"{len(files)} schemas (every {args.every}th from {args.offset} of {args.dir}), "
+          f"{sum(map(len, labels))} test instances; "
           f"llamay: {args.llamay_python}")  # fmt: skip
     report(recs, labels, times)
     if args.out:

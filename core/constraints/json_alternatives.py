@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConstraintError
+from .grammar import Node, alt
 from .json_combinators import discriminated, excludes, types_of
 from .json_keywords import VOCABULARY
 from .json_negation import negate
@@ -17,8 +18,8 @@ from .json_objects import matches_nothing
 from .limits import ConstraintLimitError
 
 
-def alternatives(c: Any, schema: dict, key: str, name: str, path: str) -> str:
-    """GBNF right-hand side for the schema's `key` (anyOf or oneOf): one alternative per branch kept."""
+def alternatives(c: Any, schema: dict, key: str, name: str, path: str) -> Node:
+    """The grammar of the schema's `key` (anyOf or oneOf): one alternative per branch kept."""
     options = schema[key]
     if not options:
         raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
@@ -35,7 +36,7 @@ def alternatives(c: Any, schema: dict, key: str, name: str, path: str) -> str:
         return _branches(c, options, rest, {}, key, name, path)  # (strict=False: as anyOf)
 
 
-def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, name: str, path: str) -> str:
+def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, name: str, path: str) -> Node:
     """The alternatives, branch i without the values of its `overlapping[i]` branches."""
     alts, first_error = [], None
     for i, branch in enumerate(options):
@@ -60,7 +61,7 @@ def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, na
         raise first_error
     if not alts:
         raise ConstraintError(f"{path}/{key}: no branch allows a value")
-    return " | ".join(dict.fromkeys(alts))
+    return alt(*alts)
 
 
 def overlaps(c: Any, options: list, rest: dict, path: str) -> dict[int, list[int]]:

@@ -7,6 +7,10 @@ most 16 integral and 16 fractional digits, as in llama.cpp (a model cannot run a
 
 from __future__ import annotations
 
+from functools import cache
+
+from .grammar import Node
+
 SPACE_RULE = '| " " | "\\n"{1,2} [ \\t]{0,20}'
 
 # name -> right-hand side; each may refer to the ones it needs (see DEPENDS)
@@ -81,3 +85,12 @@ def json_gbnf(root: str = "value", max_string_length: int | None = None, max_ite
     lines = [f"root ::= {root}"]
     lines += [f"{n} ::= {rules[n]}" for n in sorted(with_dependencies(["value"]))]
     return "\n".join(lines) + "\n"
+
+
+@cache
+def primitive_nodes(max_string_length: int | None = None, max_items: int | None = None) -> dict[str, Node]:
+    """`primitive_rules` as grammar nodes (parsed once per set of caps)."""
+    from .gbnf import parse
+
+    rules = primitive_rules(max_string_length, max_items)
+    return parse("".join(f"{n} ::= {rhs}\n" for n, rhs in rules.items()), root="space").rules

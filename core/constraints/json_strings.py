@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, node_to_gbnf, seq
+from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .utf8 import normalize
 
 # format name -> GBNF rules (name -> rhs); the entry named like the format is the string's content
@@ -164,99 +164,6 @@ def _subtract(a: list[tuple[int, int]], b: tuple[tuple[int, int], ...]) -> list[
     return out
 
 
-def pattern_gbnf(node: Node) -> str:
-    return node_to_gbnf(json_encoded(node))
-
-
-KEY_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'  # a key character written as itself (no escapes: see key_excluding)
-
-
-def key_excluding(names: list[str], rule: str, max_length: int | None = None, fresh=None) -> dict[str, str]:
-    """Rules for a quoted object key that is none of `names` (exactly: every other key). Keys are written
-    without escapes, so a key that decodes to a listed name cannot sneak in as `\\u0061`. Returns {rule: rhs,
-    ...}; `rule` is the entry; `fresh()` names the other rules (default: `rule-1`, `rule-2`, ...). One rule per
-    branching node of the names' trie; below the last branching, the one name left is excluded by a flat
-    alternation in its node's rule (its proper prefixes, a first differing character, a longer key), so the
-    rules count the names' branchings, not their characters."""
-    # a flat trie (children by index): a nested one as deep as the longest name is freed by recursion in C,
-    # which overflows a browser worker's stack at ~2000 levels
-    nodes: list[dict[str, int]] = [{}]
-    ends: set[int] = set()
-    for name in names:
-        at = 0
-        for ch in name:
-            nxt = nodes[at].get(ch)
-            if nxt is None:
-                nxt = nodes[at][ch] = len(nodes)
-                nodes.append({})
-            at = nxt
-        ends.add(at)
-    rules: dict[str, str] = {}
-    more = "*" if max_length is None else f"{{0,{max_length}}}"
-    rest = f"{KEY_CHAR}{more}"
-    # one rule per trie node, named in preorder; a body needs only its children's names, so no recursion
-    todo = [(0, rule)]
-    count = 0
-    while todo:
-        at, node_rule = todo.pop()
-        options = []
-        suffix = _chain(nodes, ends, at)
-        if suffix is not None and at != 0:  # one name left below: "" | w[:i] [^w_i] rest | w[:i] | w KEY_CHAR rest
-            for i in range(0, len(suffix), _CHUNK):  # (in chunks: the text grows as the name, not its square)
-                piece, last = suffix[i : i + _CHUNK], i + _CHUNK >= len(suffix)
-                if not last:
-                    count += 1
-                    after = fresh() if fresh is not None else f"{rule}-{count}"
-                for j, ch in enumerate(piece):
-                    head = f"{node_to_gbnf(Lit(piece[:j]))} " if j else ""
-                    options.append(f'{head}[^"\\\\\\x7F\\x00-\\x1F{_class_char(ch)}] {rest}')
-                    options.append(head.strip() or '""')
-                options.append(f"{node_to_gbnf(Lit(piece))} {f'{KEY_CHAR} {rest}' if last else after}")
-                rules[node_rule] = " | ".join(options)
-                options, node_rule = [], None if last else after
-            continue
-        node = nodes[at]
-        # a child character a key cannot hold unescaped ('"', '\\', controls) is unreachable: drop it
-        children = sorted(k for k in node if ord(k) >= 0x20 and k not in '"\\\x7f')
-        named = []
-        for ch in children:
-            count += 1
-            child_rule = fresh() if fresh is not None else f"{rule}-{count}"
-            named.append((node[ch], child_rule))
-            options.append(f"{node_to_gbnf(Lit(ch))} {child_rule}")
-        todo.extend(reversed(named))
-        others = "".join(_class_char(ch) for ch in children)
-        options.append(f'[^"\\\\\\x7F\\x00-\\x1F{others}] {rest}')
-        if at not in ends:
-            options.append('""')  # the key may end here
-        body = " | ".join(options)
-        rules[node_rule] = f'"\\"" ({body}) "\\"" space' if at == 0 else body
-    return rules
-
-
-_CHUNK = 32  # characters of a name's unbranched rest excluded by one flat rule
-
-
-def _chain(nodes: list[dict[str, int]], ends: set[int], at: int) -> str | None:
-    """The one name's rest below trie node `at` when no branching or earlier end is under it (else None); the
-    characters a key cannot hold unescaped end it (None: they need the general form)."""
-    out = []
-    while True:
-        node = nodes[at]
-        if not node:
-            return "".join(out) if out and at in ends else None
-        if len(node) > 1 or at in ends:
-            return None
-        ((ch, at),) = node.items()
-        if ord(ch) < 0x20 or ch in '"\\\x7f':
-            return None
-        out.append(ch)
-
-
-def _class_char(ch: str) -> str:
-    return f"\\x{ord(ch):02X}" if ch in "]^-[" else ch
-
-
 def length_range(node: Node, rules: dict[str, Node] | None = None) -> tuple[int, int | None]:
     """Fewest and most characters a (non-recursive) node matches; None: no most."""
     if isinstance(node, Lit):
@@ -318,9 +225,15 @@ def within_lengths(node: Node, lo: int, hi: int | None) -> Node | None:
 
 
 @cache
-def format_lengths(fmt: str) -> tuple[int, int | None]:
-    """Fewest and most characters of the strings FORMATS[fmt] writes."""
+def format_nodes(fmt: str) -> dict[str, Node]:
+    """FORMATS[fmt] as grammar nodes (parsed once)."""
     from .gbnf import parse
 
-    g = parse("".join(f"{n} ::= {r}\n" for n, r in {"root": fmt, **FORMATS[fmt]}.items()))
-    return length_range(g.rules["root"], g.rules)
+    return parse("".join(f"{n} ::= {r}\n" for n, r in FORMATS[fmt].items()), root=fmt).rules
+
+
+@cache
+def format_lengths(fmt: str) -> tuple[int, int | None]:
+    """Fewest and most characters of the strings FORMATS[fmt] writes."""
+    rules = format_nodes(fmt)
+    return length_range(rules[fmt], rules)

@@ -9,9 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from llamay.constraints import schema_to_gbnf
 from llamay.constraints.json_numbers import MAX_DIGITS
-from tests.constraints.helpers import assert_sound, automaton, schema_validator
+from tests.constraints.helpers import assert_sound, schema_automaton, schema_validator
 
 BOUNDS = [
     {"minimum": 0.25},
@@ -53,7 +52,7 @@ def test_number_bounds_accept_exactly_the_valid_decimals(bounds):
     pytest.importorskip("jsonschema")
     schema = {"type": "number", **bounds}
     check = schema_validator(schema)
-    a = automaton(schema_to_gbnf(schema))
+    a = schema_automaton(schema)
     wrong = []
     for t in _texts(schema):
         ok, valid = a.accepts_bytes(t.encode()), check.is_valid(float(t))

@@ -13,7 +13,7 @@ from functools import cache
 
 import pytest
 
-from llamay.constraints import ConstraintError, compile_grammar, parse_gbnf, schema_to_gbnf
+from llamay.constraints import ConstraintError, compile_grammar, schema_to_grammar
 from llamay.constraints.automaton import Automaton
 from tests.constraints.helpers import schema_validator, sentences
 from tests.paths import FIXTURES
@@ -42,7 +42,7 @@ def outcome(i: int) -> tuple[str, list[tuple[bool, bool]]] | None:
     """(name, [(valid, accepted) per test instance]) of the i-th schema, None when it is refused."""
     name, data = sample()[i]
     try:
-        prog = compile_grammar(parse_gbnf(schema_to_gbnf(data["schema"])))
+        prog = compile_grammar(schema_to_grammar(data["schema"]))
     except ConstraintError:
         return None
     a = Automaton(prog)
@@ -69,7 +69,7 @@ def test_sentences_validate(i):
         check.is_valid(None)
     except (jsonschema.exceptions.SchemaError, jsonschema.exceptions._WrappedReferencingError) as e:
         pytest.skip(f"jsonschema cannot check it: {type(e).__name__}")
-    prog = compile_grammar(parse_gbnf(schema_to_gbnf(data["schema"])))
+    prog = compile_grammar(schema_to_grammar(data["schema"]))
     bad = [s for s in sentences(prog, random.Random(name), 10, budget=200) if not check.is_valid(json.loads(s))]
     assert bad == [], name
 

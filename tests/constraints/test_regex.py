@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from llamay.constraints import ConstraintError, compile_grammar, parse_gbnf, schema_to_gbnf
-from tests.constraints.helpers import automaton, sentences
+from llamay.constraints import ConstraintError, compile_grammar, schema_to_gbnf, schema_to_grammar
+from tests.constraints.helpers import schema_automaton, sentences
 
 PATTERNS = [
     # (pattern, strings that match, strings that do not)
@@ -40,7 +40,7 @@ def string_schema(pattern: str) -> dict:
 
 @pytest.mark.parametrize(("pattern", "yes", "no"), PATTERNS, ids=[p[0] for p in PATTERNS])
 def test_pattern_strings(pattern, yes, no):
-    a = automaton(schema_to_gbnf(string_schema(pattern)))
+    a = schema_automaton(string_schema(pattern))
     assert [s for s in yes if not a.accepts_bytes(json.dumps(s, ensure_ascii=False).encode())] == []
     assert [s for s in no if a.accepts_bytes(json.dumps(s, ensure_ascii=False).encode())] == []
 
@@ -54,12 +54,12 @@ def python_pattern(pattern: str) -> str | None:
 
 @pytest.mark.parametrize(("pattern", "yes", "no"), PATTERNS, ids=[p[0] for p in PATTERNS])
 def test_generated_strings_are_json_and_match(pattern, yes, no):
-    prog = compile_grammar(parse_gbnf(schema_to_gbnf(string_schema(pattern))))
+    prog = compile_grammar(schema_to_grammar(string_schema(pattern)))
     py = python_pattern(pattern)
     for s in sentences(prog, random.Random(pattern), 60, budget=30):
         text = json.loads(s)
         assert py is None or re.search(py, text), (pattern, s)
-    whole = compile_grammar(parse_gbnf(schema_to_gbnf(string_schema(pattern), anchored_patterns=True)))
+    whole = compile_grammar(schema_to_grammar(string_schema(pattern), anchored_patterns=True))
     for s in sentences(whole, random.Random(pattern), 60, budget=30):
         text = json.loads(s)
         assert py is None or re.fullmatch(py, text) or re.fullmatch(py.lstrip("^").rstrip("$"), text), (pattern, s)
@@ -91,7 +91,7 @@ NULLABLE_STARS = ["^([a-c]*)*$", "^(a?b*)+x$", "^(|a)*$", "^(a{0,3}){2,}$", "^(a
 @pytest.mark.parametrize("pattern", NULLABLE_STARS)
 def test_a_nullable_item_repeated_forever_is_no_left_recursion(pattern):
     """`([\\w.-]*)*` (seen in a real URL pattern) was refused as left recursion: same language as Python's re."""
-    a = automaton(schema_to_gbnf(string_schema(pattern)))
+    a = schema_automaton(string_schema(pattern))
     rng = random.Random(pattern)
     texts = {"".join(rng.choice("abcdx") for _ in range(rng.randrange(7))) for _ in range(400)}
     wrong = [t for t in texts if a.accepts_bytes(json.dumps(t).encode()) != bool(re.search(pattern, t))]
