@@ -55,6 +55,7 @@ def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, na
             raise
         except ConstraintError as e:  # a branch no value fits (or not compiled): left out, a subset
             c.rollback(mark)
+            c.left_out.append(f"{path}/{key}/{i}: {e}")
             first_error = first_error or e
             continue
     if not alts and first_error is not None:

@@ -76,10 +76,11 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
             value = c.named(c.visit(pschema, child(pname), f"{path}/properties/{pname}"), child(pname))
         except ConstraintLimitError:
             raise
-        except ConstraintError:
+        except ConstraintError as e:
             if pname in is_required:
                 raise
             c.rollback(mark)  # an optional property no value fits (or not compiled): never generated, a subset
+            c.left_out.append(f"{path}/properties/{pname}: {e}")
             forbidden.append(pname)
             continue
         items.append((pname, value))

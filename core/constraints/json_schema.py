@@ -63,7 +63,7 @@ from .json_keywords import (
 from .json_negation import negate
 from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
-from .json_strings import FORMATS, format_nodes
+from .json_formats import FORMATS, format_nodes
 from .json_values import array, literals, number, string
 from .limits import Budget, ConstraintLimits, budget_of
 
@@ -124,6 +124,7 @@ class SchemaCompiler:
         self.lazy: dict[str, LazyRule] = {}  # rules built on first use (json_members.py)
         self.used: set[str] = set()  # primitives and format rules referenced
         self.ignored: list[str] = []  # keywords skipped (strict=False only)
+        self.left_out: list[str] = []  # optional properties and anyOf / oneOf branches not generated, and why
         self.refs: dict[str, str] = {}
         self.pending: list[tuple[str, Any, str, str]] = []  # references not compiled yet: (rule, target, ref, base)
         self.resolver: Resolver | None = None  # the document's identifiers (made by grammar())

@@ -12,7 +12,8 @@ from .errors import ConstraintError
 from .grammar import Alt, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_keywords import VOCABULARY, type_matches, value_type
 from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
-from .json_strings import FORMATS, format_lengths, json_encoded, within_lengths
+from .json_formats import FORMATS, format_lengths
+from .json_strings import json_encoded, within_lengths
 from .lexicon import word_trie
 from .regex import parse_pattern
 
@@ -123,7 +124,7 @@ def string(c: Any, schema: dict, path: str) -> Node:
             node = _cap_repeats(node, c.max_string_length)
         return quoted(json_encoded(node))
     if fmt is not None:
-        short, long = format_lengths(fmt)
+        short, long = format_lengths(fmt) if lengths else (0, None)
         if short < lo or (schema.get("maxLength") is not None and (long is None or long > schema["maxLength"])):
             c.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
         return quoted(c.use(fmt))
