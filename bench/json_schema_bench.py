@@ -8,11 +8,13 @@ in the same run, each schema given to both at once (one worker process per engin
 Per engine: schemas compiled / refused / crashed (any other exception, a dead worker or a timeout); compile CPU
 p50 / p99 over the schemas it compiled (llamay: schema to grammar to program and the start state, the rest of
 the program compiled as the automaton reaches it; llguidance: the grammar and its LLMatcher), and the same
-with the walks of the schema's test instances added (llamay's lazily compiled rules are in those); the test instances of the compiled schemas, written as compact JSON, that it
-accepts, valid and invalid (an invalid one accepted is a soundness bug; a valid one refused is a generation
-choice or a missing feature); and, on every `--masks`-th schema both compiled, the full token mask before each
-token of its valid instances, tokenized once here with SmolLM2's tokenizer, on a fresh constraint (llamay
-cold: its caches start empty), until either engine rejects a token: both are timed over the same tokens.
+with the walks of the schema's test instances added (llamay's lazily compiled rules are in those); the test
+instances of the compiled schemas, written as compact JSON, that it accepts, valid and invalid (an invalid one
+accepted is a soundness bug; a valid one refused is a generation choice or a missing feature; llamay's instances
+stopped by a per-token limit are counted apart); and, on every `--masks`-th schema both compiled, the full
+token mask before each token of its valid instances, tokenized once here with SmolLM2's tokenizer, on a fresh
+constraint (llamay cold: its caches start empty), until either engine rejects a token: both are timed over the
+same tokens.
 `--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures.
 """
 

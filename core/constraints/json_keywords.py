@@ -35,6 +35,7 @@ UNSUPPORTED = frozenset({
     "$recursiveRef", "disallow", "extends", "divisibleBy",
 })  # fmt: skip
 VOCABULARY = SUPPORTED | UNSUPPORTED  # the keywords that constrain; any other is ignored, as the spec says
+DRAFT3_ONLY = frozenset({"disallow", "extends", "divisibleBy"})  # keywords of draft 3 only: unknown in the others
 
 
 def validation_keys(schema: dict) -> dict:

@@ -49,8 +49,10 @@ from .grammar_checks import check_grammar
 from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
 from .json_combinators import merge2
+from .json_formats import FORMATS, format_nodes
 from .json_keywords import (
     ANNOTATIONS,
+    DRAFT3_ONLY,
     KEYWORD_TYPES,
     SUPPORTED,
     TYPES,
@@ -63,7 +65,6 @@ from .json_keywords import (
 from .json_negation import negate
 from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
-from .json_formats import FORMATS, format_nodes
 from .json_values import array, literals, number, string
 from .limits import Budget, ConstraintLimits, budget_of
 
@@ -175,7 +176,8 @@ class SchemaCompiler:
             self.rules[name] = self.visit(target, name, ref)
         self.context = ["root"]
         rules = {"root": root, **self.rules}
-        primitives = primitive_nodes(self.max_string_length, self.max_items)
+        # (llama.cpp's layout writes llama.cpp's numbers too: no leading zero in an exponent)
+        primitives = primitive_nodes(self.max_string_length, self.max_items, json_exponent=not self.listed_order)
         for name in sorted(with_dependencies(n for n in self.used if n in PRIMITIVES)):
             rules[name] = primitives[name]
         for fmt in sorted(n for n in self.used if n in FORMATS):
@@ -388,7 +390,9 @@ class SchemaCompiler:
 
     def check_vocabulary(self, schema: dict, path: str) -> None:
         for key in schema:
-            if key in UNSUPPORTED:
+            if key in DRAFT3_ONLY and not self.resolver.draft3:
+                self.unknown(path, key)
+            elif key in UNSUPPORTED:
                 self.unsupported(path, key)
             elif key not in SUPPORTED and key not in ANNOTATIONS:
                 self.unknown(path, key)
@@ -431,9 +435,12 @@ class SchemaCompiler:
                 alts = [self.named(self.typed({**schema, "type": x}, f"{name}-{x}", path), f"{name}-{x}") for x in t]
                 return alt(*alts)
             t = t[0]
-        if t is None:
-            t = next((ty for ty, keys in KEYWORD_TYPES if any(k in schema for k in keys)), None)
+        if t is None:  # (a format this compiler does not know constrains nothing: it implies no type either)
+            present = [k for k in schema if k != "format" or schema[k] in FORMATS]
+            t = next((ty for ty, keys in KEYWORD_TYPES if any(k in present for k in keys)), None)
             if t is None:
+                if schema.get("format") is not None and schema["format"] not in FORMATS:
+                    self.unknown(path, f"format {schema['format']!r}", f" (formats known: {', '.join(FORMATS)})")
                 return self.use("value")
         if t not in TYPES:
             raise ConstraintError(f"{path}/type: unknown type {t!r}")

@@ -10,9 +10,9 @@ from typing import Any
 
 from .errors import ConstraintError
 from .grammar import Alt, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .json_formats import FORMATS, format_lengths
 from .json_keywords import VOCABULARY, type_matches, value_type
 from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
-from .json_formats import FORMATS, format_lengths
 from .json_strings import json_encoded, within_lengths
 from .lexicon import word_trie
 from .regex import parse_pattern
