@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import ConstraintError
 from .grammar import Node, alt
-from .json_combinators import discriminated, excludes, types_of
+from .json_combinators import discriminated, excludes, fixed_values, types_of
 from .json_keywords import VOCABULARY
 from .json_negation import negate
 from .json_objects import matches_nothing
@@ -73,10 +73,13 @@ def overlaps(c: Any, options: list, rest: dict, path: str) -> dict[int, list[int
     val = [types_of(c, s, path, generated=False) for s in subs]
     c.budget.charge(len(subs) ** 2, f"{path}/oneOf")
     told_apart = None  # whether a const property tells the branches apart: computed once, when first needed
+    fixed = [fixed_values(c, s, path) for s in subs]  # (const / enum branches with no value in common: apart)
     out: dict[int, list[int]] = {}
     for i in range(len(subs)):
         for j in range(len(subs)):
             if i == j or not gen[i] & val[j]:
+                continue
+            if fixed[i] is not None and fixed[j] is not None and not fixed[i] & fixed[j]:
                 continue
             if gen[i] & val[j] <= {"object"}:
                 if told_apart is None:

@@ -21,7 +21,10 @@ ANNOTATIONS = frozenset({
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor", "$dynamicAnchor",
     "$recursiveAnchor", "$vocabulary", "$defs", "definitions",
 })  # fmt: skip
+# (internal) a string none of these: what json_negation.py writes for the strings an enum / const leaves out
+NOT_IN = "\x00notIn"
 SUPPORTED = frozenset({
+    NOT_IN,
     "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
@@ -50,7 +53,7 @@ KEYWORD_TYPES = (
         ("properties", "additionalProperties", "required", "minProperties", "maxProperties", "patternProperties"),
     ),
     ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
-    ("string", ("pattern", "format", "minLength", "maxLength")),
+    ("string", ("pattern", "format", "minLength", "maxLength", NOT_IN)),
     ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
 )
 
@@ -65,7 +68,7 @@ KEYWORD_KINDS = {
     "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
     "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map", "not": "schema",
     "dependencies": "schema-map", "dependentRequired": "schema-map", "dependentSchemas": "schema-map",
-    "if": "schema", "then": "schema", "else": "schema",
+    "if": "schema", "then": "schema", "else": "schema", NOT_IN: "strings",
 }  # fmt: skip
 
 

@@ -185,7 +185,7 @@ class Members:
         extra = self.extra_offered(done, k)
         if self.any_key and extra:
             out.append(seq(Ref("string"), Lit(":"), SPACE, self.extra[1], self.members(done, self.next_k(k))))
-        elif self.offered(done, k) or (extra and self.extra[0] == "additional"):
+        elif self.offered(done, k) or (extra and self.extra[0] != "pattern"):
             out.append(seq(QUOTE, Ref(self.trie_rule(done, k, 0))))
         if extra and self.extra[0] == "pattern":
             out.append(seq(self.extra[1], self.members(done, self.next_k(k))))
@@ -222,7 +222,7 @@ class Members:
         if self.trie is None:
             self.build_trie()
         offered = self.offered(done, k)
-        extra = self.extra is not None and self.extra[0] == "additional" and self.extra_offered(done, k)
+        extra = self.extra is not None and self.extra[0] != "pattern" and self.extra_offered(done, k)
         extra = extra and self.plain[at]
         children = self.trie[at]
         options: list[Node] = []
@@ -236,7 +236,7 @@ class Members:
             if self.live[child] & offered or (extra and self.plain[child]):
                 options.append(seq(Lit(ch), Ref(self.trie_rule(done, k, child))))
         if extra:
-            then = seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
+            then = SPACE if self.extra[0] == "string" else seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
             others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
             more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
             options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more, QUOTE, then))
@@ -250,8 +250,10 @@ def _alt(options: list[Node]) -> Node:
     return alt(*options) if options else Chars(())  # (no option: matches nothing)
 
 
-def other_keys(c: Any, base: str, names: list[str], value: Node) -> Node:
+def other_keys(c: Any, base: str, names: list[str], value: Node | None) -> Node:
     """One member whose key is none of `names` (written without escapes): `"key" space ":" space value`, the
-    key trie built lazily (the listed-order layout's other members)."""
-    m = Members(c, f"{base}-other", [], names, set(), {}, ("additional", value), 0, None, None, standalone=True)
+    key trie built lazily (the listed-order layout's other members); value None: the string alone, then space
+    (a string other than the names: json_values.py)."""
+    extra = ("additional", value) if value is not None else ("string", None)
+    m = Members(c, f"{base}-other", [], names, set(), {}, extra, 0, None, None, standalone=True)
     return alt(*m.keys(0, 0))

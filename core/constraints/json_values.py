@@ -11,7 +11,7 @@ from typing import Any
 from .errors import ConstraintError
 from .grammar import Alt, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_formats import FORMATS, format_lengths
-from .json_keywords import VOCABULARY, type_matches, value_type
+from .json_keywords import NOT_IN, VOCABULARY, type_matches, value_type
 from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
 from .json_strings import json_encoded, within_lengths
 from .lexicon import word_trie
@@ -35,12 +35,14 @@ def quoted(content: Node) -> Node:
 def literals(c: Any, values: list, schema: dict, name: str, path: str) -> Node:
     t = schema.get("type")
     types = t if isinstance(t, list) else [t] if t else None
-    others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const"}}
+    others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const", NOT_IN}}
     keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
     if others:  # the values the other keywords' grammar accepts (valid against them: it is sound)
         keep = fitting(c, others, keep, path)
     if "const" in schema and "enum" in schema:
         keep = [v for v in keep if v == schema["const"]]
+    if NOT_IN in schema:
+        keep = [v for v in keep if not (isinstance(v, str) and v in schema[NOT_IN])]
     if not keep:
         also = " and keywords" if others else ""
         raise ConstraintError(f"{path}: no value of enum/const fits the schema's type{also}")
@@ -107,6 +109,8 @@ def counts(c: Any, schema: dict, lo_key: str, hi_key: str, path: str, cap: int |
 
 
 def string(c: Any, schema: dict, path: str) -> Node:
+    if schema.get(NOT_IN):
+        return other_strings(c, schema, path)
     fmt, pattern = schema.get("format"), schema.get("pattern")
     lo, hi = counts(c, schema, "minLength", "maxLength", path, c.max_string_length)
     lengths = lo > 0 or schema.get("maxLength") is not None
@@ -132,6 +136,18 @@ def string(c: Any, schema: dict, path: str) -> Node:
         return c.use("string")
     unit = c.use("length-char" if lo > 0 else "char")
     return quoted(Repeat(unit, lo, hi))
+
+
+def other_strings(c: Any, schema: dict, path: str) -> Node:
+    """A string none of schema[NOT_IN] (json_negation.py writes it for what an enum leaves out): every other
+    one written without escapes (json_members.py's key trie), with no other string keyword (else refused)."""
+    from .json_members import other_keys
+
+    others = [k for k in ("pattern", "format", "minLength", "maxLength") if k in schema]
+    if others:
+        raise ConstraintError(f"{path}: a string other than given ones with {others[0]!r} is not compiled")
+    c.use("space")
+    return other_keys(c, c.prefix("other-string"), list(schema[NOT_IN]), None)
 
 
 def no_lengths(c: Any, node: Node, path: str, what: str) -> Node:
