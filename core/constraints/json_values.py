@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import ConstraintError
 from .grammar import Alt, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .json_decimals import MAX_FRACTION, DecimalMultiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
 from .json_keywords import NOT_IN, VOCABULARY, type_matches, value_type
 from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
@@ -180,12 +181,17 @@ def capped(hi: int | None, cap: int | None, lo: int) -> int | None:
 
 def number(c: Any, schema: dict, t: str, path: str) -> Node:
     step = schema.get("multipleOf")
+    decimal_step = None
     if step is not None:
-        if float(step).is_integer() and step > 0:
+        if step <= 0:
+            raise ConstraintError(f"{path}/multipleOf: expecting a number above 0, not {step}")
+        if float(step).is_integer():
             t = "integer"
-        else:
-            c.unsupported(path, "multipleOf", f" (only integers are: got {step})")
+        elif fraction_digits(step) > MAX_FRACTION:
+            c.unsupported(path, "multipleOf", f" (steps of at most {MAX_FRACTION} fraction digits are: got {step})")
             step = None
+        else:
+            decimal_step, step = step, None
     lo, hi = schema.get("minimum"), schema.get("maximum")
     lo_x, hi_x = schema.get("exclusiveMinimum", False), schema.get("exclusiveMaximum", False)
     if not isinstance(lo_x, bool):  # draft 6+: a number
@@ -193,6 +199,10 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
     if not isinstance(hi_x, bool):
         hi, hi_x = (hi_x, True) if hi is None or hi_x <= hi else (hi, False)
     c.use("space")
+    if decimal_step is not None:  # (json_decimals.py: the numbers jsonschema holds multiples, a lazy trie)
+        bounds = digits_within_limit(c, lo, lo_x, hi, hi_x, path) if lo is not None or hi is not None else (None,) * 4
+        trie = DecimalMultiples(c, c.prefix("multiple"), decimal_step, bounds, t == "integer", path)
+        return seq(trie.entry(), SPACE)
     if step is not None and step != 1:
         if lo is not None or hi is not None:
             lo, lo_x, hi, hi_x = digits_within_limit(c, lo, lo_x, hi, hi_x, path)

@@ -157,7 +157,7 @@ def test_number_bound_examples(schema, yes, no):
     ("schema", "keyword"),
     [
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 2}, "uniqueItems"),
-        ({"type": "number", "multipleOf": 0.01}, "multipleOf"),
+        ({"type": "number", "multipleOf": 0.00001}, "multipleOf"),
         ({"type": "string", "not": {"pattern": "^a"}}, "not"),
         ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"^x": {}}}, "patternProperties"),
         ({"type": "object", "propertyNames": {"maxLength": 3}}, "propertyNames"),
