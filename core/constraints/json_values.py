@@ -10,11 +10,13 @@ from typing import Any
 
 from .errors import ConstraintError
 from .grammar import Alt, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, DecimalMultiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
 from .json_keywords import NOT_IN, VOCABULARY, type_matches, value_type
 from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
 from .json_strings import json_encoded, within_lengths
+from .json_unique import unique_array
 from .lexicon import word_trie
 from .regex import parse_pattern
 
@@ -34,6 +36,20 @@ def quoted(content: Node) -> Node:
 
 
 def literals(c: Any, values: list, schema: dict, name: str, path: str) -> Node:
+    groups = literal_texts(c, values, schema, path)
+    c.use("space")
+    texts = list(dict.fromkeys(t for group in groups for t in group))
+    c.budget.charge(sum(map(len, texts)), path)
+    if len(texts) > _FACTORED:
+        rules = word_trie(texts, lambda: c.fresh(f"{name}-enum" if name else "enum"))
+        c.rules.update(rules)
+        return seq(Ref(next(iter(rules))), SPACE)
+    return seq(alt(*map(Lit, texts)), SPACE)
+
+
+def literal_texts(c: Any, values: list, schema: dict, path: str) -> list[list[str]]:
+    """Per value of an enum / const that the schema's other keywords allow, the JSON texts written for it (one
+    group per distinct value: 2 and 2.0 are one)."""
     t = schema.get("type")
     types = t if isinstance(t, list) else [t] if t else None
     others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const", NOT_IN}}
@@ -47,15 +63,11 @@ def literals(c: Any, values: list, schema: dict, name: str, path: str) -> Node:
     if not keep:
         also = " and keywords" if others else ""
         raise ConstraintError(f"{path}: no value of enum/const fits the schema's type{also}")
-    c.use("space")
     decimal = not (c.resolver.draft == 4 and types is not None and "number" not in types)
-    texts = list(dict.fromkeys(t for v in keep for t in spellings(v, decimal)))
-    c.budget.charge(sum(map(len, texts)), path)
-    if len(texts) > _FACTORED:
-        rules = word_trie(texts, lambda: c.fresh(f"{name}-enum" if name else "enum"))
-        c.rules.update(rules)
-        return seq(Ref(next(iter(rules))), SPACE)
-    return seq(alt(*map(Lit, texts)), SPACE)
+    groups: dict[str, list[str]] = {}
+    for v in keep:
+        groups.setdefault(canonical(v), []).extend(spellings(v, decimal))
+    return [list(dict.fromkeys(g)) for g in groups.values()]
 
 
 def fitting(c: Any, schema: dict, values: list, path: str) -> list:
@@ -267,6 +279,10 @@ def array(c: Any, schema: dict, name: str, path: str) -> Node:
         prefix, rest = items, schema.get("additionalItems")
     lo, hi = counts(c, schema, "minItems", "maxItems", path, c.max_items)
     if schema.get("uniqueItems") is True and (hi is None or hi > 1):
+        if prefix is None and rest not in (None, False):  # (json_unique.py: enums exact, strings a subset)
+            node = unique_array(c, rest, lo, hi, f"{path}/items")
+            if node is not None:
+                return node
         if lo > 1:  # (two items may be equal: no grammar tells them apart)
             c.unsupported(path, "uniqueItems", f" with minItems {lo} (arrays of one item at most are)")
         hi = 1  # an approximation that is always unique: at most one item

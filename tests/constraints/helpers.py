@@ -137,8 +137,9 @@ def sentences(prog: Program, rng: random.Random, n: int, budget: int = 60) -> li
                 starts = prog.rule_alts[x]
                 if len(buf) > budget:
                     start = min(starts, key=lambda s: _alt_length(prog, s, shortest))
-                else:
-                    start = rng.choice([s for s in starts if _alt_length(prog, s, shortest) < float("inf")])
+                else:  # (uniform among those that finish: the first that does in a random order)
+                    order = rng.sample(starts, len(starts))
+                    start = next(s for s in order if _alt_length(prog, s, shortest) < float("inf"))
                 elems = []
                 p = start
                 while prog.kind[p] != END:
