@@ -82,6 +82,8 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return {"anyOf": [av, v]}
     if k == "allOf":
         return [*av, *v]
+    if k == "propertyNames":  # names both allow
+        return {"allOf": [av, v]}
     if k == "anyOf":
         c.budget.charge(len(av) * len(v), f"{path}/anyOf")
         return [{"allOf": [x, y]} for x in av for y in v]

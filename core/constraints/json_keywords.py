@@ -29,12 +29,12 @@ SUPPORTED = frozenset({
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties", "not", "dependencies",
-    "dependentRequired", "dependentSchemas", "if", "then", "else",
+    "dependentRequired", "dependentSchemas", "if", "then", "else", "propertyNames",
 })  # fmt: skip
 # validation keywords of drafts 4 to 2020-12 not (or not always) compiled: a schema using them is refused by name
 # (strict=False ignores them, generating what the rest allows, which may then break them)
 UNSUPPORTED = frozenset({
-    "propertyNames", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
+    "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "disallow", "extends", "divisibleBy",
 })  # fmt: skip
 VOCABULARY = SUPPORTED | UNSUPPORTED  # the keywords that constrain; any other is ignored, as the spec says
@@ -50,7 +50,15 @@ TYPES = ("string", "number", "integer", "boolean", "null", "object", "array")
 KEYWORD_TYPES = (
     (
         "object",
-        ("properties", "additionalProperties", "required", "minProperties", "maxProperties", "patternProperties"),
+        (
+            "properties",
+            "additionalProperties",
+            "required",
+            "minProperties",
+            "maxProperties",
+            "patternProperties",
+            "propertyNames",
+        ),
     ),
     ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
     ("string", ("pattern", "format", "minLength", "maxLength", NOT_IN)),
@@ -68,7 +76,7 @@ KEYWORD_KINDS = {
     "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
     "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map", "not": "schema",
     "dependencies": "schema-map", "dependentRequired": "schema-map", "dependentSchemas": "schema-map",
-    "if": "schema", "then": "schema", "else": "schema", NOT_IN: "strings",
+    "if": "schema", "then": "schema", "else": "schema", NOT_IN: "strings", "propertyNames": "schema",
 }  # fmt: skip
 
 

@@ -66,9 +66,14 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
     extra_allowed = bool(patterns) or addl is True or isinstance(addl, dict)
     lo, hi = int(schema.get("minProperties", 0)), schema.get("maxProperties")
     c.use("space")
-    if not props and not forbidden and not patterns and addl is True and not lo and hi is None:
-        return c.use("object")  # any object
     child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
+    key_node = None
+    if constrains(schema.get("propertyNames", True)):
+        names = schema["propertyNames"]
+        key_node = _property_names(c, names, props, is_required, forbidden, extra_allowed, child, path)
+        extra_allowed = extra_allowed and key_node is not False and (key_node is None or not patterns)
+    if not props and not forbidden and not patterns and addl is True and not lo and hi is None and key_node is None:
+        return c.use("object")  # any object
     items: list[tuple[str, Node]] = []
     for pname, pschema in props.items():
         mark = c.checkpoint()
@@ -85,7 +90,10 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
             continue
         items.append((pname, value))
     extra = None
-    if extra_allowed and patterns:
+    if extra_allowed and key_node:  # (other keys: the names propertyNames allows, none of them listed)
+        value = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
+        extra = ("pattern", c.named(seq(key_node, Lit(":"), SPACE, value), child("named-kv")))
+    elif extra_allowed and patterns:
         extra = ("pattern", _pattern_members(c, patterns, nodes, child, path))
     elif extra_allowed:
         value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
@@ -93,6 +101,38 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
     if c.listed_order:
         return _in_order(c, schema, items, is_required, extra, [*props, *forbidden], child, path)
     return _any_order(c, items, forbidden, is_required, deps, extra, lo, hi, child, path)
+
+
+def constrains(schema: Any) -> bool:
+    """Whether a (sub)schema constrains anything (not true, not {}, not only annotations)."""
+    return schema is not True and not (isinstance(schema, dict) and not set(schema) & VOCABULARY)
+
+
+def _property_names(c: Any, names: Any, props: dict, is_required: set, forbidden: list, extras: bool, child,
+                    path: str) -> Any:  # fmt: skip
+    """propertyNames: the listed properties whose name it refuses are never written (a required one: refused);
+    other keys are the strings it allows, written as it writes them (the key node; False: no other key; None:
+    not compiled, ignored with strict=False), when no listed name is one of them (else they could repeat it)."""
+    from .json_values import fitting
+
+    where = f"{path}/propertyNames"
+    names = c.deref(names, where)
+    if not constrains(names):
+        return None
+    allowed = fitting(c, {**names, "type": "string"}, list(props), where) if props and names is not False else []
+    for p in list(props):
+        if p not in allowed:
+            if p in is_required:
+                raise ConstraintError(f"{path}: required property {p!r} is not a name propertyNames allows")
+            props.pop(p)
+            forbidden.append(p)
+    if names is False or not extras:
+        return False
+    if allowed:
+        c.unsupported(path, "propertyNames", f" with listed properties it allows ({allowed[0]!r}): other keys could"
+                      " repeat them")  # fmt: skip
+        return None
+    return c.visit({**names, "type": "string"}, child("key"), where)
 
 
 def _any_order(c: Any, items: list, forbidden: list, is_required: set, deps: dict, extra, lo: int, hi, child,

@@ -215,3 +215,20 @@ def test_one_of_whose_branch_becomes_impossible_keeps_the_others():
     schema = {"type": "object", "properties": props, "required": ["length", "width"],
               "oneOf": [{"required": ["length", "width"]}, {"required": ["radius"]}]}  # fmt: skip
     assert_sound(schema, valid=[{"length": 1, "width": 2}], invalid=[{"length": 1, "width": 2, "radius": 3}, {}])
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "additionalProperties": {"type": "integer"}},
+         [{}, {"ab": 1, "c": 2}], [{"A": 1}, {"a": "x"}]),
+        ({"type": "object", "propertyNames": {"maxLength": 3}}, [{"abc": 1}], [{"abcd": 1}]),
+        ({"type": "object", "properties": {"long_name": {}, "ok": {"type": "integer"}},
+          "propertyNames": {"maxLength": 3}, "additionalProperties": False}, [{"ok": 1}, {}], [{"long_name": 1}]),
+        ({"type": "object", "propertyNames": {"enum": ["a", "b"]}}, [{"a": 1}, {"b": [], "a": None}], [{"c": 1}]),
+        ({"type": "object", "propertyNames": False}, [{}], [{"a": 1}]),
+    ],
+)  # fmt: skip
+def test_property_names(schema, valid, invalid):
+    """propertyNames: listed names it refuses are never written; other keys are the strings it allows."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)

@@ -160,7 +160,7 @@ def test_number_bound_examples(schema, yes, no):
         ({"type": "number", "multipleOf": 0.00001}, "multipleOf"),
         ({"type": "string", "not": {"pattern": "^a"}}, "not"),
         ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"^x": {}}}, "patternProperties"),
-        ({"type": "object", "propertyNames": {"maxLength": 3}}, "propertyNames"),
+        ({"type": "object", "properties": {"a": {}}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
         ({"type": "array", "contains": {"type": "integer"}}, "contains"),
         ({"type": "string", "pattern": "^a?$", "minLength": 2}, "minLength/maxLength"),
         ({"type": "string", "pattern": "^a+$", "format": "date"}, "together with pattern"),
