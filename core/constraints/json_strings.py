@@ -124,11 +124,41 @@ def _capped(node: Node, cap: int) -> Node:
     return node
 
 
+def at_least(node: Node, lo: int) -> Node | None:
+    """The node's matches of at least `lo` characters, or a subset of them: alternatives too short left out, a
+    repetition of fixed-width items made to repeat more (`[a-z]*` with lo 3: `[a-z]{3,}`); None when no part of
+    it can be lengthened that way."""
+    short, long = length_range(node)
+    if short >= lo:
+        return node
+    if long is not None and long < lo:
+        return None
+    if isinstance(node, Alt):
+        kept = [x for x in (at_least(o, lo) for o in node.options) if x is not None]
+        return alt(*kept) if kept else None
+    if isinstance(node, Repeat):
+        width = length_range(node.item)
+        if width[0] == width[1] and width[0] > 0:
+            need = -(-lo // width[0])
+            return Repeat(node.item, need, node.max) if node.max is None or need <= node.max else None
+        return None
+    if isinstance(node, Seq):  # (the last part that can grow takes the whole deficit)
+        for i in range(len(node.items) - 1, -1, -1):
+            item_short = length_range(node.items[i])[0]
+            longer = at_least(node.items[i], item_short + lo - short)
+            if longer is not None:
+                return seq(*node.items[:i], longer, *node.items[i + 1 :])
+    return None
+
+
 def within_lengths(node: Node, lo: int, hi: int | None) -> Node | None:
-    """The pattern `node` with lengths lo..hi: itself when all its matches are that long; else with its
-    repetitions capped so that every match is at most `hi` long (a subset of the strings the schema allows);
-    None when that cannot be done (a match may be shorter than `lo`, or even the fewest repetitions are too
-    long)."""
+    """The pattern `node` with lengths lo..hi: itself when all its matches are that long; else its matches made
+    at least `lo` long (`at_least`) and its repetitions capped so that every match is at most `hi` long (a
+    subset of the strings the schema allows); None when that cannot be done."""
+    if lo and length_range(node)[0] < lo:
+        node = at_least(node, lo)
+        if node is None:
+            return None
     short, long = length_range(node)
     if short < lo:
         return None

@@ -101,6 +101,11 @@ def test_unknown_formats_are_annotations():
         ({"pattern": "^(ab)*c$", "maxLength": 6}, ["c", "ababc"], ["abababc", "abab"]),
         ({"pattern": "^[0-9]{3}-[0-9]{2,}$", "minLength": 6, "maxLength": 8}, ["123-45", "123-4567"], ["123-45678"]),
         ({"pattern": "^x{2,4}$", "minLength": 2, "maxLength": 10}, ["xx", "xxxx"], ["x", "xxxxx"]),
+        # minLength beyond the pattern's shortest: too-short alternatives left out, repetitions made longer
+        ({"pattern": "^$|^[a-z][a-z0-9A-Z]*$", "minLength": 1}, ["a", "aB1"], ["", "1a"]),
+        ({"pattern": "^[a-z]*$", "minLength": 3, "maxLength": 5}, ["abc", "abcde"], ["ab", "abcdef"]),
+        ({"pattern": "^x-[0-9]+$", "minLength": 6}, ["x-1234"], ["x-12"]),
+        ({"pattern": "[0-9]", "minLength": 4}, ["1abc", "12345"], ["a1"]),
     ],
 )
 def test_patterns_with_lengths_keep_both(schema, valid, invalid):
