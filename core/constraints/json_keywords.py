@@ -29,12 +29,13 @@ SUPPORTED = frozenset({
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties", "not", "dependencies",
-    "dependentRequired", "dependentSchemas", "if", "then", "else", "propertyNames",
+    "dependentRequired", "dependentSchemas", "if", "then", "else", "propertyNames", "contains", "minContains",
+    "maxContains",
 })  # fmt: skip
 # validation keywords of drafts 4 to 2020-12 not (or not always) compiled: a schema using them is refused by name
 # (strict=False ignores them, generating what the rest allows, which may then break them)
 UNSUPPORTED = frozenset({
-    "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
+    "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "disallow", "extends", "divisibleBy",
 })  # fmt: skip
 VOCABULARY = SUPPORTED | UNSUPPORTED  # the keywords that constrain; any other is ignored, as the spec says
@@ -60,7 +61,7 @@ KEYWORD_TYPES = (
             "propertyNames",
         ),
     ),
-    ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
+    ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains")),
     ("string", ("pattern", "format", "minLength", "maxLength", NOT_IN)),
     ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
 )
@@ -77,6 +78,7 @@ KEYWORD_KINDS = {
     "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map", "not": "schema",
     "dependencies": "schema-map", "dependentRequired": "schema-map", "dependentSchemas": "schema-map",
     "if": "schema", "then": "schema", "else": "schema", NOT_IN: "strings", "propertyNames": "schema",
+    "contains": "schema", "minContains": "count", "maxContains": "count",
 }  # fmt: skip
 
 

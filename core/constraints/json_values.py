@@ -270,6 +270,20 @@ def digits_within_limit(c: Any, lo, lo_x: bool, hi, hi_x: bool, path: str) -> tu
 # -- arrays ---------------------------------------------------------------------------------------------------
 
 
+def _containing(c: Any, schema: dict, rest: Any, lo: int, hi: int | None, name: str, path: str) -> Node:
+    """`contains` (one item at least, minContains 1): items, then one valid against both `items` and
+    `contains`, then items. Other counts are refused (with strict=False: ignored)."""
+    if schema.get("minContains", 1) != 1 or "maxContains" in schema or lo > 1 or hi is not None:
+        c.unsupported(path, "contains", " (with minContains 1 only, and no maxContains, minItems or maxItems)")
+        return array(c, {k: v for k, v in schema.items() if k != "contains"}, name, path)
+    child = f"{name}-item" if name else "item"
+    item = c.named(c.visit(rest, child, f"{path}/items"), child)
+    both = c.merge([rest, schema["contains"]], f"{path}/contains")
+    hit = c.named(c.visit(both, f"{child}-hit", f"{path}/contains"), f"{child}-hit")
+    before, after = Repeat(seq(item, COMMA), 0, None), Repeat(seq(COMMA, item), 0, None)
+    return seq(Lit("["), SPACE, before, hit, after, Lit("]"), SPACE)
+
+
 def array(c: Any, schema: dict, name: str, path: str) -> Node:
     items, prefix = schema.get("items"), schema.get("prefixItems")
     rest = items
@@ -302,6 +316,8 @@ def array(c: Any, schema: dict, name: str, path: str) -> Node:
             tail = Repeat(seq(COMMA, more), extra - (0 if refs else 1), extra - (0 if refs else 1))
             body = [*body, tail] if refs else [more, tail]
         return seq(opening, *body, closing)
+    if "contains" in schema and schema.get("minContains", 1) > 0:
+        return _containing(c, schema, True if rest is None else rest, lo, hi, name, path)
     if rest is False or hi == 0:
         return seq(opening, closing)
     item = c.named(c.visit(True if rest is None else rest, child, f"{path}/items"), child)

@@ -161,7 +161,7 @@ def test_number_bound_examples(schema, yes, no):
         ({"type": "string", "not": {"pattern": "^a"}}, "not"),
         ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"^x": {}}}, "patternProperties"),
         ({"type": "object", "properties": {"a": {}}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
-        ({"type": "array", "contains": {"type": "integer"}}, "contains"),
+        ({"type": "array", "contains": {"type": "integer"}, "maxContains": 2}, "contains"),
         ({"type": "string", "pattern": "^a?$", "minLength": 2}, "minLength/maxLength"),
         ({"type": "string", "pattern": "^a+$", "format": "date"}, "together with pattern"),
         ({"type": "string", "format": "date-time", "maxLength": 24}, "together with format"),
@@ -290,3 +290,15 @@ def test_min_length_counts_a_surrogate_pair_escape_as_one_character():
     a = schema_automaton({"type": "string", "minLength": 2})
     assert not a.accepts_bytes(pair)
     assert a.accepts_bytes(b'"\\u00e9x"') and a.accepts_bytes(b'"\\uD7FFx"')  # other escapes still count as one
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "array", "contains": {"type": "integer"}}, [[1], ["a", 2, None]], [[], ["a"]]),
+        ({"type": "array", "items": {"type": "string"}, "contains": {"const": "const"}},
+         [["const"], ["type", "const", "x"]], [["type"], [1, "const"]]),
+    ],
+)  # fmt: skip
+def test_contains(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=60)
