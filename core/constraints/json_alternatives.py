@@ -25,6 +25,9 @@ def alternatives(c: Any, schema: dict, key: str, name: str, path: str) -> Node:
         raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
     rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
     overlapping = overlaps(c, options, rest, path) if key == "oneOf" else {}
+    if overlapping:  # a property every branch lists with values no other allows: required, it tells them apart
+        options = _with_discriminator(c, options, rest, path) or options
+        overlapping = overlaps(c, options, rest, path)
     try:
         return _branches(c, options, rest, overlapping, key, name, path)
     except ConstraintLimitError:
@@ -65,6 +68,18 @@ def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, na
     return alt(*alts)
 
 
+def _with_discriminator(c: Any, options: list, rest: dict, path: str) -> list | None:
+    """The branches with the property that tells them apart made required (a subset: each value then matches
+    its branch alone), or None when no listed property does."""
+    subs = [c.deref(c.merge([rest, b], path) if rest else b, path) for b in options]
+    if not all(isinstance(s, dict) and types_of(c, s, path, generated=True) <= {"object"} for s in subs):
+        return None
+    key = discriminated(c, subs, path, required=False)
+    if key is None:
+        return None
+    return [c.merge([b, {"required": [key]}], path) for b in options]
+
+
 def overlaps(c: Any, options: list, rest: dict, path: str) -> dict[int, list[int]]:
     """{i: the branches j that a value generated for branch i may match too} (a branch i is then generated
     with each such j negated: json_negation.py)."""
@@ -83,7 +98,7 @@ def overlaps(c: Any, options: list, rest: dict, path: str) -> dict[int, list[int
                 continue
             if gen[i] & val[j] <= {"object"}:
                 if told_apart is None:
-                    told_apart = discriminated(c, subs, path)
+                    told_apart = discriminated(c, subs, path) is not None
                 if told_apart or excludes(c, subs[i], subs[j], path) or excludes(c, subs[j], subs[i], path):
                     continue
             out.setdefault(i, []).append(j)

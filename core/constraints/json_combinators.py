@@ -144,20 +144,29 @@ def types_of(c: Any, schema: Any, path: str, generated: bool, depth: int = 0) ->
     return out
 
 
-def discriminated(c: Any, subs: list, path: str) -> bool:
-    """Every branch an object with a required property fixed (const / one-value enum) to a distinct value."""
+def discriminated(c: Any, subs: list, path: str, required: bool = True) -> str | None:
+    """The property that tells every branch apart: an object property each branch requires (with required=False:
+    lists) and fixes (const / enum) to values no other branch allows. None: no such property."""
     fixed_per_branch = []
     for s in subs:
         if not isinstance(s, dict):
-            return False
+            return None
         props, fixed = s.get("properties", {}), {}
-        for k in s.get("required", []):
+        for k in s.get("required", []) if required else props:
             values = _fixed(c, props.get(k), path)
-            if values is not None and len(values) == 1:
-                fixed[k] = next(iter(values))
+            if values:
+                fixed[k] = values
         fixed_per_branch.append(fixed)
     common = set.intersection(*(set(f) for f in fixed_per_branch))
-    return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)
+    for k in sorted(common):
+        seen: set = set()
+        total = 0
+        for f in fixed_per_branch:
+            seen |= f[k]
+            total += len(f[k])
+        if len(seen) == total:  # (pairwise disjoint)
+            return k
+    return None
 
 
 def excludes(c: Any, a: Any, b: Any, path: str) -> bool:

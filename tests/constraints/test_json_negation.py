@@ -57,3 +57,15 @@ def test_the_values_an_enum_leaves_out(schema, valid, invalid):
     strings (written without escapes), numbers between and beyond its numbers, the other boolean; oneOf
     branches of enums with no common value are told apart."""
     assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+def test_one_of_told_apart_by_a_listed_property_is_made_to_require_it():
+    """Branches that list one property with values no other branch allows: generated with it required (a
+    subset), each value then matches its branch alone; no negation needed (it once exceeded max_work)."""
+    schema = {"type": "object", "oneOf": [
+        {"properties": {"k": {"enum": ["a", "b"]}, "x": {"type": "integer"}}},
+        {"properties": {"k": {"const": "c"}, "x": {"type": "string"}}},
+    ]}  # fmt: skip
+    assert_sound(
+        schema, valid=[{"k": "a", "x": 1}, {"k": "c", "x": "s"}, {"k": "b"}], invalid=[{}, {"k": "a", "x": "s"}]
+    )
