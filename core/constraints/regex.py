@@ -35,6 +35,7 @@ class _Regex:
         self.budget = budget
         self.depth = 0  # groups open at the current position
         self.ends = ("", "|")  # what may follow a `$` that ends a top-level branch
+        self.anchors = 0  # anchors met at the ends of top-level branches so far
 
     def error(self, msg: str) -> ConstraintError:
         return ConstraintError(f"{self.where}: pattern {self.p!r}, position {self.i}: {msg}")
@@ -68,6 +69,7 @@ class _Regex:
             try:
                 self.atom_open()
                 ends, self.ends = self.ends, ("", "|", ")")
+                anchors = self.anchors
                 try:
                     options = [self.top_branch()]
                     while self.peek() == "|":
@@ -75,7 +77,8 @@ class _Regex:
                         options.append(self.top_branch())
                 finally:
                     self.ends = ends
-                if self.peek() == ")" and self.peek(1) in ("", "|"):
+                # (a group without an anchor is an ordinary atom: its words are factored there)
+                if self.peek() == ")" and self.peek(1) in ("", "|") and self.anchors > anchors:
                     self.i += 1
                     self.depth -= 1
                     return alt(*options)
@@ -89,7 +92,7 @@ class _Regex:
         while self.peek() == "|":
             self.i += 1
             options.append(self.branch(top=False))
-        return alt(*options)
+        return _factored(options)
 
     def branch(self, top: bool) -> Node:
         items: list[Node] = []
@@ -97,10 +100,12 @@ class _Regex:
         if top and self.peek() == "^":
             self.i += 1
             start = True
+            self.anchors += 1
         while self.peek() and self.peek() not in "|)":
             if top and self.peek() == "$" and self.peek(1) in self.ends:
                 self.i += 1
                 end = True
+                self.anchors += 1
                 break
             atom = self.atom()
             items.append(self.quantified(atom))
@@ -291,6 +296,43 @@ def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = 
     budget.charge(size, where)
     budget.check("max_nesting", depth, where, "pattern nesting (groups and stacked quantifiers)")
     return node
+
+
+def _factored(options: list[Node]) -> Node:
+    """The alternatives with the plain words among them factored into a trie of nested groups (a word list of
+    200 zone names holds a branch per shared prefix alive, not one per word)."""
+    words = [w for w in map(_word, options) if w]
+    if len(words) < 8:
+        return alt(*options)
+    return alt(_trie(sorted(set(words))), *(o for o in options if not _word(o)))
+
+
+def _word(node: Node) -> str | None:
+    """The text of a node of literal characters only (the parser writes one literal per character)."""
+    if isinstance(node, Lit):
+        return node.text
+    if isinstance(node, Seq) and all(isinstance(i, Lit) for i in node.items):
+        return "".join(i.text for i in node.items)
+    return None
+
+
+def _trie(words: list[str]) -> Node:
+    """Sorted distinct words as nested groups by first character (iterative over the letters of a group)."""
+    groups: dict[str, list[str]] = {}
+    ends = False
+    for w in words:
+        if w:
+            groups.setdefault(w[0], []).append(w[1:])
+        else:
+            ends = True
+    options = [Lit("")] if ends else []
+    for ch, rest in groups.items():
+        prefix = ch
+        while len(rest) > 1 and all(r and r[0] == rest[0][0] for r in rest):  # (a shared run: one literal)
+            prefix += rest[0][0]
+            rest = [r[1:] for r in rest]
+        options.append(seq(Lit(prefix), _trie(rest)) if rest != [""] else Lit(prefix + rest[0]))
+    return alt(*options) if options else Lit("")
 
 
 def _nullable(node: Node) -> bool:

@@ -147,3 +147,13 @@ def test_class_escapes_are_sound_in_python_and_ecma(pattern, valid, invalid):
     if "s" in pattern.lower():  # U+001C (Python's space) and U+FEFF (ECMA's): generated for neither meaning
         a = schema_automaton({"type": "string", "pattern": pattern})
         assert not any(a.accepts_bytes(json.dumps(f"a{c}b").encode()) for c in ("\u001c", "\ufeff"))
+
+
+def test_word_alternations_are_factored_into_a_trie():
+    """200 words in an unanchored alternation: a state holds the branches sharing the prefix so far, not one per
+    word per start position (a real schema's zone list went past max_stacks)."""
+    words = [f"zone{i}-az{j}" for i in range(50) for j in range(4)]
+    pattern = "(" + "|".join(words) + ")"
+    assert_sound({"type": "string", "pattern": pattern}, valid=["zone7-az2", "x zone49-az3 y"], invalid=["zone", "az1"])
+    a = schema_automaton({"type": "string", "pattern": pattern})
+    assert a.accepts_bytes(json.dumps("zone1-az1" * 30).encode())
