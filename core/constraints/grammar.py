@@ -66,6 +66,20 @@ class Repeat:
 
 Node = Lit | Chars | Ref | Seq | Alt | Repeat
 
+
+def _cached_hash(node: Node) -> int:
+    """A node's hash, computed once (nodes are keys of dicts that dedupe rules: a large one was hashed again
+    at every lookup, recursively)."""
+    h = node.__dict__.get("_hash")
+    if h is None:
+        h = hash((type(node), *(getattr(node, f) for f in node.__dataclass_fields__)))
+        object.__setattr__(node, "_hash", h)
+    return h
+
+
+for _cls in (Chars, Seq, Alt, Repeat):
+    _cls.__hash__ = _cached_hash
+
 ANY_CHAR = Chars((), negated=True)  # GBNF's `.`: any code point
 EMPTY = Seq(())
 

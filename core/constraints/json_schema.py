@@ -133,6 +133,8 @@ class SchemaCompiler:
         self.composites: dict[Any, tuple[str, Any]] = {}  # key (ref_key, id) -> (its rule, the schema)
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, Node], str] = {}  # (base name, body) -> its rule
+        self.fitted: dict[str, dict] = {}  # (json_values.fitting) keywords' text -> their automaton per type
+        self.undo: list[tuple[dict, Any]] = []  # (table, key) added to refs / composites / by_body, for rollback
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
         self.taken: set[str] = set()  # names reserved as prefixes of lazy rules' names
         # references between the rules of $refs and composites (`context`: the one being built), so the grammar's
@@ -190,7 +192,7 @@ class SchemaCompiler:
         options = {"closed_objects": self.closed_objects, "anchored_patterns": self.anchored_patterns,
                    "listed_order": self.listed_order}  # fmt: skip
         sub = SchemaCompiler(self.schema, self.strict, limits=self.budget, **options)
-        sub.resolver, sub.base = self.resolver, self.base
+        sub.resolver, sub.base, sub.fitted = self.resolver, self.base, self.fitted
         return sub
 
     # -- rules and names --------------------------------------------------------------------------------------
@@ -208,6 +210,7 @@ class SchemaCompiler:
             return key
         key = self.fresh(base)
         self.by_body[base, body] = key
+        self.undo.append((self.by_body, (base, body)))
         self.rules[key] = body
         return key
 
@@ -238,22 +241,23 @@ class SchemaCompiler:
             key = f"{name}-{n}"
         return key
 
-    def checkpoint(self) -> tuple[int, int, int]:
-        return len(self.rules), len(self.pending), len(self.lazy)
+    def checkpoint(self) -> tuple[int, int, int, int]:
+        return len(self.rules), len(self.pending), len(self.lazy), len(self.undo)
 
-    def rollback(self, mark: tuple[int, int, int]) -> None:
+    def rollback(self, mark: tuple[int, int, int, int]) -> None:
         """Forget the rules (references, composites) added since `mark`: a part left out leaves nothing behind
-        (no rule reserved for a body never written)."""
-        n_rules, n_pending, n_lazy = mark
-        self.budget.charge(len(self.rules) + len(self.by_body), "#")
-        gone = set(list(self.rules)[n_rules:]) | set(list(self.lazy)[n_lazy:])
-        for k in gone:
-            self.rules.pop(k, None)
-            self.lazy.pop(k, None)
+        (no rule reserved for a body never written). In time proportional to what is forgotten (the newest
+        rules are last in their dicts; the other additions are in the undo log)."""
+        n_rules, n_pending, n_lazy, n_undo = mark
+        self.budget.charge(1 + len(self.rules) - n_rules + len(self.undo) - n_undo, "#")
+        while len(self.rules) > n_rules:
+            self.rules.popitem()
+        while len(self.lazy) > n_lazy:
+            self.lazy.popitem()
         del self.pending[n_pending:]
-        self.refs = {k: v for k, v in self.refs.items() if v not in gone}
-        self.composites = {k: v for k, v in self.composites.items() if v[0] not in gone}
-        self.by_body = {k: v for k, v in self.by_body.items() if v not in gone}
+        while len(self.undo) > n_undo:
+            table, key = self.undo.pop()
+            table.pop(key, None)
 
     def named(self, node: Node, name: str) -> Ref:
         """`node` as something that can stand in a sequence: itself when a reference, else a new rule's."""
@@ -291,6 +295,7 @@ class SchemaCompiler:
             base_name = tail.rsplit("/", 1)[-1] if tail else "root-ref"
             name = self.fresh(base_name or "root-ref")  # reserved until compiled
             self.refs[key] = name
+            self.undo.append((self.refs, key))
             where = key[len(DEFAULT_BASE) :] if key.startswith(DEFAULT_BASE + "#") else key  # the ref, for errors
             self.pending.append((name, target, where, base))
         self.edges.setdefault(self.context[-1], set()).add(name)
@@ -303,6 +308,7 @@ class SchemaCompiler:
         if known is None:
             rule = self.fresh(name or "value")  # reserved while its body is built
             self.composites[key] = (rule, schema)  # the schema kept alive: an id in a key stays its own
+            self.undo.append((self.composites, key))
             self.edges.setdefault(self.context[-1], set()).add(rule)
             self.context.append(rule)
             try:

@@ -76,11 +76,15 @@ def fitting(c: Any, schema: dict, values: list, path: str) -> list:
     from .automaton import Automaton
     from .compile import compile_grammar
 
-    automata: dict[str, Automaton] = {}  # per type: the keywords of other types constrain nothing there
+    try:  # (the same keywords met again, in the branches of a negation say: their automata are kept)
+        key = c.base + json.dumps(schema, sort_keys=True)  # (the base URI too: it resolves relative $refs)
+    except (TypeError, ValueError):
+        key = None
+    automata: dict[str, Automaton] = c.fitted.setdefault(key, {}) if key is not None else {}
     out = []
     for v in values:
         t = "number" if isinstance(v, float) else value_type(v)
-        if t not in automata:
+        if t not in automata:  # per type: the keywords of other types constrain nothing there
             sub = c.sub_compiler()
             grammar = sub.grammar(sub.visit({**schema, "type": t}, "", path))
             automata[t] = Automaton(compile_grammar(grammar, c.budget, lazy=True))
