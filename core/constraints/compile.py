@@ -138,6 +138,7 @@ class _Compiler:
         self.rep_ids: dict[tuple[int, int, int], int] = {}
         self._consumes: dict[str, bool] = {}
         self.positions = 0
+        self.started = False  # (lazy) past the start rule: rules compiled from now on are generation's work
         if lazy:
             self.rule_alts.compiler = self
             return
@@ -171,7 +172,8 @@ class _Compiler:
     def compile_rule(self, rid: int) -> tuple[int, ...]:
         """(Lazy) the alternatives of grammar rule `rid`, compiled now (built first when it is a lazy rule)."""
         name = self.names[rid]
-        self.budget.work = 0  # (after the start: each rule's work is bounded on its own, not the generation's)
+        if self.started:  # (after the start: each rule's work is bounded on its own, not the generation's)
+            self.budget.work = 0
         node = self.grammar.body(name)
         size, depth = tree_shape(node, self.budget.limits.max_nesting)
         self.budget.charge(size, f"rule {name!r}")
@@ -383,6 +385,7 @@ class _Compiler:
         if self.lazy:
             self.rule_alts[rid]  # (the start rule is compiled now: the automaton's start state needs it)
             self.budget = Budget(self.budget.limits)  # (the compilation's own budget is the caller's)
+            self.started = True
             return Program(self.kind, self.arg, self.rule_alts, self.names, rid, None, self.reps)
         self.budget.charge(self.positions, "the program")
         nullable = _derives(self.bodies, self.reps, nullable=True)

@@ -23,7 +23,9 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
     for part in (a, b):
         if not isinstance(part, dict):
             raise ConstraintError(f"{path}: allOf of a {type(part).__name__}, not a schema")
-        check_keywords(part, path)
+        if id(part) not in c.checked:  # (each schema object checked once: merges meet the same ones again)
+            check_keywords(part, path)
+            c.checked[id(part)] = part  # (kept alive: the id stays its own)
     c.budget.charge(len(a) + len(b), path)
     out = dict(a)
     for k, v in b.items():
@@ -36,6 +38,7 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
             raise ConstraintError(f"{path}: allOf of patternProperties and another part's additionalProperties"
                                   " cannot be merged")  # fmt: skip
     if "properties" in a or "properties" in b:
+        c.budget.charge(len(a.get("properties", ())) + len(b.get("properties", ())), path)  # (its loop below)
         out["properties"], excluded = merge_properties(a, b)
         lost = [r for r in out.get("required", []) if r in excluded]
         if lost:
