@@ -37,11 +37,14 @@ COMMA = seq(Lit(","), SPACE)
 
 
 def _matches(node: Node, name: str, c: Any) -> bool:
-    """Whether the pattern (search form, over code points) matches `name`: through a tiny automaton."""
+    """Whether the pattern (search form, over code points) matches `name`: through a tiny automaton, made once
+    per pattern (and compiled as far as names lead it)."""
     from .automaton import Automaton
 
-    program = compile_grammar(Grammar({"root": node}), c.budget)
-    return Automaton(program).accepts_bytes(name.encode("utf-8", "surrogatepass"))
+    automaton = c.patterns.get(node)
+    if automaton is None:
+        automaton = c.patterns[node] = Automaton(compile_grammar(Grammar({"root": node}), c.budget, lazy=True))
+    return automaton.accepts_bytes(name.encode("utf-8", "surrogatepass"))
 
 
 def matches_nothing(c: Any, schema: Any, path: str) -> bool:
