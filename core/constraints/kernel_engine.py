@@ -1,6 +1,7 @@
-"""A grammar run by the `pda` kernel op (numba natively, C/wasm in the browser): the automaton, its DFA and the
-token masks live in flat int32 tables in backend memory (layouts: `llamay.kernels.pda_layout`), and each
-operation (start, a token, a mask) is one call into the kernel:
+"""A grammar run by the `pda` kernel op (compiled by numba natively; the wasm backend has no C kernel of it yet
+and runs the reference): the automaton, its DFA and the token masks live in flat int32 tables in backend memory
+(layouts: `llamay.kernels.pda_layout`), and each operation (start, a token, a mask) is one call into the kernel
+(a lazy program's rule not compiled yet: the host compiles it, `Arena.compile_rule`, and calls again):
 
     ConstraintVocab ──once per vocabulary and backend──▶ VocabTables: the trie, each token's bytes (V)
     Program         ──once per constraint────────────▶ Arena: the program, then nodes, closures, states, the
@@ -120,7 +121,7 @@ class _Pool:
 
 
 _POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # backend -> _Pool
-_PROGRAMS: dict[int, tuple[array, list[int], list[int]]] = {}  # id(program) -> `_for_program`
+_PROGRAMS: dict[int, _ProgramWords] = {}  # id(program) -> its words (`program_words`)
 _HASHES = {rh for rh, _ in L.HASHES}
 _TABLES_OF = [(rh, re) for rh, re in L.HASHES if re >= 0]
 # the regions that fill as the automaton runs (grown ahead when past half full)
@@ -137,44 +138,58 @@ _LIMITS = {L.LIM_STACKS: ("max_stacks", "stacks in one state"),
            L.LIM_DEPTH: ("max_stack_depth", "stack depth (output nesting)")}  # fmt: skip
 
 
-def _for_program(program: Program) -> tuple[array, list[int], list[int]]:
-    """(the program as the arena's PROG region, the offsets of its parts, the region capacities its arenas grew
-    to), made once per program."""
+class _ProgramWords:
+    """A program as the arena's PROG region: kind, arg (a BYTES element's set as a row of SETS), sets, rules
+    (per rule: start and end in ALTS, -1 -1 while a lazy program's rule is not compiled), alts, reps. A lazy
+    program grows at its end as its rules are compiled: `update` appends what is new (positions, rules, reps)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.kind, self.args, self.sets, self.rules, self.alts, self.reps = (array("i") for _ in range(6))
+        self.set_ids: dict[int, int] = {}
+        self.n_compiled = 0  # rules of `program.rule_alts` read so far (a lazy program's dict: in its order)
+        self.hint = [0] * L.N_REGIONS  # the region capacities this program's arenas grew to
+        self.words, self.parts = array("i"), [0] * 6
+        self.update()
+
+    def update(self) -> None:
+        """Take in what the program compiled since (a lazy program's new rules)."""
+        prog = self.program
+        kinds, n = prog.kind, len(self.kind)
+        for k, a in zip(kinds[n:], prog.arg[n:], strict=True):
+            if k == L.BYTES:
+                sid = self.set_ids.get(a)
+                if sid is None:
+                    sid = self.set_ids[a] = len(self.set_ids)
+                    self.sets.extend(words(a))
+                a = sid
+            self.args.append(a)
+        self.kind.extend(kinds[n:])
+        self.rules.extend([-1, -1] * (len(prog.rule_names) - len(self.rules) // 2))
+        alts = prog.rule_alts
+        new = list(alts.items())[self.n_compiled :] if isinstance(alts, dict) else enumerate(alts)
+        for rid, starts in new:
+            self.rules[2 * rid], self.rules[2 * rid + 1] = len(self.alts), len(self.alts) + len(starts)
+            self.alts.extend(starts)
+        self.n_compiled = len(alts)
+        for rep in prog.reps[len(self.reps) // 3 :]:
+            self.reps.extend(rep)
+        out, parts = array("i"), []
+        for part in (self.kind, self.args, self.sets, self.rules, self.alts, self.reps):
+            parts.append(len(out))
+            out.extend(part)
+        self.words, self.parts = out, parts
+
+
+def program_words(program: Program) -> _ProgramWords:
+    """The program's words, made once per program (and brought up to date, for a lazy one)."""
     got = _PROGRAMS.get(id(program))
     if got is None:
-        words, parts = _program_words(program)
-        got = _PROGRAMS[id(program)] = (words, parts, [0] * L.N_REGIONS)
+        got = _PROGRAMS[id(program)] = _ProgramWords(program)
         weakref.finalize(program, _PROGRAMS.pop, id(program), None)
+    elif program.lazy and (got.n_compiled != len(program.rule_alts) or len(got.rules) != 2 * len(program.rule_names)):
+        got.update()
     return got
-
-
-def _program_words(program: Program) -> tuple[array, list[int]]:
-    """The program as the arena's PROG region, and the offsets of its parts (kind, arg, sets, rules, alts, reps)."""
-    set_ids: dict[int, int] = {}
-    sets = array("i")
-    args = array("i")
-    for k, a in zip(program.kind, program.arg, strict=True):
-        if k == L.BYTES:
-            sid = set_ids.get(a)
-            if sid is None:
-                sid = set_ids[a] = len(set_ids)
-                sets.extend(words(a))
-            args.append(sid)
-        else:
-            args.append(a)
-    rules, alts = array("i", [0]), array("i")
-    for starts in program.rule_alts:
-        alts.extend(starts)
-        rules.append(len(alts))
-    reps = array("i")
-    for rep in program.reps:
-        reps.extend(rep)
-    parts = [array("i", program.kind), args, sets, rules, alts, reps]
-    out, offs = array("i"), []
-    for part in parts:
-        offs.append(len(out))
-        out.extend(part)
-    return out, offs
 
 
 class Arena:
@@ -185,15 +200,15 @@ class Arena:
         self.be = be
         self.tables = tables
         self.pool = _POOLS.setdefault(be, _Pool())
-        prog, parts, hint = _for_program(program)
+        self.pw = pw = program_words(program)
         caps = dict(_CAPS)
-        caps[L.R_PROG] = len(prog)
+        caps[L.R_PROG] = len(pw.words)
         caps[L.R_EXREC] = budget + 2  # a budgeted walk stops past `budget` nodes below its exits
         caps[L.R_EXPOOL] = 8 * (budget + 2)
         caps[L.R_DEPTH] = tables.max_depth + 2
         self.caps = [caps[r] for r in range(L.N_REGIONS)]
-        self.hint = hint  # the sizes the arenas of this program grew to: the next starts there
-        self.caps = [max(a, b) for a, b in zip(self.caps, hint, strict=True)]
+        self.hint = pw.hint  # the sizes the arenas of this program grew to: the next starts there
+        self.caps = [max(a, b) for a, b in zip(self.caps, pw.hint, strict=True)]
         self.width = [w if w > 0 else tables.n_words for w in L.WIDTH]  # words per entry
         self.offs, self.size = self._layout()
         self.buf = self.pool.take(be, self.size)
@@ -203,21 +218,39 @@ class Arena:
         head[L.H_BUDGET], head[L.H_CHAINS], head[L.H_HORIZON] = budget, int(chains), tables.max_depth
         head[L.H_N_WORDS] = tables.n_words
         head[L.H_DIRTY] = 1  # WALKOUT: whatever the buffer held
-        base = self.offs[L.R_PROG]
-        for field, at in zip((L.H_P_KIND, L.H_P_ARG, L.H_P_SETS, L.H_P_RULES, L.H_P_ALTS, L.H_P_REPS), parts,
-                             strict=True):  # fmt: skip
-            head[field] = base + at
+        self._program_fields(head)
         head[L.H_END_POS] = program.kind.index(L.END)
         head[L.H_ROOT] = program.root
-        self._directory(head, [len(prog)] + [0] * (L.N_REGIONS - 1))
+        self._directory(head, [len(pw.words)] + [0] * (L.N_REGIONS - 1))
         head[L.H_REG + L.REG_W * L.R_NODES + 2] = 2
         for rh in _HASHES:  # empty tables: the kernel clears them
             head[L.H_REHASH] |= 1 << rh
         be.write_i32(self.buf, head)
-        be.write_i32(self.buf, prog, base)
+        be.write_i32(self.buf, pw.words, self.offs[L.R_PROG])
         be.write_i32(self.buf, [-1, -1, 0, 0, -1, -1, 0, 0], self.offs[L.R_NODES])  # EMPTY, EXIT
         # the states handed out and still held, by id (weak: a state refers to its arena)
         self.states: weakref.WeakValueDictionary[int, KernelState] = weakref.WeakValueDictionary()
+
+    def _program_fields(self, head) -> None:
+        base = self.offs[L.R_PROG]
+        for field, at in zip((L.H_P_KIND, L.H_P_ARG, L.H_P_SETS, L.H_P_RULES, L.H_P_ALTS, L.H_P_REPS),
+                             self.pw.parts, strict=True):  # fmt: skip
+            head[field] = base + at
+
+    def compile_rule(self, rid: int) -> None:
+        """A lazy program's rule `rid` compiled (unless another arena of the program had it compiled) and the
+        program written again (PROG grown when it no longer fits)."""
+        prog = self.pw.program
+        prog.rule_alts[rid]
+        pw = program_words(prog)
+        while len(pw.words) > self.caps[L.R_PROG]:
+            self.grow(L.R_PROG)
+        be = self.be
+        head = array("i", be.read_bytes(self.buf, 0, L.HDR))
+        self._program_fields(head)
+        head[L.H_REG + L.REG_W * L.R_PROG + 2] = len(pw.words)
+        be.write_i32(self.buf, head)
+        be.write_i32(self.buf, pw.words, self.offs[L.R_PROG])
 
     def _layout(self) -> tuple[list[int], int]:
         offs, at = [], L.HDR
@@ -322,6 +355,9 @@ class KernelEngine:
             head = array("i", be.read_bytes(a.buf, 0, L.H_REG))
             if status == L.NEED_GROW:
                 a.grow(head[L.H_GROW])
+                continue
+            if status == L.NEED_RULE:
+                a.compile_rule(head[L.H_GROW])
                 continue
             limit, what = _LIMITS[head[L.H_ERR_LIMIT]]
             value = getattr(self.limits, limit)

@@ -3,7 +3,8 @@ core/constraints/automaton.py and the cut-and-cache trie walk of core/constraint
 
 The reference of the op: one scalar source in the subset of Python that numba compiles (here it runs as it is,
 over `array('i')` buffers; native/kernels/pda.py compiles these modules, this one and pda_automaton.py, with
-numba); the C kernel (wasm/src/pda.c) follows them function by function. Layouts: `pda_layout.py`.
+numba). The wasm backend has no C kernel of it yet: it runs this reference (constraint.py then picks the Python
+engine there). Layouts: `pda_layout.py`.
 
 One call runs one operation (A[H_OP]) to its end: START (the initial state), PUSH_TOKEN / PUSH_BYTES (the state
 after a token's bytes, or DEAD), MASK (the tokens a state allows, into OUT) or IMPORT (a state given as stacks
@@ -80,6 +81,7 @@ from .pda_layout import (
     LIMIT_PASSED,
     MAX_CUTS,
     NEED_GROW,
+    NEED_RULE,
     NODE,
     ONLY_EXIT,
     OP_IMPORT,
@@ -108,6 +110,7 @@ from .pda_layout import (
     R_WALKOUT,
     R_XBITS,
     R_XHASH,
+    RULE,
     S_EXIT,
     SET,
     SPARSE_MAX,
@@ -516,9 +519,9 @@ def state_mask(V, A, s):
 @jit
 def start(A):
     """The initial state: the closure of the root rule's alternatives on EMPTY."""
-    ro, ao, root = A[H_P_RULES], A[H_P_ALTS], A[H_ROOT]
+    ro, ao = A[H_P_RULES] + 2 * A[H_ROOT], A[H_P_ALTS]
     m = 0
-    for j in range(A[ro + root], A[ro + root + 1]):
+    for j in range(A[ro], A[ro + 1]):  # (the start rule is compiled before the program is written)
         e = closure(A, A[ao + j], EMPTY)
         if e < 0:
             return e
@@ -585,6 +588,8 @@ def pda(V, A):
         return NEED_GROW
     if r == LIMIT:
         return LIMIT_PASSED
+    if r == RULE:
+        return NEED_RULE
     A[H_RES] = r
     A[H_N_STATES] = used(A, R_STATES)
     A[H_RES_FLAGS] = A[off(A, R_STATES) + ST_W * r + 2] if r >= 0 and op != OP_MASK else 0

@@ -2,8 +2,9 @@
 as core/constraints/automaton.py builds them in Python objects; and the keyed tables the masks are cached in.
 
 Every function works on A, the arena (`pda_layout.py`), and returns an id or entry (>= 0), DEAD, or FULL (a
-region is full: A[H_GROW] names it; the operation starts over once the host grew it) or LIMIT (A[H_ERR_*]). A
-function writes an entry only once its work is complete, so starting over finds what was done before.
+region is full: A[H_GROW] names it; the operation starts over once the host grew it), RULE (a rule of a lazy
+program not compiled yet, named in A[H_GROW]) or LIMIT (A[H_ERR_*]). A function writes an entry only once its
+work is complete, so starting over finds what was done before.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from .pda_layout import (
     R_XHASH,
     REG_W,
     REP,
+    RULE,
     S_EXIT,
     ST_W,
     UNKNOWN,
@@ -300,9 +302,18 @@ def push_item(A, n, p, par):
 
 
 @jit
+def need_rule(A, rule):
+    """RULE: a lazy program's rule not compiled yet (the host compiles it, then the operation starts over)."""
+    A[H_GROW] = rule
+    return RULE
+
+
+@jit
 def push_alts(A, n, rule, par):
-    ro, ao = A[H_P_RULES], A[H_P_ALTS]
-    for j in range(A[ro + rule], A[ro + rule + 1]):
+    ro, ao = A[H_P_RULES] + 2 * rule, A[H_P_ALTS]
+    if A[ro] < 0:
+        return need_rule(A, rule)
+    for j in range(A[ro], A[ro + 1]):
         n = push_item(A, n, A[ao + j], par)
         if n < 0:
             return n

@@ -14,8 +14,10 @@ V, a vocabulary (read only, one per vocabulary and backend): a header of V_HDR w
 
 A, a constraint's arena (read and written, grown by the host): a header of HDR words (registers, limits, the
 program's sub-tables, and a directory of regions: offset, capacity and entries used of each), then the regions.
-The program (static): per position kind and arg (a BYTES element's arg is a row of its byte sets, 8 words),
-per rule its alternatives' start positions, per REP (rule, min, max). The rest grows as the automaton is run:
+The program: per position kind and arg (a BYTES element's arg is a row of its byte sets, 8 words), per rule
+where its alternatives' start positions are in ALTS (start, end; -1, -1: a lazy program's rule not compiled yet,
+the op returns NEED_RULE with the rule in A[H_GROW] and the host compiles it and writes the program again: it
+only grows at its end), per REP (rule, min, max). The rest grows as the automaton is run:
 
     NODES   (pos, parent, count, depth)   stacks as interned nodes; node 0 EMPTY, node 1 EXIT (automaton.py)
     CLOS    (pos, parent, off, len)       closures: the sorted stacks in CPOOL
@@ -44,7 +46,8 @@ from __future__ import annotations
 BYTES, REF, END, REP = 0, 1, 2, 3
 EMPTY, EXIT = 0, 1  # nodes
 DEAD, UNKNOWN = -1, -2  # TRANS entries besides state ids
-FULL, LIMIT = -3, -4  # internal results: a region is full (the host grows it) / a limit is passed
+FULL, LIMIT, RULE = -3, -4, -5  # internal results: a region is full (the host grows it) / a limit is passed /
+# a rule of a lazy program is not compiled yet (the host compiles it)
 
 # V
 (V_N_NODES, V_N_VOCAB, V_MAX_DEPTH, V_N_WORDS, V_NODES, V_FIRST_TOK, V_TOK_ORDER, V_SETS, V_TOK_OFF, V_TOK_BYTES,
@@ -82,6 +85,6 @@ SPARSE_MAX = 256  # masks of at most this many tokens are stored as token lists
 MAX_CUTS = 8  # cuts tried (each a budgeted walk) before a stack is walked whole (masks.py's _MAX_CUTS)
 # operations (H_OP) and results
 OP_START, OP_PUSH_TOKEN, OP_PUSH_BYTES, OP_MASK, OP_IMPORT = range(5)
-DONE, NEED_GROW, LIMIT_PASSED = 0, 1, 2
+DONE, NEED_GROW, LIMIT_PASSED, NEED_RULE = 0, 1, 2, 3
 # H_ERR_LIMIT: which limit was passed (max_stacks by a state's stacks or a closure's items; max_stack_depth)
 LIM_STACKS, LIM_ITEMS, LIM_DEPTH = 1, 2, 3

@@ -9,7 +9,14 @@ import random
 
 import pytest
 
-from llamay.constraints import ConstraintLimitError, GrammarConstraint, compile_grammar, parse_gbnf, schema_to_gbnf
+from llamay.constraints import (
+    ConstraintLimitError,
+    GrammarConstraint,
+    compile_grammar,
+    parse_gbnf,
+    schema_to_gbnf,
+    schema_to_grammar,
+)
 from llamay.constraints.constraint import PythonEngine
 from llamay.constraints.kernel_engine import KernelEngine
 from llamay.constraints.limits import ConstraintLimits
@@ -139,3 +146,25 @@ def test_a_new_arena_past_max_states_adopts_old_states(backend):
     assert ker.allowed(early[1]).bits == ref.allowed(early[0]).bits  # a state from before the resets
     end = ker.advance_bytes(s_ker, b"]")
     assert end is not None and ker.is_complete(end)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lazy_rules_are_compiled_as_the_kernel_reaches_them(backend):
+    """A schema's lazy program (an object's members in any order: a rule per set of members, compiled on first
+    use): the kernel stops at a rule not compiled yet, the host compiles it and writes the program again. Each
+    engine has its own program, so the kernel's rules are compiled at its own request; the same masks."""
+    vocab = load_vocab("synthetic")
+    schema = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(12)}, "required": ["k7"]}
+    progs = [compile_grammar(schema_to_grammar(schema)) for _ in range(2)]
+    assert progs[1].lazy
+    before = len(progs[1].rule_alts)
+    ref, ker = GrammarConstraint(progs[0], vocab), GrammarConstraint(progs[1], vocab)
+    ref.engine = PythonEngine(progs[0], vocab, ref.limits)
+    ker.engine = KernelEngine(progs[1], vocab, ker.limits, require_backend(backend))
+    assert walk_and_compare(ref, ker, "lazy", 30, 7) >= 10
+    st_r, st_k = ref.start(), ker.start()
+    for part in (b'{"k3":1,', b'"k11":2,"k7":', b"3}"):
+        st_r, st_k = ref.advance_bytes(st_r, part), ker.advance_bytes(st_k, part)
+        assert ker.allowed(st_k).bits == ref.allowed(st_r).bits
+    assert ker.is_complete(st_k)
+    assert len(progs[1].rule_alts) > before + 3
