@@ -69,7 +69,7 @@ class Llamay:
             return False
 
     def masks(self, compiled: object, tokens: list[int]) -> list[float]:
-        from llamay.constraints.constraint import GrammarConstraint
+        from json_schema_pyodide import masks
 
         if self.vocab is None:
             from llamay.constraints.vocab import ConstraintVocab
@@ -77,16 +77,7 @@ class Llamay:
             from llamay.tokenizer import load_tokenizer
 
             self.vocab = ConstraintVocab.for_tokenizer(load_tokenizer(open_gguf(str(MODEL))))
-        c = GrammarConstraint(compiled[0], self.vocab)
-        st, out = c.start(), []
-        for t in tokens:
-            t0 = time.perf_counter()
-            mask = c.allowed(st)
-            out.append(time.perf_counter() - t0)
-            if t not in mask:
-                break
-            st = c.advance(st, t)
-        return out
+        return masks(compiled[0], self.vocab, tokens)
 
 
 class LLGuidance:

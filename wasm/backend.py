@@ -25,12 +25,10 @@ from typing import Any
 
 from ..errors import LlamayError, UnsupportedTypeError
 from ..ggml_types import GGMLType, block_size
-from ..kernels import pda_layout as L
 from ..kernels.gelu import gelu_table
 from ..kernels.interface import BatchView, Weight
 from ..kernels.ops import OPS as KERNEL_OPS
 from ..kernels.ops import Op
-from ..kernels.pda import pda as _pda
 from .runtime import OPS, RUNNABLE, SIGNATURES, Runtime, load_runtime
 
 F32 = 4
@@ -43,6 +41,7 @@ _MATMUL, _GET_ROWS, _RMS_NORM, _LAYER_NORM, _ADD_BIAS, _ROPE, _GEGLU, _GELU, _AR
     for k in ("matmul", "get_rows", "rms_norm", "layer_norm", "add_bias", "rope", "geglu", "gelu", "argmax",
               "top_k", "attention")
 )  # fmt: skip
+_PDA = OPS["llamay_pda"]
 # the C types an export takes a plain interface argument as, unchanged (a buffer is its address)
 AS_IS = {"Buf": ("float *", "const float *"), "IBuf": ("int32_t *", "const int32_t *"), "int": ("int32_t",),
          "bool": ("int32_t",), "float": ("double",)}  # fmt: skip
@@ -288,18 +287,8 @@ class WasmBackend:
         return list(zip(self._view(idx, got, "i").tolist(), self._view(val, got, "f").tolist(), strict=True))
 
     def pda(self, vocab: int, arena: int) -> int:
-        """The grammar automaton's op (core/kernels/pda.py) run by its Python reference over views of linear
-        memory: no C kernel of it yet (constraint.grammar_engine runs the Python engine on this backend, the
-        faster of the two there)."""
-        v = self._view(vocab, L.V_HDR, "i")
-        v = self._view(vocab, v[L.V_ROOT] + 256, "i")  # the root's children: V's last part
-        a = self._view(arena, L.HDR, "i")
-        n_words = a[L.H_N_WORDS]
-        end = L.HDR
-        for r in range(L.N_REGIONS):
-            at = L.H_REG + L.REG_W * r
-            end = max(end, a[at] + a[at + 1] * (L.WIDTH[r] if L.WIDTH[r] > 0 else n_words))
-        return _pda(v, self._view(arena, end, "i"))
+        key = (_PDA, vocab, arena)
+        return self._exec(self._cmds.get(key) or self._command(key))
 
 
 # -- the plain ops: their command is (op, *the interface's arguments), as their export takes them ---------------

@@ -34,7 +34,7 @@ ZIG_VERSION = "0.17.0"  # pinned in pyproject.toml's dev extra
 BUILD_SECTION = "llamay.build"
 
 SOURCES = ("activations.c", "matmul.c", "matmul_float.c", "matmul_legacy.c", "matmul_kquants.c", "elementwise.c",
-           "attention.c", "moe.c", "exec.c", "threads.c")  # fmt: skip
+           "attention.c", "moe.c", "exec.c", "threads.c", "pda.c")  # fmt: skip
 FLAGS = (
     "--target=wasm32-freestanding",
     "-O3",

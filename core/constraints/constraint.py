@@ -6,10 +6,10 @@
         mask = c.allowed(st)            # the fallback: every allowed token (cached per state)
     st = c.advance(st, tok)
 
-Two engines run the grammar, with the same answers: on numba the `pda` kernel op (`KernelEngine`,
-kernel_engine.py: the automaton and the masks in flat tables in backend memory); on the portable and wasm
-backends (whose pda op is its Python reference: no C kernel yet), or with none, the Python automaton and trie
-walk (`PythonEngine`: automaton.py, masks.py).
+Two engines run the grammar, with the same answers: on a compiled backend (numba; wasm: C translated from the
+same source) the `pda` kernel op (`KernelEngine`, kernel_engine.py: the automaton and the masks in flat tables
+in backend memory); on the portable backend (whose pda op is its Python reference), or with none, the Python
+automaton and trie walk (`PythonEngine`: automaton.py, masks.py).
 States are immutable: keeping an old one is a rollback, sharing one is a fork. The tables and the mask caches
 grow with what generation visits; past `max_states` (limits.py) they start afresh at the next call, and a state
 from before is re-interned (`adopt`): memory stays bounded however long a cached constraint serves.
@@ -130,7 +130,7 @@ class PythonEngine:
         self.masks.chains = on
 
 
-_REFERENCE_PDA = ("portable", "wasm")  # backends whose pda op is the Python reference (wasm: no C kernel yet)
+_REFERENCE_PDA = ("portable",)  # backends whose pda op is the Python reference
 
 
 def grammar_engine(program: Program, vocab: ConstraintVocab, limits: ConstraintLimits, backend: str | None = None):

@@ -139,56 +139,57 @@ _LIMITS = {L.LIM_STACKS: ("max_stacks", "stacks in one state"),
 
 
 class _ProgramWords:
-    """A program as the arena's PROG region: kind, arg (a BYTES element's set as a row of SETS), sets, rules
-    (per rule: start and end in ALTS, -1 -1 while a lazy program's rule is not compiled), alts, reps. A lazy
-    program grows at its end as its rules are compiled: `update` appends what is new (positions, rules, reps)."""
+    """A program as the arena's PROG region, in parts: kind, arg (a BYTES element's set as a row of SETS), sets,
+    rules (per rule: start and end in ALTS; -1 -1 while a lazy program's rule is not compiled), alts, reps. A lazy
+    program grows at its end as its rules are compiled: `update` appends what is new, so each part only grows at
+    its end, except the rules' entries, set once each (`rule_log` lists them in order)."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.kind, self.args, self.sets, self.rules, self.alts, self.reps = (array("i") for _ in range(6))
+        self.parts = [array("i") for _ in range(6)]
         self.set_ids: dict[int, int] = {}
-        self.n_compiled = 0  # rules of `program.rule_alts` read so far (a lazy program's dict: in its order)
+        self.n_names = 0  # rules of the program seen (their ids below this have an entry)
+        self.rule_log: list[int] = []  # the rules whose entries were set, in order
         self.hint = [0] * L.N_REGIONS  # the region capacities this program's arenas grew to
-        self.words, self.parts = array("i"), [0] * 6
-        self.update()
+        self.update(program.root)
 
-    def update(self) -> None:
-        """Take in what the program compiled since (a lazy program's new rules)."""
+    def update(self, rid: int) -> None:
+        """Take in what the program compiled since: its new positions and reps, and the entries of rule `rid` and
+        of the rules compiled with it (a lazy program: the ones numbered since; an eager one: all of them)."""
         prog = self.program
-        kinds, n = prog.kind, len(self.kind)
-        for k, a in zip(kinds[n:], prog.arg[n:], strict=True):
+        kind, args, sets, rules, alts, reps = self.parts
+        n = len(kind)
+        for k, a in zip(prog.kind[n:], prog.arg[n:], strict=True):
             if k == L.BYTES:
                 sid = self.set_ids.get(a)
                 if sid is None:
                     sid = self.set_ids[a] = len(self.set_ids)
-                    self.sets.extend(words(a))
+                    sets.extend(words(a))
                 a = sid
-            self.args.append(a)
-        self.kind.extend(kinds[n:])
-        self.rules.extend([-1, -1] * (len(prog.rule_names) - len(self.rules) // 2))
-        alts = prog.rule_alts
-        new = list(alts.items())[self.n_compiled :] if isinstance(alts, dict) else enumerate(alts)
-        for rid, starts in new:
-            self.rules[2 * rid], self.rules[2 * rid + 1] = len(self.alts), len(self.alts) + len(starts)
-            self.alts.extend(starts)
-        self.n_compiled = len(alts)
-        for rep in prog.reps[len(self.reps) // 3 :]:
-            self.reps.extend(rep)
-        out, parts = array("i"), []
-        for part in (self.kind, self.args, self.sets, self.rules, self.alts, self.reps):
-            parts.append(len(out))
-            out.extend(part)
-        self.words, self.parts = out, parts
+            args.append(a)
+        kind.extend(prog.kind[n:])
+        for rep in prog.reps[len(reps) // 3 :]:
+            reps.extend(rep)
+        table = prog.rule_alts
+        n_names = len(prog.rule_names)
+        rules.extend([-1, -1] * (n_names - self.n_names))
+        lazy = prog.lazy
+        new = range(self.n_names, n_names) if lazy else range(n_names)
+        for r in (rid, *new):
+            if rules[2 * r] < 0 and (not lazy or r in table):  # (a lazy program's dict: compiled ones only)
+                starts = table[r]
+                rules[2 * r], rules[2 * r + 1] = len(alts), len(alts) + len(starts)
+                alts.extend(starts)
+                self.rule_log.append(r)
+        self.n_names = n_names
 
 
 def program_words(program: Program) -> _ProgramWords:
-    """The program's words, made once per program (and brought up to date, for a lazy one)."""
+    """The program's words, made once per program."""
     got = _PROGRAMS.get(id(program))
     if got is None:
         got = _PROGRAMS[id(program)] = _ProgramWords(program)
         weakref.finalize(program, _PROGRAMS.pop, id(program), None)
-    elif program.lazy and (got.n_compiled != len(program.rule_alts) or len(got.rules) != 2 * len(program.rule_names)):
-        got.update()
     return got
 
 
@@ -202,7 +203,8 @@ class Arena:
         self.pool = _POOLS.setdefault(be, _Pool())
         self.pw = pw = program_words(program)
         caps = dict(_CAPS)
-        caps[L.R_PROG] = len(pw.words)
+        self.pcaps = [2 * len(part) + 16 for part in pw.parts]  # each part's room in PROG (it grows at its end)
+        caps[L.R_PROG] = sum(self.pcaps)
         caps[L.R_EXREC] = budget + 2  # a budgeted walk stops past `budget` nodes below its exits
         caps[L.R_EXPOOL] = 8 * (budget + 2)
         caps[L.R_DEPTH] = tables.max_depth + 2
@@ -221,36 +223,64 @@ class Arena:
         self._program_fields(head)
         head[L.H_END_POS] = program.kind.index(L.END)
         head[L.H_ROOT] = program.root
-        self._directory(head, [len(pw.words)] + [0] * (L.N_REGIONS - 1))
+        self._directory(head, [sum(self.pcaps)] + [0] * (L.N_REGIONS - 1))
         head[L.H_REG + L.REG_W * L.R_NODES + 2] = 2
         for rh in _HASHES:  # empty tables: the kernel clears them
             head[L.H_REHASH] |= 1 << rh
         be.write_i32(self.buf, head)
-        be.write_i32(self.buf, pw.words, self.offs[L.R_PROG])
+        self._write_program()
         be.write_i32(self.buf, [-1, -1, 0, 0, -1, -1, 0, 0], self.offs[L.R_NODES])  # EMPTY, EXIT
         # the states handed out and still held, by id (weak: a state refers to its arena)
         self.states: weakref.WeakValueDictionary[int, KernelState] = weakref.WeakValueDictionary()
 
+    def _part_offsets(self) -> list[int]:
+        at, out = self.offs[L.R_PROG], []
+        for c in self.pcaps:
+            out.append(at)
+            at += c
+        return out
+
     def _program_fields(self, head) -> None:
-        base = self.offs[L.R_PROG]
         for field, at in zip((L.H_P_KIND, L.H_P_ARG, L.H_P_SETS, L.H_P_RULES, L.H_P_ALTS, L.H_P_REPS),
-                             self.pw.parts, strict=True):  # fmt: skip
-            head[field] = base + at
+                             self._part_offsets(), strict=True):  # fmt: skip
+            head[field] = at
+
+    def _write_program(self) -> None:
+        """Every part written whole (a new arena, or parts laid out again)."""
+        for part, at in zip(self.pw.parts, self._part_offsets(), strict=True):
+            if part:
+                self.be.write_i32(self.buf, part, at)
+        self.written = [len(part) for part in self.pw.parts]
+        self.logged = len(self.pw.rule_log)
 
     def compile_rule(self, rid: int) -> None:
-        """A lazy program's rule `rid` compiled (unless another arena of the program had it compiled) and the
-        program written again (PROG grown when it no longer fits)."""
-        prog = self.pw.program
-        prog.rule_alts[rid]
-        pw = program_words(prog)
-        while len(pw.words) > self.caps[L.R_PROG]:
-            self.grow(L.R_PROG)
+        """A lazy program's rule `rid` compiled (unless another engine of the program had it compiled) and what
+        the program gained written: each part's new end, and the rules' entries set since (PROG laid out again,
+        grown, when a part outgrows its room)."""
+        pw = self.pw
+        pw.program.rule_alts[rid]  # (compiled on first access: compile._LazyRules)
+        pw.update(rid)
         be = self.be
-        head = array("i", be.read_bytes(self.buf, 0, L.HDR))
-        self._program_fields(head)
-        head[L.H_REG + L.REG_W * L.R_PROG + 2] = len(pw.words)
-        be.write_i32(self.buf, head)
-        be.write_i32(self.buf, pw.words, self.offs[L.R_PROG])
+        if any(len(part) > c for part, c in zip(pw.parts, self.pcaps, strict=True)):
+            self.pcaps = [max(c, 2 * len(part)) for part, c in zip(pw.parts, self.pcaps, strict=True)]
+            while sum(self.pcaps) > self.caps[L.R_PROG]:
+                self.grow(L.R_PROG)
+            head = array("i", be.read_bytes(self.buf, 0, L.HDR))
+            self._program_fields(head)
+            head[L.H_REG + L.REG_W * L.R_PROG + 2] = sum(self.pcaps)
+            be.write_i32(self.buf, head)
+            self._write_program()
+            return
+        offs = self._part_offsets()
+        for k, (part, at) in enumerate(zip(pw.parts, offs, strict=True)):
+            if len(part) > self.written[k]:
+                be.write_i32(self.buf, part[self.written[k] :], at + self.written[k])
+        rules = pw.parts[3]
+        for r in pw.rule_log[self.logged :]:
+            if 2 * r + 1 < self.written[3]:  # (entries past the old end were written with the part's new end)
+                be.write_i32(self.buf, rules[2 * r : 2 * r + 2], offs[3] + 2 * r)
+        self.written = [len(part) for part in pw.parts]
+        self.logged = len(pw.rule_log)
 
     def _layout(self) -> tuple[list[int], int]:
         offs, at = [], L.HDR

@@ -164,7 +164,6 @@ OPS: tuple[Op, ...] = (
     op("clamp", "x: Buf, lo: float, hi: float, count: int",
        "void llamay_clamp(float *x, double lo, double hi, int32_t count)"),
     # constraints (core/constraints/kernel_engine.py): the grammar automaton and its token masks over flat tables
-    # (no C kernel yet: the wasm backend runs the Python reference, core/kernels/pda.py)
-    op("pda", "vocab: IBuf, arena: IBuf", None, "int"),
+    op("pda", "vocab: IBuf, arena: IBuf", "int32_t llamay_pda(const int32_t *vocab, int32_t *arena)", "int"),
 )  # fmt: skip
 BY_NAME: dict[str, Op] = {o.name: o for o in OPS}

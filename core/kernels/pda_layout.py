@@ -1,5 +1,5 @@
 """The layouts of the `pda` op's two int32 buffers (the op: `pda.py`; the tables are built by
-core/constraints/kernel_masks.py; the C kernel, wasm/src/pda.c, repeats these numbers).
+core/constraints/kernel_engine.py; a C kernel, none yet, would repeat these numbers).
 
 V, a vocabulary (read only, one per vocabulary and backend): a header of V_HDR words, then
 
