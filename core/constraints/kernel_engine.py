@@ -1,5 +1,5 @@
-"""A grammar run by the `pda` kernel op (compiled by numba natively; the wasm backend has no C kernel of it yet
-and runs the reference): the automaton, its DFA and the token masks live in flat int32 tables in backend memory
+"""A grammar run by the `pda` kernel op (numba natively; in the browser C/wasm translated from the same source,
+wasm/scalar_c.py): the automaton, its DFA and the token masks live in flat int32 tables in backend memory
 (layouts: `llamay.kernels.pda_layout`), and each operation (start, a token, a mask) is one call into the kernel
 (a lazy program's rule not compiled yet: the host compiles it, `Arena.compile_rule`, and calls again):
 

@@ -3,8 +3,7 @@ core/constraints/automaton.py and the cut-and-cache trie walk of core/constraint
 
 The reference of the op: one scalar source in the subset of Python that numba compiles (here it runs as it is,
 over `array('i')` buffers; native/kernels/pda.py compiles these modules, this one and pda_automaton.py, with
-numba). The wasm backend has no C kernel of it yet: it runs this reference (constraint.py then picks the Python
-engine there). Layouts: `pda_layout.py`.
+numba; wasm/scalar_c.py translates them to C for the wasm kernel). Layouts: `pda_layout.py`.
 
 One call runs one operation (A[H_OP]) to its end: START (the initial state), PUSH_TOKEN / PUSH_BYTES (the state
 after a token's bytes, or DEAD), MASK (the tokens a state allows, into OUT) or IMPORT (a state given as stacks

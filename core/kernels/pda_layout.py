@@ -1,5 +1,5 @@
 """The layouts of the `pda` op's two int32 buffers (the op: `pda.py`; the tables are built by
-core/constraints/kernel_engine.py; a C kernel, none yet, would repeat these numbers).
+core/constraints/kernel_engine.py; the C kernel is translated from the same source, wasm/scalar_c.py).
 
 V, a vocabulary (read only, one per vocabulary and backend): a header of V_HDR words, then
 
