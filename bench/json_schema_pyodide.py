@@ -81,9 +81,10 @@ def main() -> None:
     ap.add_argument("--masks", type=int, default=4, help="time masks on every N-th schema llamay compiles")
     ap.add_argument("--replay", nargs=2, metavar=("REQUESTS", "MODEL"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.replay:  # under Pyodide: the walks, as one JSON line
-        engine, times = walk_all(json.loads(Path(args.replay[0]).read_text()), args.replay[1])
-        print("TIMES " + json.dumps({"engine": engine, "times": times}), flush=True)
+    if args.replay:  # under Pyodide: the walks, into a file beside the requests (long lines of stdout are cut)
+        req = Path(args.replay[0])
+        engine, times = walk_all(json.loads(req.read_text()), args.replay[1])
+        req.with_name("times.json").write_text(json.dumps({"engine": engine, "times": times}))
         return
     sys.path.insert(0, str(Path(__file__).parent))
     from constraint_masks import default_model
@@ -114,10 +115,10 @@ def main() -> None:
         path.write_text(json.dumps(requests))
         run = subprocess.run(["node", str(ROOT / "web/bin/llamay-web.mjs"), "python", __file__, "--replay", str(path),
                               model], capture_output=True, text=True, check=False)  # fmt: skip
-    got = [ln for ln in run.stdout.splitlines() if ln.startswith("TIMES ")]
-    if run.returncode != 0 or not got:
-        raise SystemExit(f"the Pyodide run failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
-    web = json.loads(got[0][6:])
+        out = path.with_name("times.json")
+        if run.returncode != 0 or not out.exists():
+            raise SystemExit(f"the Pyodide run failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+        web = json.loads(out.read_text())
     nat, wasm = [], []
     for a, b in zip(native, web["times"], strict=True):
         n = min(len(a), len(b))  # the tokens both walked
