@@ -2,9 +2,10 @@
 character by character, through each pattern's automaton (patterns are searches: a key matches when it
 contains a match) and the trie of the listed names; at its closing quote the patterns it matched decide its
 value: all of their schemas (a listed name is never such a key: it is its listed property); a key no pattern
-matches takes `additionalProperties` (when allowed). Characters are taken by classes: the intervals between
-the patterns' and the trie's boundaries, in which every character leads every automaton to the same state, so
-a rule has a handful of alternatives whatever the alphabet. Keys are written without escapes (a subset).
+matches takes `additionalProperties` (when allowed); with a propertyNames pattern, every key must match it.
+Characters are taken by classes: the intervals between the patterns' and the trie's boundaries, in which
+every character leads every automaton to the same state, so a rule has a handful of alternatives whatever the
+alphabet. Keys are written without escapes (a subset).
 """
 
 from __future__ import annotations
@@ -21,15 +22,18 @@ DEAD = -1
 class PatternKeys:
     """The patterns' automata and the value of each set of patterns a key may match. `values(set of pattern
     indexes)`: the value node (None: no value fits); `additional`: the value of a key no pattern matches (None:
-    not allowed)."""
+    not allowed); `names`: a pattern every key must match (propertyNames), or None. A key's states: one per
+    pattern, then (with `names`) that of `names`."""
 
-    def __init__(self, c: Any, nodes: list[Node], values, additional: Node | None) -> None:
+    def __init__(self, c: Any, nodes: list[Node], values, additional: Node | None, names: Node | None = None) -> None:
         from .json_objects import pattern_automaton
 
-        self.automata = [pattern_automaton(c, n) for n in nodes]
-        self.values, self.additional = values, additional
+        self.n = len(nodes)
+        every = [*nodes, names] if names is not None else nodes
+        self.automata = [pattern_automaton(c, n) for n in every]
+        self.values, self.additional, self.names = values, additional, names is not None
         # (and where UTF-8 lengths change: a class's characters then take as many bytes each)
-        self.bounds = sorted({0x80, 0x800, 0x10000, *(b for n in nodes for b in _boundaries(n))})
+        self.bounds = sorted({0x80, 0x800, 0x10000, *(b for n in every for b in _boundaries(n))})
 
     def start(self) -> tuple[int, ...]:
         return tuple(a.initial.id for a in self.automata)
@@ -44,12 +48,16 @@ class PatternKeys:
 
     def value(self, states: tuple[int, ...]) -> Node | None:
         """The value of a key that ends here (None: no key may end here)."""
-        matched = frozenset(i for i, (a, s) in enumerate(zip(self.automata, states, strict=True))
+        if self.names and (states[-1] == DEAD or not self.automata[-1].by_id[states[-1]].complete):
+            return None
+        matched = frozenset(i for i, (a, s) in enumerate(zip(self.automata[: self.n], states, strict=False))
                             if s != DEAD and a.by_id[s].complete)  # fmt: skip
         return self.values(matched) if matched else self.additional
 
     def alive(self, states: tuple[int, ...]) -> bool:
-        return self.additional is not None or any(s != DEAD for s in states)
+        if self.names and states[-1] == DEAD:
+            return False
+        return self.additional is not None or any(s != DEAD for s in states[: self.n])
 
     def classes(self, points: list[int]) -> list[tuple[int, int]]:
         """The key-character intervals between the patterns' boundaries and `points` (single characters)."""

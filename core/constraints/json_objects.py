@@ -73,11 +73,15 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
     lo, hi = int(schema.get("minProperties", 0)), schema.get("maxProperties")
     c.use("space")
     child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
-    key_node = None
+    key_node = name_node = None
     if constrains(schema.get("propertyNames", True)):
         names = schema["propertyNames"]
-        key_node = _property_names(c, names, props, is_required, forbidden, extra_allowed, child, path)
-        extra_allowed = extra_allowed and key_node is not False and (key_node is None or not patterns)
+        name_node = _names_pattern(c, names, path) if patterns and extra_allowed else None
+        extras = extra_allowed and name_node is None
+        key_node = _property_names(c, names, props, is_required, forbidden, extras, child, path)
+        extra_allowed = extra_allowed and (
+            name_node is not None or (key_node is not False and (key_node is None or not patterns))
+        )
     if not props and not forbidden and not patterns and addl is True and not lo and hi is None and key_node is None:
         return c.use("object")  # any object
     items: list[tuple[str, Node]] = []
@@ -100,7 +104,7 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
         value = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
         extra = ("pattern", c.named(seq(key_node, Lit(":"), SPACE, value), child("named-kv")))
     elif extra_allowed and patterns:
-        extra = ("patterns", _pattern_keys(c, patterns, nodes, addl, child, path))
+        extra = ("patterns", _pattern_keys(c, patterns, nodes, addl, child, path, name_node))
     elif extra_allowed:
         value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
         extra = ("additional", c.named(value, child("add")))
@@ -112,6 +116,17 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
 def constrains(schema: Any) -> bool:
     """Whether a (sub)schema constrains anything (not true, not {}, not only annotations)."""
     return schema is not True and not (isinstance(schema, dict) and not set(schema) & VOCABULARY)
+
+
+def _names_pattern(c: Any, names: Any, path: str) -> Node | None:
+    """propertyNames that is a pattern only: its node (search form), which other keys must match (json_keys.py:
+    with patternProperties), else None."""
+    names = c.deref(names, f"{path}/propertyNames")
+    if not isinstance(names, dict) or not isinstance(names.get("pattern"), str):
+        return None
+    if set(names) & VOCABULARY - {"pattern", "type"} or names.get("type", "string") != "string":
+        return None
+    return parse_pattern(names["pattern"], f"{path}/propertyNames/pattern", c.budget, search=True)
 
 
 def _property_names(c: Any, names: Any, props: dict, is_required: set, forbidden: list, extras: bool, child,
@@ -255,10 +270,11 @@ def _counts(c: Any, schema: dict, props: dict, is_required: set, extra_allowed: 
     return extra_lo, extra_hi
 
 
-def _pattern_keys(c: Any, patterns: dict, nodes: dict, addl: Any, child, path: str) -> Any:
+def _pattern_keys(c: Any, patterns: dict, nodes: dict, addl: Any, child, path: str, names: Node | None) -> Any:
     """The keys of other members (json_keys.py): each valued by the schemas of the patterns it matches (of up
     to _EXACT_SETS patterns, one value per set of them; of more, every pattern's schema at once, a subset), a
-    key matching none by additionalProperties when it allows any."""
+    key matching none by additionalProperties when it allows any; every key a match of `names` (propertyNames'
+    pattern) when given."""
     from itertools import combinations
 
     from .json_keys import PatternKeys
@@ -284,7 +300,8 @@ def _pattern_keys(c: Any, patterns: dict, nodes: dict, addl: Any, child, path: s
     additional = None
     if addl is True or isinstance(addl, dict):
         additional = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
-    return PatternKeys(c, list(nodes.values()), lambda q: values.get(q if exact else frozenset(every)), additional)
+    value = lambda q: values.get(q if exact else frozenset(every))  # noqa: E731
+    return PatternKeys(c, list(nodes.values()), value, additional, names)
 
 
 _EXACT_SETS = 3  # patterns up to this many: a value per set of them a key matches

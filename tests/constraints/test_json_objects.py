@@ -104,6 +104,9 @@ PATTERN_SCHEMAS = [
     {"properties": {"a": {"type": "integer"}}, "required": ["a"], "patternProperties": {"^[x1]?$": {"type": "string"}},
      "maxProperties": 2},
     {"dependentRequired": {"a": ["x1"]}, "patternProperties": {"^x": {"type": "integer"}}},
+    # propertyNames a pattern: every key matches it (listed names it refuses never written)
+    {"properties": {"a": {}, "1": {"type": "integer"}}, "propertyNames": {"pattern": "^[1c/]"},
+     "patternProperties": {".*": {"type": ["integer", "string"]}, "c$": {"maximum": 20}}},
 ]  # fmt: skip
 FOUR = {"patternProperties": {"a": {"type": "integer"}, "b": {"minimum": 2}, "^c": {"maximum": 20}, "1$": {}},
         "additionalProperties": {"type": "boolean"}}  # fmt: skip
