@@ -231,9 +231,7 @@ class Members:
     def trie_rule(self, done: int, k: int, at: int) -> str:
         return self.rule(("t", f"{done:x}", k, at), lambda: self.trie_node(done, k, at))
 
-    def trie_node(self, done: int, k: int, at: int, depth: int = 0) -> Node:
-        """Trie node `at`'s rule body; the only child of a node, itself leading on to one grandchild only (no
-        name ends there), is written in place, up to _INLINE deep: a rule per branching, not per character."""
+    def trie_node(self, done: int, k: int, at: int) -> Node:
         if self.trie is None:
             self.build_trie()
         offered = self.offered(done, k)
@@ -249,10 +247,7 @@ class Members:
         needed = self.needed(done) & ~done
         for ch, child in sorted(children.items(), key=lambda c: not self.live[c[1]] & needed):
             if self.live[child] & offered or (extra and self.plain[child]):
-                if depth < _INLINE and len(children) == 1 and len(self.trie[child]) == 1 and child not in self.ends:
-                    options.append(seq(Lit(ch), self.trie_node(done, k, child, depth + 1)))
-                else:
-                    options.append(seq(Lit(ch), Ref(self.trie_rule(done, k, child))))
+                options.append(seq(Lit(ch), Ref(self.trie_rule(done, k, child))))
         if extra:
             others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
             options.append(seq(Chars((*_RAW_OUT, *others), negated=True), Ref(self.other_rest(done, k))))
@@ -269,9 +264,6 @@ class Members:
         """The rest of another key after its first character, and what follows it (one rule per (done, k))."""
         more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
         return self.rule(("o", f"{done:x}", k), lambda: seq(more, QUOTE, self.other_end(done, k)))
-
-
-_INLINE = 8  # trie levels written in place in one rule (the nesting of a rule's tree stays small)
 
 
 def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node:
