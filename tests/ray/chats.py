@@ -70,7 +70,6 @@ def run(post: Callable[[dict], tuple[dict, str]], n_chats: int, n_turns: int, sa
                     with lock:
                         turns.append(Turn(c.index, t, replica, u["prompt_tokens"], cached, u["completion_tokens"]))
                     said = answer["choices"][0]["message"]["content"]
-                    said = answer["choices"][0]["message"]["content"]
                     c.messages = [*c.messages, {"role": "assistant", "content": said},
                                   {"role": "user", "content": FOLLOW_UPS[t % len(FOLLOW_UPS)]}]  # fmt: skip
             except BaseException as e:
