@@ -27,7 +27,7 @@ REPLICA_ACTOR = f"SERVE_REPLICA::{APP}#Engine#"  # Ray's name of an Engine repli
 ENGINE_CLASS = ("llamay.native.ray.deployment", "Engine")
 # the deployment most tests share (deployed once, kept while the next test asks for the same): room for three
 # sequences and eight queued requests per replica, more than any of them sends to one replica
-MAIN = {"replicas": 2, "parallel": 3, "queue": 8}
+MAIN = {"replicas": 2, "parallel": 3, "queue": 8, "graceful_shutdown_timeout_s": WAIT_S}
 
 
 def wait_for(what: str, condition: Callable[[], Any], timeout: float = WAIT_S, every: float = 0.1) -> Any:
@@ -48,12 +48,16 @@ class Cluster:
     def deploy(self, **options: Any) -> list[str]:
         """The llamay application with these build_app options (the tests' defaults under them), unless it already
         runs with them; returns when its replicas serve, with their ids."""
+        return self.begin_deploy(**options)()
+
+    def begin_deploy(self, **options: Any) -> Callable[[], list[str]]:
+        """Start deploying (Ray's serve.run, on a thread); the function returned waits until it is done."""
         from llamay.native.ray.deployment import build_app
 
         options = {"model": str(registry_model(SMOLLM2)), "replicas": 2, "num_cpus": 0.5, "threads": 1,
                    "ctx_size": 1024, "stats_period_s": 0.5, "health_check_period_s": 1.0, **options}  # fmt: skip
         if options == self.deployed:
-            return self.wait_running(options["replicas"])
+            return lambda: self.wait_running(options["replicas"])
         self.deployed = None
         app = build_app(options)
         failed: list[BaseException] = []
@@ -66,13 +70,17 @@ class Cluster:
 
         t = threading.Thread(target=run, daemon=True)
         t.start()
-        t.join(DEPLOY_TIMEOUT_S)
-        if failed:
-            raise failed[0]
-        if t.is_alive():
-            raise AssertionError(f"the application did not start in {DEPLOY_TIMEOUT_S} s: {serve.status()}")
-        self.deployed = options
-        return self.wait_running(options["replicas"])
+
+        def done() -> list[str]:
+            t.join(DEPLOY_TIMEOUT_S)
+            if failed:
+                raise failed[0]
+            if t.is_alive():
+                raise AssertionError(f"the application did not start in {DEPLOY_TIMEOUT_S} s: {serve.status()}")
+            self.deployed = options
+            return self.wait_running(options["replicas"])
+
+        return done
 
     def client(self, timeout: float = WAIT_S) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=timeout)

@@ -13,7 +13,7 @@ from llamay.native.ray.relay import REPLICA_HEADER, RETRY_HEADER
 from tests.ray.cluster import MAIN, WAIT_S, Streamed, wait_for
 
 LONG = 400  # tokens: every stream is still generating when the victim is killed
-LATE = 120  # tokens of the request the victim runs but has not answered: still running at the kill
+LATE = 16  # tokens of the request the victim holds but has not answered (queued behind its paused thread)
 AFTER = 8  # events the survivor's streams are read for after the kill (then their clients leave)
 SSE, NDJSON = "/v1/chat/completions", "/api/chat"
 
@@ -36,9 +36,12 @@ def test_killing_a_replica_mid_stream_fails_only_its_requests(cluster):
     streams = {(path, rid): Streamed(cluster, path, body(path, rid, LONG), replica=rid, leave=gone_on)
                for path in (SSE, NDJSON) for rid in (victim, survivor)}  # fmt: skip
     wait_for("every stream's first tokens", lambda: all(len(s.events) >= 3 for s in streams.values()))
+    # the victim's model thread paused: its streams are mid-way when it dies, and a request sent to it now waits in
+    # its queue, not answered (a whole answer is sent at its end)
+    cluster.on_replica(victim, lambda engine: engine.service.scheduler.pause())
     late: dict = {}
 
-    def whole() -> None:  # a request the victim runs but has not answered (a whole answer is sent at its end)
+    def whole() -> None:
         with cluster.client() as c:
             r = c.post(SSE, json={**body(SSE, "late", LATE), "stream": False}, headers={REPLICA_HEADER: victim})
         late.update(status=r.status_code, replica=r.headers.get(REPLICA_HEADER), retried=r.headers.get(RETRY_HEADER),
@@ -46,7 +49,7 @@ def test_killing_a_replica_mid_stream_fails_only_its_requests(cluster):
 
     t = threading.Thread(target=whole)
     t.start()
-    cluster.wait_health(victim, "the late request running on the victim", lambda h: h["running"] == 3)
+    cluster.wait_health(victim, "the late request queued on the victim", lambda h: h["queue_depth"] == 1)
     killed_at.append(time.monotonic())
     os.kill(pid, signal.SIGKILL)
     for s in streams.values():

@@ -23,11 +23,12 @@ def test_a_full_replicas_429_is_retried_on_the_other_once(cluster):
     ids = cluster.deploy(replicas=2, parallel=1, queue=1, max_ongoing_requests=8, stats_period_s=3600)
     owner = rendezvous(prefix_key(ROUTE, BODY), ids)[0]
     (other,) = set(ids) - {owner}
-    long = {**BODY, "max_tokens": 900, "stream": True}
+    long = {**BODY, "max_tokens": 400, "stream": True}  # far longer than the test keeps them
     running = Streamed(cluster, ROUTE, long)  # the key's replica's one sequence
     wait_for("the first stream's first token", lambda: content(running))
     queued = Streamed(cluster, ROUTE, long)  # its one queued request: a stream's first event is sent once queued
     wait_for("the second stream's first event", lambda: queued.events)
+    cluster.on_replica(owner, lambda engine: engine.service.scheduler.pause())  # both stay where they are
     try:
         assert running.replica == owner and queued.replica == owner
         h = cluster.health(owner)
@@ -39,7 +40,9 @@ def test_a_full_replicas_429_is_retried_on_the_other_once(cluster):
         assert r.headers[RETRY_HEADER] == "429" and r.headers[REPLICA_HEADER] == other
         assert r.json()["choices"][0]["message"]["content"]
     finally:
+        cluster.on_replica(owner, lambda engine: engine.service.scheduler.resume())
         running.release()
         queued.release()
+    assert not any(e == "[DONE]" for e in running.events + queued.events)  # they left before their end
     # both clients left mid-stream: the replica cancelled their jobs and holds nothing for them
     cluster.wait_health(owner, "the owner idle again", lambda h: h["running"] == h["queue_depth"] == 0)
