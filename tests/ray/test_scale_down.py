@@ -17,14 +17,14 @@ def test_scale_down_lets_running_streams_finish(cluster):
     ids = cluster.deploy(**MAIN)
 
     def body(i: int) -> dict:
-        return {"messages": [{"role": "user", "content": f"Tell a tale ({i})."}], "max_tokens": 32, "stream": True}
+        return {"messages": [{"role": "user", "content": f"Tell a tale ({i})."}], "max_tokens": 200, "stream": True}
 
     streams = [Streamed(cluster, "/v1/chat/completions", body(i), replica=ids[i % 2]) for i in range(4)]
     wait_for("every stream's first tokens", lambda: all(len(s.events) >= 3 for s in streams))
-    for rid in ids:
+    for rid in ids:  # (a round trip to each replica: far shorter than 200 tokens)
         cluster.on_replica(rid, lambda engine: engine.service.scheduler.pause())
     try:
-        assert not any(s.events[-1] == "[DONE]" for s in streams)
+        assert not any(s.events[-1] == "[DONE]" for s in streams), "a stream ended before its replica paused"
         deployed = cluster.begin_deploy(**{**MAIN, "replicas": 1})  # Ray waits for the drain to finish it
         wait_for("a replica stopping", stopping)
     finally:
