@@ -8,6 +8,7 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 
+from ..server.errors import error_type
 from .prefix_key import prefix_key
 
 REPLICA_HEADER = "x-llamay-replica"  # which replica answered (its Ray replica id)
@@ -45,5 +46,6 @@ async def relay(stream: Any, content_type: str) -> AsyncIterator[bytes]:
 
 
 def error(status: int, message: str, code: str) -> JSONResponse:
-    body = {"error": {"message": message, "type": "server_error", "param": None, "code": code}}
+    """The ingress's own error, in llamay's shape (its type by status, as `llamay serve` gives it)."""
+    body = {"error": {"message": message, "type": error_type(status), "param": None, "code": code}}
     return JSONResponse(body, status_code=status)
