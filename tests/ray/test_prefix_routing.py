@@ -19,11 +19,11 @@ ROUTE = "/v1/chat/completions"
 
 
 def workload(cluster, salt: str, pick=None) -> list[chats.Turn]:
-    """The chats' turns; `pick()`: a replica to name for each request instead of letting the router choose."""
+    """The chats' turns; `pick(body)`: a replica to name for each request instead of letting the router choose."""
     with cluster.client() as c:
 
         def post(body: dict) -> tuple[dict, str]:
-            r = c.post(ROUTE, json=body, headers={REPLICA_HEADER: pick()} if pick else {})
+            r = c.post(ROUTE, json=body, headers={REPLICA_HEADER: pick(body)} if pick else {})
             assert r.status_code == 200, r.text
             return r.json(), r.headers[REPLICA_HEADER]
 
@@ -44,8 +44,11 @@ def whole_pages(n: int) -> int:
 def test_prefix_routing_keeps_each_chat_on_its_replica_where_random_routing_does_not(cluster):
     ids = cluster.deploy(**MAIN)
     routed = workload(cluster, "prefix")
-    rng = random.Random(19)
-    scattered = workload(cluster, "random", pick=lambda: rng.choice(ids))  # another salt: nothing cached
+
+    def pick(body: dict) -> str:  # a replica at random, seeded by the chat and its turn (not by thread timing)
+        return random.Random(f"{body['messages'][1]['content']}/{len(body['messages'])}").choice(ids)
+
+    scattered = workload(cluster, "random", pick=pick)  # another salt: nothing cached
 
     # every turn on the replica the router's rule names for its chat, and the chats spread over both replicas
     owner = owners("prefix", ids)
