@@ -16,7 +16,7 @@ from ray.serve.handle import DeploymentHandle
 
 from .asgi_bridge import run_asgi
 from .prefix_key import PREFIX_CHARS
-from .relay import GONE, MAX_BODY, REPLICA_HEADER, RETRY_HEADER, error, relay, route_key
+from .relay import GONE, MAX_BODY, REPLICA_HEADER, RETRY_HEADER, Guarded, error, relay, route_key
 from .router import AVOID_KWARG, KEY_KWARG, PIN_KWARG
 
 ROUTINGS = {"prefix": "PrefixRouter", "random": "RandomRouter", "default": None}  # default: Ray's own
@@ -28,7 +28,10 @@ DEFAULTS: dict[str, Any] = {"model": None, "replicas": 1, "min_replicas": None, 
                             "health_check_period_s": 5.0, "health_check_timeout_s": 30.0,
                             "allowed_hosts": (), "cors_origins": (), "autoscaling": None}  # fmt: skip
 LISTS = ("allowed_hosts", "cors_origins")  # `serve run ... allowed_hosts=a.example,b.example`
+QUEUE_FULL = "every replica is busy and the ingress's queue is full: retry later"
 INGRESS_SPARE = 16  # requests the ingress takes beyond what the replicas hold: /health, /metrics, a 429's retry
+# the replica's headers the ingress does not pass on: the proxy frames the body anew; its guard says nosniff itself
+RELAYED_NOT = (b"content-length", b"transfer-encoding", b"x-content-type-options")
 
 
 class Engine:
@@ -99,18 +102,22 @@ ingress_app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)  # llamay
 class Ingress:
     """Behind Ray's proxy: every route goes to an Engine replica chosen by the request's prefix key."""
 
-    def __init__(self, engine: DeploymentHandle, prefix_chars: int = PREFIX_CHARS) -> None:
+    def __init__(self, engine: DeploymentHandle, prefix_chars: int = PREFIX_CHARS, host: str = "127.0.0.1",
+                 allowed_hosts: tuple[str, ...] = (), cors_origins: tuple[str, ...] = ()) -> None:  # fmt: skip
+        from llamay.native.server.guard import GuardConfig
+
         self.engine = engine.options(stream=True)
         self.prefix_chars = prefix_chars
+        # the replicas' rules, applied here too: a request they would refuse is refused before its body is read
+        self.guard = GuardConfig(bound=host, allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins),
+                                 max_body_bytes=MAX_BODY)  # fmt: skip
 
     @ingress_app.api_route("/{path:path}", methods=["GET", "POST", "DELETE", "PUT", "HEAD", "OPTIONS"])
     async def forward(self, request: Request, path: str) -> Any:
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY:
-                return error(413, f"the request body is larger than {MAX_BODY} bytes", "body_too_large")
-        route = "/" + path
+        return Guarded(self.guard, lambda admitted: self._answer(admitted, "/" + path))
+
+    async def _answer(self, request: Request, route: str) -> Any:
+        body = await request.body()  # read by the guard, at most MAX_BODY
         key = await asyncio.to_thread(route_key, route, bytes(body), self.prefix_chars) if body else None
         req = {"method": request.method, "path": route, "query": request.url.query.encode(),
                "headers": [(k, v) for k, v in request.headers.raw], "body": bytes(body)}  # fmt: skip
@@ -123,18 +130,18 @@ class Ingress:
                 stream.cancel()
                 stream, head = await self._start(req, key, head["replica"], pin)
         except BackPressureError:
-            return error(429, "every replica is busy and the ingress's queue is full: retry later", "queue_full")
+            return error(429, QUEUE_FULL, "queue_full", route)
         except GONE as e:  # died before answering: nothing was sent, so it is safe to send it once elsewhere
             retried = "replica-died"
             try:
                 stream, head = await self._start(req, key, None)
             except BackPressureError:
-                return error(429, "every replica is busy and the ingress's queue is full: retry later", "queue_full")
+                return error(429, QUEUE_FULL, "queue_full", route)
             except GONE:
                 return error(503, f"the replicas serving this model stopped before answering ({e.__class__.__name__}); "
-                              "retry when Ray has restarted them", "replica_unavailable")  # fmt: skip
+                              "retry when Ray has restarted them", "replica_unavailable", route)  # fmt: skip
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in head["headers"]
-                   if k.lower() not in (b"content-length", b"transfer-encoding")]  # fmt: skip
+                   if k.lower() not in RELAYED_NOT]  # fmt: skip
         headers.append((REPLICA_HEADER, head["replica"]))
         if retried:
             headers.append((RETRY_HEADER, retried))
@@ -208,4 +215,4 @@ def build_app(args: dict[str, Any]) -> Any:
                                                 max_queued_requests=options["max_queued_requests"])  # fmt: skip
     return ingress.bind(engine.bind(o["model"], o["parallel"], o["queue"], o["ctx_size"], o["threads"],
                                     o["backend"], o["api_key"], o["host"], o["allowed_hosts"], o["cors_origins"]),
-                        int(o["prefix_chars"]))  # fmt: skip
+                        int(o["prefix_chars"]), o["host"], o["allowed_hosts"], o["cors_origins"])  # fmt: skip
