@@ -15,12 +15,14 @@ stopped by a per-token limit are counted apart); and, on every `--masks`-th sche
 token mask before each token of its valid instances, tokenized once here with SmolLM2's tokenizer, on a fresh
 constraint (llamay cold: its caches start empty), until either engine rejects a token: both are timed over the
 same tokens.
-`--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures.
+`--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures. Each schema
+starts after a garbage collection (the previous schema's garbage is not collected inside its timed compile).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import signal
@@ -121,6 +123,7 @@ class LLGuidance:
 def handle(engine: object, req: dict) -> dict:
     schema = req["schema"]
     rec: dict = {}
+    gc.collect()  # (the previous schema's garbage is collected now, not inside this one's timed compile)
     t0 = time.process_time()
     try:
         compiled = engine.compile(schema)

@@ -6,7 +6,9 @@ kernel ops whose arguments are all plain (`llamay.kernels.ops`) call the numba k
 Matrices of the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) with rows in multiples of eight
 are also repacked once, in strips of eight rows (`kernels.strips`), which their matmuls read instead (the map's
 bytes still serve `get_rows`); `LLAMAY_REPACK=0` turns that off, for ggml's vec_dot summation order. The kernels
-live in `llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`).
+live in `llamay.native.kernels` (numba, `cache=True`: compiled once per machine into `__pycache__`); LLVM's own
+pages leave the process's resident set whenever numba is done compiling or loading them (`llvm_pages`).
+docs/kernels.md, "Memory of the numba backend", has what stays resident and why.
 
 Threads: numba's parallel loops (matmul rows, attention heads). The count is `LLAMAY_THREADS`, else numba's
 default, never more than the cores this process may run on; `set_threads(n)` changes it. Which kernels use
@@ -36,6 +38,7 @@ from llamay.kernels.gelu import gelu_table
 from llamay.kernels.interface import BatchView, Weight
 from llamay.kernels.ops import OPS, Op
 
+from . import llvm_pages
 from .kernels import attention as att
 from .kernels import elementwise as ew
 from .kernels import moe
@@ -159,6 +162,7 @@ class NumbaBackend:
     runnable_types = frozenset(KERNELS)  # the types of the traits table
 
     def __init__(self) -> None:
+        llvm_pages.install()  # LLVM's pages leave the resident set whenever numba is done compiling
         self._tls = threading.local()
         env = os.environ.get("LLAMAY_THREADS", "").strip()
         min_work = os.environ.get("LLAMAY_PARALLEL_MIN_WORK", "").strip()

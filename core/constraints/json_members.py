@@ -42,7 +42,8 @@ def _is_raw(ch: str) -> bool:
 class Members:
     """Builds the lazy member rules of one object. `items`: (name, value rule) of the listed properties that
     may be written; `excluded`: names never written (neither listed nor other keys); `extra`: ("additional",
-    value) or ("pattern", key-value node) or None; `deps`: name -> names required with it."""
+    value), ("patterns", json_keys.PatternKeys), ("pattern", key-value node), ("string", None: json_values.py's
+    strings other than the names) or None; `deps`: name -> names required with it."""
 
     def __init__(
         self,
@@ -81,6 +82,7 @@ class Members:
         if self.any_key:
             c.use("string")
         self.offered_memo: dict[tuple[int, int], int] = {}
+        self.pattern_memo: dict[tuple, bool] = {}  # (json_keys.py) whether a key can end from a state
 
     # -- the object ---------------------------------------------------------------------------------------------
 
@@ -183,6 +185,13 @@ class Members:
         """The ways a next member begins (its key), after `done` listed ones and k others."""
         out: list[Node] = []
         extra = self.extra_offered(done, k)
+        if self.extra is not None and self.extra[0] == "patterns":
+            start = self.extra[1].start()
+            if self.trie is None:
+                self.build_trie()
+            if _pattern_viable(self, done, k, 0, start, self.offered(done, k)):
+                out.append(seq(QUOTE, Ref(self.pattern_rule(done, k, 0, start))))
+            return out
         if self.any_key and extra:
             out.append(seq(Ref("string"), Lit(":"), SPACE, self.extra[1], self.members(done, self.next_k(k))))
         elif self.offered(done, k) or (extra and self.extra[0] != "pattern"):
@@ -215,6 +224,10 @@ class Members:
                 mask |= self.live[child]
             self.live[at] = mask
 
+    def pattern_rule(self, done: int, k: int, at: int, states: tuple[int, ...]) -> str:
+        key = ("p", f"{done:x}", k, at, *states)
+        return self.rule(key, lambda: _pattern_node(self, done, k, at, states))
+
     def trie_rule(self, done: int, k: int, at: int) -> str:
         return self.rule(("t", f"{done:x}", k, at), lambda: self.trie_node(done, k, at))
 
@@ -236,24 +249,112 @@ class Members:
             if self.live[child] & offered or (extra and self.plain[child]):
                 options.append(seq(Lit(ch), Ref(self.trie_rule(done, k, child))))
         if extra:
-            then = SPACE if self.extra[0] == "string" else seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
             others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
-            more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
-            options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more, QUOTE, then))
+            options.append(seq(Chars((*_RAW_OUT, *others), negated=True), Ref(self.other_rest(done, k))))
             if end is None:
-                options.append(seq(QUOTE, then))
+                options.append(seq(QUOTE, self.other_end(done, k)))
         self.c.budget.charge(len(options) + len(children), f"{self.base} (members)")
         return _alt(options)
+
+    def other_end(self, done: int, k: int) -> Node:
+        """What follows another key's closing quote."""
+        return SPACE if self.extra[0] == "string" else seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
+
+    def other_rest(self, done: int, k: int) -> str:
+        """The rest of another key after its first character, and what follows it (one rule per (done, k))."""
+        more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
+        return self.rule(("o", f"{done:x}", k), lambda: seq(more, QUOTE, self.other_end(done, k)))
+
+
+def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node:
+    """A key's next character or its end, at trie node `at` (-1: no listed name begins so) with the patterns'
+    automata in `states` (json_keys.py); a next character only toward an end (`_pattern_viable`)."""
+    offered = m.offered(done, k)
+    options: list[Node] = []
+    end = _pattern_end(m, done, k, at, states)
+    if end is not None:
+        options.append(end)
+    groups: dict[tuple, list[tuple[int, int]]] = {}
+    for ranges, child, nxt in _pattern_steps(m, done, k, at, states):
+        if _pattern_viable(m, done, k, child, nxt, offered):
+            groups.setdefault((child, nxt), []).extend(ranges)
+    m.c.budget.charge(len(options) + len(groups), f"{m.base} (members)")
+    for (child, nxt), ranges in groups.items():
+        first = Lit(chr(ranges[0][0])) if ranges == [(ranges[0][0],) * 2] else Chars(tuple(ranges))
+        options.append(seq(first, Ref(m.pattern_rule(done, k, child, nxt))))
+    return _alt(options)
+
+
+def _pattern_end(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node | None:
+    """The closing quote here, and what follows: a listed name's property, or another key's value."""
+    if m.trie is None:
+        m.build_trie()
+    end = m.ends.get(at) if at >= 0 else None
+    if end is not None:
+        if end >= 0 and m.offered(done, k) >> end & 1:
+            return seq(QUOTE, COLON, m.values[end], m.members(done | 1 << end, k))
+        return None
+    if (at < 0 or m.plain[at]) and m.extra_offered(done, k):
+        value = m.extra[1].value(states)
+        if value is not None:
+            return seq(QUOTE, COLON, value, m.members(done, m.next_k(k)))
+    return None
+
+
+def _pattern_steps(m: Members, done: int, k: int, at: int, states: tuple[int, ...]):
+    """(character ranges, next trie node, next automata states) for the characters a key may go on with."""
+    keys = m.extra[1]
+    if m.trie is None:
+        m.build_trie()
+    children = m.trie[at] if at >= 0 else {}
+    plain = at < 0 or m.plain[at]
+    out = []
+    for ch, child in children.items():
+        nxt = keys.step(states, ch) if plain and _is_raw(ch) else (-1,) * len(states)
+        out.append(([(ord(ch), ord(ch))], child, nxt))
+    if plain and m.extra_offered(done, k):
+        for lo, hi in keys.classes([ord(ch) for ch in children]):
+            if not (lo == hi and chr(lo) in children):
+                out.append(([(lo, hi)], -1, keys.step(states, chr(lo))))
+    return out
+
+
+_SEARCH = 256  # product states a viability search visits at most (beyond: not viable, a subset)
+
+
+def _pattern_viable(m: Members, done: int, k: int, at: int, states: tuple[int, ...], offered: int) -> bool:
+    """Whether some key goes on from here to an end: a listed name still offered below, or another key a
+    pattern (or additionalProperties) values, found within _SEARCH states (a key that ends nowhere is never
+    begun)."""
+    key = (done, k, at, states)
+    known = m.pattern_memo.get(key)
+    if known is not None:
+        return known
+    seen, todo, found = {(at, states)}, [(at, states)], False
+    while todo and not found and len(seen) <= _SEARCH:
+        a, st = todo.pop()
+        if (a >= 0 and m.live[a] & offered) or _pattern_end(m, done, k, a, st) is not None:
+            found = True
+            break
+        if a < 0 and not m.extra[1].alive(st):
+            continue
+        for _, child, nxt in _pattern_steps(m, done, k, a, st):
+            if (child, nxt) not in seen:
+                seen.add((child, nxt))
+                todo.append((child, nxt))
+    m.c.budget.charge(len(seen), f"{m.base} (members)")
+    m.pattern_memo[key] = found
+    return found
 
 
 def _alt(options: list[Node]) -> Node:
     return alt(*options) if options else Chars(())  # (no option: matches nothing)
 
 
-def other_keys(c: Any, base: str, names: list[str], value: Node | None) -> Node:
+def other_keys(c: Any, base: str, names: list[str], value: Node | None, keys: Any = None) -> Node:
     """One member whose key is none of `names` (written without escapes): `"key" space ":" space value`, the
     key trie built lazily (the listed-order layout's other members); value None: the string alone, then space
-    (a string other than the names: json_values.py)."""
-    extra = ("additional", value) if value is not None else ("string", None)
+    (a string other than the names: json_values.py); `keys`: the patterns' (json_keys.PatternKeys) instead."""
+    extra = ("patterns", keys) if keys is not None else ("additional", value) if value is not None else ("string", None)
     m = Members(c, f"{base}-other", [], names, set(), {}, extra, 0, None, None, standalone=True)
     return alt(*m.keys(0, 0))

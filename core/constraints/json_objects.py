@@ -4,12 +4,11 @@ in any order, each listed property at most once (json_members.py: exact, built l
 (llama.cpp's layout) writes the listed properties in the order written, other members after them.
 
 Exact where it can be, a subset of the valid objects where not (never an invalid one):
-- a listed property whose name matches patterns gets its schema and theirs (allOf);
-- keys generated for patterns are JSON strings containing a match, valued by every pattern's schema at once
-  (so a key matching several patterns satisfies them all); a pattern that could match a listed name is
-  refused (its keys could repeat a listed property);
-- with patterns, keys matching none of them (additionalProperties) are not generated: their complement is
-  no grammar; other keys otherwise are any string but the listed names (written without escapes);
+- a listed property (or a dependency, or a property with dependencies) whose name matches patterns gets its
+  schema and theirs (allOf);
+- with patterns, other keys (json_keys.py) take the schemas of the patterns they match (exact up to
+  _EXACT_SETS patterns, beyond: every pattern's schema at once), additionalProperties when they match none;
+  other keys are any string but the listed names, written without escapes;
 - a property with a dependentSchemas / schema dependency is not generated (nor any property whose schema is
   false or `not: {}`, nor an optional one whose schema no value fits or is not compiled: `{"type": "object",
   "enum": ["a"]}`); dependentRequired is exact (listed_order: the dependencies are made required);
@@ -28,7 +27,6 @@ from .errors import ConstraintError
 from .grammar import EMPTY, Grammar, Lit, Node, Ref, Repeat, alt, seq
 from .json_keywords import VOCABULARY
 from .json_members import COLON, Members, other_keys
-from .json_strings import json_encoded
 from .limits import ConstraintLimitError
 from .regex import parse_pattern
 
@@ -36,15 +34,20 @@ SPACE = Ref("space")
 COMMA = seq(Lit(","), SPACE)
 
 
-def _matches(node: Node, name: str, c: Any) -> bool:
-    """Whether the pattern (search form, over code points) matches `name`: through a tiny automaton, made once
-    per pattern (and compiled as far as names lead it)."""
+def pattern_automaton(c: Any, node: Node) -> Any:
+    """A pattern's (search form, over code points) tiny automaton, made once per pattern and compilation (and
+    compiled as far as names lead it)."""
     from .automaton import Automaton
 
     automaton = c.patterns.get(node)
     if automaton is None:
         automaton = c.patterns[node] = Automaton(compile_grammar(Grammar({"root": node}), c.budget, lazy=True))
-    return automaton.accepts_bytes(name.encode("utf-8", "surrogatepass"))
+    return automaton
+
+
+def _matches(node: Node, name: str, c: Any) -> bool:
+    """Whether the pattern matches `name`."""
+    return pattern_automaton(c, node).accepts_bytes(name.encode("utf-8", "surrogatepass"))
 
 
 def matches_nothing(c: Any, schema: Any, path: str) -> bool:
@@ -60,7 +63,7 @@ def matches_nothing(c: Any, schema: Any, path: str) -> bool:
 def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
     props, is_required, patterns, nodes, addl = _listed(c, schema, path)
     deps: dict[str, list[str]] = {}
-    forbidden = _dependencies(c, schema, props, is_required, addl, deps, path)
+    forbidden = _dependencies(c, schema, props, is_required, addl, deps, path, patterns, nodes)
     forbidden += [p for p in props if matches_nothing(c, props[p], path)]  # never generated, never an extra key
     for p in forbidden:
         if p in is_required:
@@ -70,11 +73,15 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
     lo, hi = int(schema.get("minProperties", 0)), schema.get("maxProperties")
     c.use("space")
     child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
-    key_node = None
+    key_node = name_node = None
     if constrains(schema.get("propertyNames", True)):
         names = schema["propertyNames"]
-        key_node = _property_names(c, names, props, is_required, forbidden, extra_allowed, child, path)
-        extra_allowed = extra_allowed and key_node is not False and (key_node is None or not patterns)
+        name_node = _names_pattern(c, names, path) if patterns and extra_allowed else None
+        extras = extra_allowed and name_node is None
+        key_node = _property_names(c, names, props, is_required, forbidden, extras, child, path)
+        extra_allowed = extra_allowed and (
+            name_node is not None or (key_node is not False and (key_node is None or not patterns))
+        )
     if not props and not forbidden and not patterns and addl is True and not lo and hi is None and key_node is None:
         return c.use("object")  # any object
     items: list[tuple[str, Node]] = []
@@ -97,7 +104,7 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
         value = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
         extra = ("pattern", c.named(seq(key_node, Lit(":"), SPACE, value), child("named-kv")))
     elif extra_allowed and patterns:
-        extra = ("pattern", _pattern_members(c, patterns, nodes, child, path))
+        extra = ("patterns", _pattern_keys(c, patterns, nodes, addl, child, path, name_node))
     elif extra_allowed:
         value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
         extra = ("additional", c.named(value, child("add")))
@@ -109,6 +116,17 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
 def constrains(schema: Any) -> bool:
     """Whether a (sub)schema constrains anything (not true, not {}, not only annotations)."""
     return schema is not True and not (isinstance(schema, dict) and not set(schema) & VOCABULARY)
+
+
+def _names_pattern(c: Any, names: Any, path: str) -> Node | None:
+    """propertyNames that is a pattern only: its node (search form), which other keys must match (json_keys.py:
+    with patternProperties), else None."""
+    names = c.deref(names, f"{path}/propertyNames")
+    if not isinstance(names, dict) or not isinstance(names.get("pattern"), str):
+        return None
+    if set(names) & VOCABULARY - {"pattern", "type"} or names.get("type", "string") != "string":
+        return None
+    return parse_pattern(names["pattern"], f"{path}/propertyNames/pattern", c.budget, search=True)
 
 
 def _property_names(c: Any, names: Any, props: dict, is_required: set, forbidden: list, extras: bool, child,
@@ -173,23 +191,30 @@ def _listed(c: Any, schema: dict, path: str) -> tuple[dict, set, dict, dict, Any
     if addl is None and (not c.closed_objects or not (props or patterns)):
         addl = True  # the spec's default: any other property (after the listed ones)
     nodes = {p: parse_pattern(p, f"{path}/patternProperties/{p}", c.budget, search=True) for p in patterns}
-    for r in required:
-        if r not in props:
-            matched = any(_matches(n, r, c) for n in nodes.values())
-            if addl is False and not matched:
-                raise ConstraintError(f"{path}: required property {r!r} is forbidden by additionalProperties")
-            props[r] = addl if isinstance(addl, dict) and not matched else True
     for p, n in nodes.items():
         c.budget.charge(len(props), f"{path}/patternProperties")
-        hits = [x for x in props if _matches(n, x, c)]
-        for x in hits:
+        for x in [x for x in props if _matches(n, x, c)]:  # (a listed name is never another member's key)
             props[x] = {"allOf": [props[x], patterns[p]]}
-        if hits:
-            c.unsupported(f"{path}/patternProperties", "patternProperties", f": {p!r} matches the listed {hits[0]!r}")
+    for r in required:
+        if r not in props:
+            props[r] = unlisted_schema(c, r, patterns, nodes, addl)
+            if props[r] is None:
+                raise ConstraintError(f"{path}: required property {r!r} is forbidden by additionalProperties")
     return props, set(required), patterns, nodes, addl
 
 
-def _dependencies(c: Any, schema: dict, props: dict, is_required: set, addl: Any, out: dict, path: str) -> list[str]:
+def unlisted_schema(c: Any, name: str, patterns: dict, nodes: dict, addl: Any) -> Any:
+    """The schema a member not in `properties` takes: those of the patterns its name matches, else
+    additionalProperties (None: not allowed)."""
+    c.budget.charge(len(nodes), "patternProperties")
+    hits = [patterns[p] for p, n in nodes.items() if _matches(n, name, c)]
+    if hits:
+        return hits[0] if len(hits) == 1 else {"allOf": hits}
+    return None if addl is False else addl if isinstance(addl, dict) else True
+
+
+def _dependencies(c: Any, schema: dict, props: dict, is_required: set, addl: Any, out: dict, path: str,
+                  patterns: dict, nodes: dict) -> list[str]:  # fmt: skip
     """dependentRequired / dependencies (draft 4-7) / dependentSchemas: a property's dependencies become listed
     properties, in `out` (exact: json_members.py), or (listed_order) required, a subset; a property with a
     dependent schema is never generated (unless required: refused), a subset. Returns the properties never
@@ -202,14 +227,15 @@ def _dependencies(c: Any, schema: dict, props: dict, is_required: set, addl: Any
     for k, deps in required_by.items():
         if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
             raise ConstraintError(f"{path}: the dependencies of {k!r} must be a list of property names")
-        missing = [d for d in deps if d not in props]
-        if missing and addl is False:
-            forbidden.append(k)  # (its dependencies can never be there: neither can it)
+        others = {d: unlisted_schema(c, d, patterns, nodes, addl) for d in [k, *deps] if d not in props}
+        if any(others[d] is None for d in deps if d in others):
+            forbidden.append(k)  # (a dependency can never be there: neither can it)
             continue
-        for d in deps:
-            props.setdefault(d, addl if isinstance(addl, dict) else True)
-            if c.listed_order:
-                is_required.add(d)
+        for d, sub in others.items():  # (listed now: their schemas as other members; k itself exact too)
+            if sub is not None:
+                props[d] = sub
+        if c.listed_order:
+            is_required.update(deps)
         out[k] = deps
     for k, sub in schemas.items():
         if sub is True or (isinstance(sub, dict) and not (set(sub) & VOCABULARY)):
@@ -244,14 +270,41 @@ def _counts(c: Any, schema: dict, props: dict, is_required: set, extra_allowed: 
     return extra_lo, extra_hi
 
 
-def _pattern_members(c: Any, patterns: dict, nodes: dict, child, path: str) -> Node:
-    """One member whose key contains a match of a pattern, valued by every pattern's schema."""
-    every = list(patterns.values())
-    value_schema = every[0] if len(every) == 1 else {"allOf": every}
-    value = c.named(c.visit(value_schema, child("pattern-value"), f"{path}/patternProperties"), child("pattern-value"))
-    keys = [seq(Lit('"'), json_encoded(node), Lit('"')) for node in nodes.values()]
-    key = c.named(alt(*keys), child("pattern-key"))
-    return c.named(seq(key, COLON, value), child("pattern-kv"))
+def _pattern_keys(c: Any, patterns: dict, nodes: dict, addl: Any, child, path: str, names: Node | None) -> Any:
+    """The keys of other members (json_keys.py): each valued by the schemas of the patterns it matches (of up
+    to _EXACT_SETS patterns, one value per set of them; of more, every pattern's schema at once, a subset), a
+    key matching none by additionalProperties when it allows any; every key a match of `names` (propertyNames'
+    pattern) when given."""
+    from itertools import combinations
+
+    from .json_keys import PatternKeys
+
+    schemas = list(patterns.values())
+    values: dict[frozenset, Node | None] = {}
+    every = range(len(schemas))
+    sets = [frozenset(q) for n in range(1, len(schemas) + 1) for q in combinations(every, n)]
+    for q in sets if len(schemas) <= _EXACT_SETS else [frozenset(every)]:
+        mark = c.checkpoint()
+        parts = [schemas[i] for i in sorted(q)]
+        try:
+            node = c.visit(parts[0] if len(parts) == 1 else {"allOf": parts}, child("pattern-value"),
+                           f"{path}/patternProperties")  # fmt: skip
+            values[q] = c.named(node, child("pattern-value"))
+        except ConstraintLimitError:
+            raise
+        except ConstraintError as e:
+            c.rollback(mark)
+            c.left_out.append(f"{path}/patternProperties: keys matching {len(q)} of them: {e}")
+            values[q] = None
+    exact = len(schemas) <= _EXACT_SETS
+    additional = None
+    if addl is True or isinstance(addl, dict):
+        additional = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
+    value = lambda q: values.get(q if exact else frozenset(every))  # noqa: E731
+    return PatternKeys(c, list(nodes.values()), value, additional, names)
+
+
+_EXACT_SETS = 3  # patterns up to this many: a value per set of them a key matches
 
 
 # -- listed order (llama.cpp's layout) ---------------------------------------------------------------------------
@@ -267,6 +320,9 @@ def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names:
     member = None
     if extra is not None and extra[0] == "pattern":
         member = extra[1]
+    elif extra is not None and extra[0] == "patterns":
+        keys = other_keys(c, c.prefix(child("pattern-k")), names, None, extra[1])
+        member = c.named(keys, child("pattern-kv"))
     elif extra is not None:
         member = c.named(other_keys(c, c.prefix(child("additional-k")), names, extra[1]), child("additional-kv"))
     return seq(Lit("{"), SPACE, members(c, kvs, member, child, extra_lo, extra_hi), Lit("}"), SPACE)

@@ -159,7 +159,6 @@ def test_number_bound_examples(schema, yes, no):
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 2}, "uniqueItems"),
         ({"type": "number", "multipleOf": 0.00001}, "multipleOf"),
         ({"type": "string", "not": {"pattern": "^a"}}, "not"),
-        ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"^x": {}}}, "patternProperties"),
         ({"type": "object", "properties": {"a": {}}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
         ({"type": "array", "contains": {"type": "integer"}, "maxContains": 2}, "contains"),
         ({"type": "string", "pattern": "^a?$", "minLength": 2}, "minLength/maxLength"),

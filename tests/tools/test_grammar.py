@@ -203,7 +203,7 @@ def test_requests_that_cannot_be_honoured_name_their_field(tools, choice, field)
 
 
 def test_a_schema_the_engine_cannot_enforce_is_refused_naming_the_tools(tok):
-    # a required string that does not match a pattern: a negated pattern has no grammar yet (docs/constraints.md)
+    # a required string not matching a pattern: the negation of a pattern has no grammar (docs/constraints.md)
     odd = {"type": "object", "properties": {"s": {"type": "string", "not": {"pattern": "^a"}}}, "required": ["s"]}
     tools = [{"type": "function", "function": {"name": "enc", "parameters": odd}}]
     with pytest.raises(ToolRequestError) as e:
