@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     base = server.url("").rstrip("/")
     model_url = f"/model/{args.model.name}"
     n_ctx = max(512, args.prompt_tokens) + args.gen + 8  # room for wllama.completion on the whole TEXT
+    args.load = [os.getloadavg()[0]]  # the machine's load around the run (the run's own threads count after)
     try:
         with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="llamay-bench-") as tmp:
             ctx = p.chromium.launch_persistent_context(tmp, executable_path=CHROMIUM, args=FLAGS, headless=True)
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             ctx.close()
     finally:
         server.close()
+    args.load.append(os.getloadavg()[0])
     report(args, browser, isolated, wl, boot, ll, ids, runs, ov, own)
     if wl_mt is not None:
         report_threads(args, wl_mt, ll_mt, runs)
@@ -174,6 +177,8 @@ def summary(rs: list[dict]) -> dict[str, float]:
 def report(args, browser, isolated, wl, boot, ll, ids, runs, ov, own) -> None:
     w, m = summary(runs["wllama"]), summary(runs["llamay"])
     print(f"\n{args.model.name}, Chromium {browser} headless, cross-origin isolated: {isolated}")
+    print(f"machine: {os.cpu_count()} cores, load average (1 min) {args.load[0]:.2f} before the run, "
+          f"{args.load[1]:.2f} after it (its own threads included)")  # fmt: skip
     print(f"prompt {len(ids)} tokens (tokenized by wllama, the same ids to both), {args.gen} generated tokens, "
           f"greedy; median of {args.rounds} rounds")  # fmt: skip
     print(f"wllama 2.4.0 (llama.cpp {wl['version'] or '?'}): single-thread build, {wl['threads']} thread")

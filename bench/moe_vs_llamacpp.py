@@ -143,17 +143,9 @@ def run_llamay(path: str, threads: int, n_tokens: int) -> dict:
 
 
 def run_llamacpp(path: str, threads: int, n_tokens: int) -> dict:
-    import xllamacpp as xlc
+    from llamay.native.commands.bench import llamacpp_server
 
-    p = xlc.CommonParams()
-    p.model.path = path
-    p.n_ctx = N_CTX
-    p.n_parallel = 1
-    p.cpuparams.n_threads = threads
-    p.cpuparams_batch.n_threads = threads
-    p.warmup = True
-    p.verbosity = -1
-    server = xlc.Server(p)
+    server = llamacpp_server(path, N_CTX, threads)
     body = {"prompt": PROMPT, "n_predict": n_tokens + 1, "temperature": 0.0, "top_k": 1, "seed": 0,
             "cache_prompt": False, "ignore_eos": True}  # fmt: skip
     server.handle_completions(body)  # warm

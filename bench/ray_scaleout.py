@@ -19,13 +19,21 @@ import os
 import socket
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from tests.ray.chats import cached_share, run
+from tests.ray.chats import Turn, cached_share, run
+
+
+def kept(turns: list[Turn]) -> float:
+    """Of the turns after a chat's first, the share sent to the replica that answered the turn before."""
+    by = {(t.chat, t.turn): t.replica for t in turns}
+    later = [t for t in turns if t.turn]
+    return sum(t.replica == by[(t.chat, t.turn - 1)] for t in later) / max(1, len(later))
 
 
 def free_port() -> int:
@@ -69,17 +77,22 @@ def main() -> int:
             app = build_app({"model": args.model, "replicas": replicas, "routing": routing, "num_cpus": 1.0,
                              "threads": 1, "parallel": args.parallel, "ctx_size": 1024})  # fmt: skip
             serve.run(app, name="llamay", route_prefix="/")
-            post({"messages": [{"role": "user", "content": "warm up"}], "max_tokens": 2})  # compiled, resident
+            warm: set[str] = set()  # every replica has answered once: its kernels compiled, the model resident
+            for i in range(64):
+                warm.add(post({"messages": [{"role": "user", "content": f"warm up {i}"}], "max_tokens": 2})[1])
+                if len(warm) == replicas:
+                    break
             t0 = time.perf_counter()
             turns = run(post, args.chats, args.turns, salt=f"{name}-{time.time()}", max_tokens=args.max_tokens,
                         concurrency=args.concurrency)  # fmt: skip
             wall = time.perf_counter() - t0
             tokens = sum(t.completion_tokens for t in turns)
-            used = len({t.replica for t in turns})
-            rows.append((name, tokens / wall, cached_share(turns), wall, used))
+            split = sorted(Counter(t.replica for t in turns).values(), reverse=True)
+            rows.append((name, tokens / wall, cached_share(turns), wall))
             print(
                 f"{name:36s} {tokens / wall:7.1f} tok/s  cached prompt share {cached_share(turns):.3f}  "
-                f"({len(turns)} requests, {tokens} tokens, {wall:.1f} s, {used} replica(s) answered)",
+                f"({len(turns)} requests, {tokens} tokens, {wall:.1f} s; requests per replica {split}, "
+                f"later turns on their chat's previous replica {kept(turns):.0%})",
                 flush=True,
             )
             serve.delete("llamay")

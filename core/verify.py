@@ -12,6 +12,7 @@ Encoders compare their pooled embeddings by cosine similarity.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -130,34 +131,52 @@ def _rel_rows(got: list[float], want: list[float], dim: int) -> float:
     return worst
 
 
-def layerwise_diff(ref: Model, test: Model, tokens: Sequence[int]) -> tuple[float, float]:
-    """Run both models side by side, feeding every block of `test` the hidden state `ref` computed: the largest
-    relative error of a block's output, and the logprob difference of the head given the same final state.
+@dataclass
+class Trace:
+    """What the reference computes on some tokens, block by block: its hidden state after the embedding and after
+    each block, and its head's logits. It does not depend on the backend compared against it: computed once."""
+
+    tokens: list[int]
+    states: list[array]
+    logits: list[float]
+
+
+def reference_trace(ref: Model, tokens: Sequence[int]) -> Trace:
+    n, e = len(tokens), ref.cfg.n_embd
+    st = ref.new_state(n_ctx=n + 1, n_batch=n)
+    p = begin(ref, st, tokens)
+    ref.arch.embed(p)
+    states = [array("f", ref.backend.read_f32(st.x, 0, n * e))]
+    for il, layer in enumerate(ref.weights.layers):
+        ref.arch.block(p, layer, il)
+        states.append(array("f", ref.backend.read_f32(st.x, 0, n * e)))
+    ref.arch.output(p)
+    return Trace(list(tokens), states, ref.backend.read_f32(st.logits, 0, ref.cfg.n_vocab))
+
+
+def layerwise_diff(ref: Trace, test: Model) -> tuple[float, float]:
+    """Run `test` beside the reference's trace, feeding each of its blocks the hidden state the reference computed:
+    the largest relative error of a block's output, and the logprob difference of the head given the same final
+    state.
 
     Quantised models round activations to 8 bits, so over many layers one-ulp differences can move a value to the
     next level and compound; fed the same input, each block can only differ by its own roundings."""
-    n, e = len(tokens), ref.cfg.n_embd
-    st_r = ref.new_state(n_ctx=n + 1, n_batch=n)
-    st_t = test.new_state(n_ctx=n + 1, n_batch=n)
-    p_r, p_t = begin(ref, st_r, tokens), begin(test, st_t, tokens)
-    ref.arch.embed(p_r)
-    test.arch.embed(p_t)
+    n, e = len(ref.tokens), test.cfg.n_embd
+    st = test.new_state(n_ctx=n + 1, n_batch=n)
+    p = begin(test, st, ref.tokens)
+    test.arch.embed(p)
 
-    def sync() -> float:
-        want = ref.backend.read_f32(st_r.x, 0, n * e)
-        err = _rel_rows(test.backend.read_f32(st_t.x, 0, n * e), want, e)
-        test.backend.write_f32(st_t.x, want)
+    def sync(want: array) -> float:
+        err = _rel_rows(test.backend.read_f32(st.x, 0, n * e), want, e)
+        test.backend.write_f32(st.x, want)
         return err
 
-    worst = sync()
-    for il, (lr, lt) in enumerate(zip(ref.weights.layers, test.weights.layers, strict=True)):
-        ref.arch.block(p_r, lr, il)
-        test.arch.block(p_t, lt, il)
-        worst = max(worst, sync())
-    ref.arch.output(p_r)
-    test.arch.output(p_t)
-    v = ref.cfg.n_vocab
-    head = _logprob_diff(test.backend.read_f32(st_t.logits, 0, v), ref.backend.read_f32(st_r.logits, 0, v))
+    worst = sync(ref.states[0])
+    for il, layer in enumerate(test.weights.layers):
+        test.arch.block(p, layer, il)
+        worst = max(worst, sync(ref.states[il + 1]))
+    test.arch.output(p)
+    head = _logprob_diff(test.backend.read_f32(st.logits, 0, test.cfg.n_vocab), ref.logits)
     return worst, head
 
 
@@ -193,11 +212,13 @@ def verify(
     mode = "matmuls round activations" if quant else "float32 weights"
     log(f"verify {f.name}: {ref.cfg.arch}, {mode}, {len(tokens)} tokens")
     ref_out = None
+    trace = None
     if n_tokens_portable > 0 and (encoder or not quant):
         short = tokens[:n_tokens_portable]
         ref_out = pooled(ref, short) if encoder else batched_logits(ref, short)
-    elif n_tokens_portable > 0:
-        ref_out = True  # quantised: compared block by block against portable, per backend
+    elif n_tokens_portable > 0 and set(backends) - {"portable"}:
+        # quantised: each backend compared block by block against portable's trace (computed once)
+        trace = reference_trace(ref, tokens[:n_tokens_portable])
     for name in backends:
         model = ref if name == "portable" else Model(f, name)
         if encoder:
@@ -222,17 +243,14 @@ def verify(
             Check(f"{name}: {len(prompts)} sequences decoded together == alone", diff, TOL_SAME_BACKEND,
                   diff <= TOL_SAME_BACKEND)
         )  # fmt: skip
-        if ref_out is not None and name != "portable":
-            if quant:
-                block, head = layerwise_diff(ref, model, tokens[:n_tokens_portable])
-                checks.append(
-                    Check(f"{name} == portable, block by block", block, TOL_BLOCK_REL, block <= TOL_BLOCK_REL)
-                )
-                checks.append(Check(f"{name} == portable, LM head", head, TOL_HEAD_QUANT, head <= TOL_HEAD_QUANT))
-            else:
-                short = batched[: len(ref_out)]
-                diff = max(_logprob_diff(b, r) for b, r in zip(short, ref_out, strict=True))
-                checks.append(
-                    Check(f"{name} == portable ({len(ref_out)} positions)", diff, tol_backends, diff <= tol_backends)
-                )
+        if trace is not None and name != "portable":
+            block, head = layerwise_diff(trace, model)
+            checks.append(Check(f"{name} == portable, block by block", block, TOL_BLOCK_REL, block <= TOL_BLOCK_REL))
+            checks.append(Check(f"{name} == portable, LM head", head, TOL_HEAD_QUANT, head <= TOL_HEAD_QUANT))
+        elif ref_out is not None and name != "portable":
+            short = batched[: len(ref_out)]
+            diff = max(_logprob_diff(b, r) for b, r in zip(short, ref_out, strict=True))
+            checks.append(
+                Check(f"{name} == portable ({len(ref_out)} positions)", diff, tol_backends, diff <= tol_backends)
+            )
     return checks

@@ -27,6 +27,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def serve_on_ray(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`llamay serve --ray ARGS` is `llamay ray ARGS`; an option of `llamay serve` that `llamay ray` does not take
+    is refused by name (exit status 2, as argparse does), not dropped."""
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    known = {name: set(sub.choices[name]._option_string_actions) for name in ("serve", "ray")}
+    rest = [a for a in argv[1:] if a != "--ray"]
+    refused = [a.split("=", 1)[0] for a in rest if a.split("=", 1)[0] in known["serve"] - known["ray"]]
+    if refused:
+        print(f"llamay serve --ray: error: {', '.join(refused)}: not an option of the Ray application; it takes the "
+              "options of `llamay ray` (llamay ray --help)", file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
+    return ["ray", *rest]
+
+
 SERVER_PROGRAM = "llamay-server"  # run under this name, the program serves: `llamay-server -m M` is `llamay serve -m M`
 
 
@@ -36,7 +50,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         argv, prog = sys.argv[1:], sys.argv[0] if prog is None else prog
     if prog is not None and Path(prog).name.removesuffix(".exe") == SERVER_PROGRAM:
         argv = ["serve", *argv]
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if argv[:1] == ["serve"] and "--ray" in argv:
+        argv = serve_on_ray(parser, argv)
+    args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
     except LlamayError as e:

@@ -23,9 +23,8 @@ VENV=${LLAMAY_VENV:-.venv}
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[native,dev]' -r web/requirements-browser.txt
-# tests/ray run where the [ray] extra is installed (pip install -e '.[ray]'); not here yet: on CI's two cores
-# their routing and drain timings do not hold (issue 19)
+# [ray]: tests/ray start a local Ray cluster (loopback) and run llamay replicas on it; without the extra they skip
+python -m pip install -q -e '.[native,dev,ray]' -r web/requirements-browser.txt
 llamay pull --all
 
 echo "== lint"

@@ -22,8 +22,9 @@ from ..ggml_types import GGMLType
 from ..kernels.ops import OPS as KERNEL_OPS
 from ..platform import IS_PYODIDE
 
-ABI_VERSION = 6  # 3: GELU and GeGLU take the fp16 table; 4: llamay_exec; 5: op codes in the order of OPS;
-# 6: llamay_exec_part (a command's share for kernel threads)
+ABI_VERSION = 7  # 3: GELU and GeGLU take the fp16 table; 4: llamay_exec; 5: op codes in the order of OPS;
+# 6: llamay_exec_part (a command's share for kernel threads); 7: its shares at multiples of 16, element-wise ops
+# split by elements, attention by query head when the (token, KV head) units are few
 PLAIN, RELAXED = "simd128", "relaxed"
 MODULES = {PLAIN: "llamay_kernels.wasm", RELAXED: "llamay_kernels_relaxed.wasm"}
 VARIANT_ENV = "LLAMAY_WASM_VARIANT"  # simd128 | relaxed: force one module instead of detecting

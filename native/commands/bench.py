@@ -79,7 +79,8 @@ def bench_llamay(model, ids: list[int], n_gen: int, n_ctx: int, reps: int) -> Re
     return best
 
 
-def bench_llamacpp(path: str, ids: list[int], n_gen: int, n_ctx: int, threads: int, reps: int) -> Result:
+def llamacpp_server(path: str, n_ctx: int, threads: int):
+    """llama.cpp's server in this process (xllamacpp): one slot, `threads` for prompt and generation, warmed up."""
     import xllamacpp as xlc
 
     p = xlc.CommonParams()
@@ -90,7 +91,11 @@ def bench_llamacpp(path: str, ids: list[int], n_gen: int, n_ctx: int, threads: i
     p.cpuparams_batch.n_threads = threads
     p.warmup = True
     p.verbosity = -1
-    server = xlc.Server(p)
+    return xlc.Server(p)
+
+
+def bench_llamacpp(path: str, ids: list[int], n_gen: int, n_ctx: int, threads: int, reps: int) -> Result:
+    server = llamacpp_server(path, n_ctx, threads)
     try:
         best = Result(0.0, 0.0, float("inf"))
         request = {

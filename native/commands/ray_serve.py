@@ -1,13 +1,14 @@
 """`llamay ray`: llamay replicas on Ray Serve behind Ray's HTTP proxy, routed by prompt prefix (docs/scale-out.md).
 
 It joins a Ray cluster (`--address auto`, or a ray:// address) or starts one on this machine, deploys the
-application of llamay.native.ray.deployment and waits; Ctrl-C takes the application down (replicas drain their
-requests first, `--drain-timeout`). Needs the `[ray]` extra.
+application of llamay.native.ray.deployment and waits; Ctrl-C or SIGTERM takes the application down (replicas
+drain their requests first, `--drain-timeout`). Needs the `[ray]` extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
@@ -77,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False)
+    stopped_by = [signal.SIGINT]
+
+    def on_term(signum: int, _frame: object) -> None:  # a service manager's stop is Ctrl-C's (not Ray's stack dump)
+        stopped_by[0] = signum
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         serve.start(http_options={"host": args.host, "port": args.port})
         say(f"llamay ray: deploying {args.replicas} replica(s) of {args.model or 'the default model'} "
@@ -87,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(3600)
     except KeyboardInterrupt:
         say("llamay ray: stopping (replicas finish their requests first)")
-        return 130
+        return 128 + stopped_by[0]  # 130 after Ctrl-C, 143 after SIGTERM: the shell's convention
     finally:
         serve.delete("llamay")
         if args.address is None:  # the cluster this command started goes with it

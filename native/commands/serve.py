@@ -28,6 +28,8 @@ SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve a model over HTTP (OpenAI- and Ollama-compatible)")
     p.add_argument("-m", "--model", help=MODEL_HELP_DEFAULT)
+    p.add_argument("--ray", action="store_true", help="serve on Ray Serve instead: replicas routed by prompt "
+                   "prefix, as `llamay ray`, whose options it then takes (docs/scale-out.md)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
     p.add_argument("--api-key", help="require `Authorization: Bearer KEY` (default: $LLAMAY_API_KEY, else none)")

@@ -16,8 +16,8 @@ from ray.serve.handle import DeploymentHandle
 
 from .asgi_bridge import run_asgi
 from .prefix_key import PREFIX_CHARS
-from .relay import GONE, MAX_BODY, REPLICA_HEADER, RETRY_HEADER, error, relay, route_key
-from .router import AVOID_KWARG, KEY_KWARG
+from .relay import GONE, MAX_BODY, REPLICA_HEADER, RETRY_HEADER, Guarded, error, relay, route_key
+from .router import AVOID_KWARG, KEY_KWARG, PIN_KWARG
 
 ROUTINGS = {"prefix": "PrefixRouter", "random": "RandomRouter", "default": None}  # default: Ray's own
 DEFAULTS: dict[str, Any] = {"model": None, "replicas": 1, "min_replicas": None, "max_replicas": None,
@@ -25,8 +25,13 @@ DEFAULTS: dict[str, Any] = {"model": None, "replicas": 1, "min_replicas": None, 
                             "routing": "prefix", "num_cpus": 1.0, "max_ongoing_requests": None,
                             "prefix_chars": PREFIX_CHARS, "stats_period_s": 2.0, "api_key": None,
                             "graceful_shutdown_timeout_s": 30.0, "max_queued_requests": None, "host": "127.0.0.1",
+                            "health_check_period_s": 5.0, "health_check_timeout_s": 30.0,
                             "allowed_hosts": (), "cors_origins": (), "autoscaling": None}  # fmt: skip
 LISTS = ("allowed_hosts", "cors_origins")  # `serve run ... allowed_hosts=a.example,b.example`
+QUEUE_FULL = "every replica is busy and the ingress's queue is full: retry later"
+INGRESS_SPARE = 16  # requests the ingress takes beyond what the replicas hold: /health, /metrics, a 429's retry
+# the replica's headers the ingress does not pass on: the proxy frames the body anew; its guard says nosniff itself
+RELAYED_NOT = (b"content-length", b"transfer-encoding", b"x-content-type-options")
 
 
 class Engine:
@@ -55,10 +60,10 @@ class Engine:
         self.replica = serve.get_replica_context().replica_id.unique_id
         self.started = False
 
-    async def handle(self, req: dict[str, Any], prefix_key: str | None = None,
-                     avoid: str | None = None) -> AsyncIterator[Any]:  # fmt: skip
+    async def handle(self, req: dict[str, Any], prefix_key: str | None = None, avoid: str | None = None,
+                     replica: str | None = None) -> AsyncIterator[Any]:  # fmt: skip
         """The answer to one request: its head (with this replica's id), then its body chunks."""
-        del prefix_key, avoid  # read by the router (router.KEY_KWARG, AVOID_KWARG), not here
+        del prefix_key, avoid, replica  # read by the router (router.KEY_KWARG, AVOID_KWARG, PIN_KWARG), not here
         if not self.started:  # what the app's lifespan does, on this replica's event loop
             self.started = True
             if not self.service.scheduler.alive:
@@ -70,9 +75,11 @@ class Engine:
             yield item
 
     def record_routing_stats(self) -> dict[str, Any]:
-        """What the router reads (router.full, router.load): sequences running, jobs queued, the queue's size."""
+        """What the router reads (router.full, router.load): sequences running, jobs queued, the queue's size,
+        and whether the model thread runs (a replica whose thread stopped answers 503 until Ray replaces it)."""
         s = self.service.scheduler
-        return {"running": s.running, "queued": s.queue_depth, "queue": s.cfg.queue}
+        return {"running": s.running, "queued": s.queue_depth, "queue": s.cfg.queue,
+                "healthy": s.alive or not self.started}  # fmt: skip
 
     def check_health(self) -> None:
         """Ray's health check: a replica whose model thread stopped is replaced."""
@@ -95,41 +102,46 @@ ingress_app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)  # llamay
 class Ingress:
     """Behind Ray's proxy: every route goes to an Engine replica chosen by the request's prefix key."""
 
-    def __init__(self, engine: DeploymentHandle, prefix_chars: int = PREFIX_CHARS) -> None:
+    def __init__(self, engine: DeploymentHandle, prefix_chars: int = PREFIX_CHARS, host: str = "127.0.0.1",
+                 allowed_hosts: tuple[str, ...] = (), cors_origins: tuple[str, ...] = ()) -> None:  # fmt: skip
+        from llamay.native.server.guard import GuardConfig
+
         self.engine = engine.options(stream=True)
         self.prefix_chars = prefix_chars
+        # the replicas' rules, applied here too: a request they would refuse is refused before its body is read
+        self.guard = GuardConfig(bound=host, allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins),
+                                 max_body_bytes=MAX_BODY)  # fmt: skip
 
     @ingress_app.api_route("/{path:path}", methods=["GET", "POST", "DELETE", "PUT", "HEAD", "OPTIONS"])
     async def forward(self, request: Request, path: str) -> Any:
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY:
-                return error(413, f"the request body is larger than {MAX_BODY} bytes", "body_too_large")
-        route = "/" + path
+        return Guarded(self.guard, lambda admitted: self._answer(admitted, "/" + path))
+
+    async def _answer(self, request: Request, route: str) -> Any:
+        body = await request.body()  # read by the guard, at most MAX_BODY
         key = await asyncio.to_thread(route_key, route, bytes(body), self.prefix_chars) if body else None
         req = {"method": request.method, "path": route, "query": request.url.query.encode(),
                "headers": [(k, v) for k, v in request.headers.raw], "body": bytes(body)}  # fmt: skip
+        pin = request.headers.get(REPLICA_HEADER)  # a client's choice of replica (its /metrics, say)
         retried = None
         try:
-            stream, head = await self._start(req, key, None)
+            stream, head = await self._start(req, key, None, pin)
             if head["status"] == 429:  # that replica is full: once elsewhere (its 429 stands if this one is too)
                 retried = "429"
                 stream.cancel()
-                stream, head = await self._start(req, key, head["replica"])
+                stream, head = await self._start(req, key, head["replica"], pin)
         except BackPressureError:
-            return error(429, "every replica is busy and the ingress's queue is full: retry later", "queue_full")
+            return error(429, QUEUE_FULL, "queue_full", route)
         except GONE as e:  # died before answering: nothing was sent, so it is safe to send it once elsewhere
             retried = "replica-died"
             try:
                 stream, head = await self._start(req, key, None)
             except BackPressureError:
-                return error(429, "every replica is busy and the ingress's queue is full: retry later", "queue_full")
+                return error(429, QUEUE_FULL, "queue_full", route)
             except GONE:
                 return error(503, f"the replicas serving this model stopped before answering ({e.__class__.__name__}); "
-                              "retry when Ray has restarted them", "replica_unavailable")  # fmt: skip
+                              "retry when Ray has restarted them", "replica_unavailable", route)  # fmt: skip
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in head["headers"]
-                   if k.lower() not in (b"content-length", b"transfer-encoding")]  # fmt: skip
+                   if k.lower() not in RELAYED_NOT]  # fmt: skip
         headers.append((REPLICA_HEADER, head["replica"]))
         if retried:
             headers.append((RETRY_HEADER, retried))
@@ -138,8 +150,9 @@ class Ingress:
         response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
         return response
 
-    async def _start(self, req: dict[str, Any], key: str | None, avoid: str | None) -> tuple[Any, dict[str, Any]]:
-        stream = self.engine.handle.remote(req, **{KEY_KWARG: key, AVOID_KWARG: avoid})
+    async def _start(self, req: dict[str, Any], key: str | None, avoid: str | None,
+                     pin: str | None = None) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+        stream = self.engine.handle.remote(req, **{KEY_KWARG: key, AVOID_KWARG: avoid, PIN_KWARG: pin})
         return stream, await stream.__anext__()
 
 
@@ -181,7 +194,8 @@ def build_app(args: dict[str, Any]) -> Any:
         # beyond every replica's max_ongoing_requests, this many wait in the ingress; more get 429 (BackPressureError)
         "max_queued_requests": int(o["max_queued_requests"] if o["max_queued_requests"] is not None else o["queue"]),
         "graceful_shutdown_timeout_s": float(o["graceful_shutdown_timeout_s"]),
-        "health_check_period_s": 5.0,
+        "health_check_period_s": float(o["health_check_period_s"]),
+        "health_check_timeout_s": float(o["health_check_timeout_s"]),
     }  # fmt: skip
     if o["min_replicas"] is not None or o["max_replicas"] is not None or o["autoscaling"]:
         options["autoscaling_config"] = autoscaling(o)
@@ -192,7 +206,13 @@ def build_app(args: dict[str, Any]) -> Any:
             request_router_class=f"llamay.native.ray.router:{ROUTINGS[o['routing']]}",
             request_routing_stats_period_s=float(o["stats_period_s"]))  # fmt: skip
     engine = serve.deployment(Engine).options(**options)
-    ingress = serve.deployment(Ingress).options(name="Ingress", ray_actor_options={"num_cpus": 0})
+    # the ingress relays every request the replicas hold or Ray queues for them (Ray's default, 5 at once, would
+    # hold the sixth stream at the proxy, /health included); the proxy keeps a bounded queue in front of it
+    most = options["autoscaling_config"].max_replicas if "autoscaling_config" in options else o["replicas"]
+    relayed = most * options["max_ongoing_requests"] + options["max_queued_requests"]
+    ingress = serve.deployment(Ingress).options(name="Ingress", ray_actor_options={"num_cpus": 0},
+                                                max_ongoing_requests=relayed + INGRESS_SPARE,
+                                                max_queued_requests=options["max_queued_requests"])  # fmt: skip
     return ingress.bind(engine.bind(o["model"], o["parallel"], o["queue"], o["ctx_size"], o["threads"],
                                     o["backend"], o["api_key"], o["host"], o["allowed_hosts"], o["cors_origins"]),
-                        int(o["prefix_chars"]))  # fmt: skip
+                        int(o["prefix_chars"]), o["host"], o["allowed_hosts"], o["cors_origins"])  # fmt: skip

@@ -1,12 +1,16 @@
 """Prefix-aware routing on Ray Serve's request-router extension point (`ray.serve.request_router`): a request's
 prefix key picks a replica by rendezvous hashing (the same key always ranks the replicas the same way, and a
-replica joining or leaving moves only its own share of keys); Ray probes the first rank and, when that replica is
-full (at `max_ongoing_requests`, or reporting a full llamay queue), the next ranks, least loaded first."""
+replica joining or leaving moves only its own share of keys). The key's replica is the only choice while it can
+take the request; only when it is full (its llamay queue, or Ray's count of its requests, at the limit), unhealthy,
+or has not taken the request for OWNER_PATIENCE_S do the others come in, least loaded first. A replica that is
+merely slow to answer Ray's queue probe is waited for (Ray probes it again with a longer deadline), not passed
+over: the decision does not depend on how busy the machine is."""
 
 from __future__ import annotations
 
 import hashlib
 import random
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +18,10 @@ from ray.serve.request_router import PendingRequest, RequestRouter, RunningRepli
 
 KEY_KWARG = "prefix_key"  # what the ingress passes to Engine.handle
 AVOID_KWARG = "avoid"  # the replica a 429 came from: its retry goes elsewhere
+PIN_KWARG = "replica"  # the replica a client asked for by name (x-llamay-replica): that one while it is live
+# a key's replica that has not taken a request for this long (it never answers Ray's probe: hung, or its host
+# overloaded) is passed over; Ray's health check replaces a hung replica
+OWNER_PATIENCE_S = 10.0
 
 
 def rendezvous(key: str, replica_ids: Sequence[str]) -> list[str]:
@@ -26,47 +34,58 @@ def rendezvous(key: str, replica_ids: Sequence[str]) -> list[str]:
 
 
 def full(stats: dict[str, Any]) -> bool:
-    """A replica whose llamay queue (from its `record_routing_stats`) has no room left."""
-    return bool(stats) and stats.get("queued", 0) >= stats.get("queue", 1 << 30)
+    """A replica that cannot take a request now, by its own report (`Engine.record_routing_stats`): its llamay
+    queue has no room left, or its model thread has stopped (it answers 503 until Ray replaces it)."""
+    if not stats:
+        return False
+    return stats.get("queued", 0) >= stats.get("queue", 1 << 30) or not stats.get("healthy", True)
 
 
 def load(stats: dict[str, Any]) -> int:
     return int(stats.get("running", 0)) + int(stats.get("queued", 0)) if stats else 0
 
 
-def rank(key: str | None, replicas: list[tuple[str, dict[str, Any]]], avoid: str | None = None) -> list[list[str]]:
-    """The ranks of replica ids for a request: [[the key's replica], [the rest, least loaded first]]; with no key
-    (nothing to route by) all of them in one rank (Ray takes the least queued); `avoid` goes last."""
+def rank(key: str | None, replicas: list[tuple[str, dict[str, Any]]], avoid: str | None = None,
+         pin: str | None = None, passed_over: frozenset[str] = frozenset()) -> list[list[str]]:  # fmt: skip
+    """The ranks of replica ids for a request. A live `pin` (not `avoid`): [[pin]]. No key (nothing to route by):
+    every replica in one rank (Ray takes the least queued). Else [[the key's replica]] while it is usable; when it
+    is full (its stats, or in `passed_over`): [the rest, least loaded first], then the key's replica, in case the
+    rest are full too. `avoid` (where a 429 came from) goes last."""
     ids = [rid for rid, _ in replicas]
     stats = dict(replicas)
     usable = [rid for rid in ids if rid != avoid] or ids
+    if pin is not None and pin in usable:
+        return [[pin]]
     if key is None:
         return [usable]
-    order = rendezvous(key, usable)
-    first = [rid for rid in order if not full(stats[rid])][:1]
-    rest = sorted((rid for rid in usable if rid not in first), key=lambda rid: load(stats[rid]))
-    return [r for r in (first, rest) if r]
+    owner = rendezvous(key, usable)[0]
+    if not full(stats[owner]) and owner not in passed_over:
+        return [[owner]]
+    rest = sorted((rid for rid in usable if rid != owner), key=lambda rid: load(stats[rid]))
+    return [r for r in (rest, [owner]) if r]
 
 
 class PrefixRouter(RequestRouter):
     """Ray Serve's router for the Engine deployment: `request_router_class=llamay.native.ray.router:PrefixRouter`."""
-
-    # a replica decoding on every core answers Ray's queue-length probe late; at Ray's 0.1 s the request would go
-    # to the next rank and lose its cached prefix
-    queue_len_response_deadline_s = 0.5
 
     async def choose_replicas(
         self, candidate_replicas: list[RunningReplica], pending_request: PendingRequest | None = None
     ) -> list[list[RunningReplica]]:
         kwargs = pending_request.kwargs if pending_request is not None else {}
         by_id = {r.replica_id.unique_id: r for r in candidate_replicas}
+        # full by Ray's count: the last probe or send found it at max_ongoing_requests (a probe that timed out
+        # leaves no entry: a replica slow to answer is not full)
+        cache = self.replica_queue_len_cache
+        passed_over = {rid for rid, r in by_id.items() if (cache.get(r.replica_id) or 0) >= r.max_ongoing_requests}
+        if pending_request is not None and time.time() - pending_request.created_at > OWNER_PATIENCE_S:
+            passed_over = set(by_id)  # waited too long for its key's replica: the others first, then it
         ranks = rank(kwargs.get(KEY_KWARG), [(rid, r.routing_stats or {}) for rid, r in by_id.items()],
-                     kwargs.get(AVOID_KWARG))  # fmt: skip
+                     kwargs.get(AVOID_KWARG), kwargs.get(PIN_KWARG), frozenset(passed_over))  # fmt: skip
         return [[by_id[rid] for rid in ids] for ids in ranks]
 
 
 class RandomRouter(RequestRouter):
-    """A baseline for tests and benchmarks (`routing=random`): any replica, uniformly, whatever its prompt."""
+    """A baseline for benchmarks (`routing=random`): any replica, uniformly, whatever its prompt."""
 
     async def choose_replicas(
         self, candidate_replicas: list[RunningReplica], pending_request: PendingRequest | None = None

@@ -3,6 +3,8 @@ sent turn by turn as a client does (every turn resends the chat so far, its answ
 
 from __future__ import annotations
 
+import collections
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,33 +51,48 @@ def chats(n: int, salt: str) -> list[Chat]:
 
 def run(post: Callable[[dict], tuple[dict, str]], n_chats: int, n_turns: int, salt: str, max_tokens: int = 8,
         concurrency: int = 4) -> list[Turn]:  # fmt: skip
-    """Every chat's turns in order, `concurrency` chats at a time; `post(body)` -> (the JSON answer, replica id)."""
-    todo = chats(n_chats, salt)
-    lock = threading.Lock()
+    """Every chat's turns in order, `concurrency` requests at a time; `post(body)` -> (the JSON answer, replica id).
+
+    As sessions do: a chat's next turn goes to a random place in the back half of the line, behind other chats'
+    waiting turns (the user reads the answer meanwhile). Sent back to back instead, a turn would find its replica
+    the least loaded one (it had just finished the turn before), and in a fixed order the chats would settle into
+    a fixed rotation over the replicas: load-based routing would keep chats in place by accident."""
+    line = collections.deque(chats(n_chats, salt))
+    rng = random.Random(salt)
+    cond = threading.Condition()
+    busy = 0  # chats with a turn in flight: they come back to the line
     turns: list[Turn] = []
     errors: list[BaseException] = []
 
     def worker() -> None:
+        nonlocal busy
         while True:
-            with lock:
-                if not todo or errors:
+            with cond:
+                while not line and busy and not errors:
+                    cond.wait()
+                if not line or errors:
                     return
-                c = todo.pop(0)
+                c = line.popleft()
+                busy += 1
             try:
-                for t in range(n_turns):
-                    body = {"messages": c.messages, "max_tokens": max_tokens, "temperature": 0}
-                    answer, replica = post(body)
-                    u = answer["usage"]
-                    cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
-                    with lock:
-                        turns.append(Turn(c.index, t, replica, u["prompt_tokens"], cached, u["completion_tokens"]))
-                    said = answer["choices"][0]["message"]["content"]
-                    said = answer["choices"][0]["message"]["content"]
-                    c.messages = [*c.messages, {"role": "assistant", "content": said},
-                                  {"role": "user", "content": FOLLOW_UPS[t % len(FOLLOW_UPS)]}]  # fmt: skip
+                t = (len(c.messages) - 2) // 2
+                answer, replica = post({"messages": c.messages, "max_tokens": max_tokens, "temperature": 0})
+                u = answer["usage"]
+                cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+                said = answer["choices"][0]["message"]["content"]
+                c.messages = [*c.messages, {"role": "assistant", "content": said},
+                              {"role": "user", "content": FOLLOW_UPS[t % len(FOLLOW_UPS)]}]  # fmt: skip
+                with cond:
+                    turns.append(Turn(c.index, t, replica, u["prompt_tokens"], cached, u["completion_tokens"]))
+                    if t + 1 < n_turns:
+                        line.insert(rng.randint(len(line) // 2, len(line)), c)
             except BaseException as e:
-                with lock:
+                with cond:
                     errors.append(e)
+            finally:
+                with cond:
+                    busy -= 1
+                    cond.notify_all()
 
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
     for t in threads:

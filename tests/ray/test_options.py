@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from llamay.native.ray.deployment import build_app
+from llamay.native.ray.deployment import INGRESS_SPARE, build_app
 
 
 def engine_config(app):
@@ -12,9 +12,15 @@ def engine_config(app):
 
 
 def test_replicas_routing_and_limits_reach_ray():
-    c = engine_config(build_app({"replicas": 3, "parallel": 2, "queue": 5}))
+    app = build_app({"replicas": 3, "parallel": 2, "queue": 5})
+    c = engine_config(app)
     assert c.num_replicas == 3 and c.autoscaling_config is None
     assert c.max_ongoing_requests == 7 and c.max_queued_requests == 5  # a replica's batch and queue; the ingress's
+    # the ingress relays all of that at once (not Ray's default 5), and a few more (/health, a 429's retry)
+    ingress = app._bound_deployment._deployment_config
+    assert ingress.max_ongoing_requests == 3 * 7 + 5 + INGRESS_SPARE and ingress.max_queued_requests == 5
+    scaled = build_app({"replicas": 1, "max_replicas": 4, "parallel": 2, "queue": 5})._bound_deployment
+    assert scaled._deployment_config.max_ongoing_requests == 4 * 7 + 5 + INGRESS_SPARE
     assert c.request_router_config.request_router_class == "llamay.native.ray.router:PrefixRouter"
     assert engine_config(build_app({"routing": "random"})).request_router_config.request_router_class.endswith(
         ":RandomRouter"

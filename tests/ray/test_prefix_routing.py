@@ -1,61 +1,72 @@
-"""20 multi-turn chats sharing system prompts: with prefix routing every chat stays on one replica and its later
-turns find the whole chat so far in that replica's prefix cache (`cached_tokens`); random routing scatters a
-chat's turns, and the turns sent to another replica than the one before find less cached there."""
+"""20 multi-turn chats sharing system prompts: with prefix routing every turn of a chat goes to the replica the
+router names for the chat's key, and finds the whole chat so far in that replica's prefix cache (`cached_tokens`).
+The same chats with each turn sent to a replica picked at random (named by x-llamay-replica, what a random router
+does) scatter, and their turns sent elsewhere than the turn before do not find the chat so far there."""
 
 from __future__ import annotations
 
+import random
+
 from llamay.kv.cache import DEFAULT_PAGE_SIZE as PAGE
+from llamay.native.ray.prefix_key import prefix_key
 from llamay.native.ray.relay import REPLICA_HEADER
+from llamay.native.ray.router import rendezvous
 from tests.ray import chats
+from tests.ray.cluster import MAIN
 
 N_CHATS, N_TURNS = 20, 3
+ROUTE = "/v1/chat/completions"
 
 
-def workload(cluster, salt: str) -> list[chats.Turn]:
+def workload(cluster, salt: str, pick=None) -> list[chats.Turn]:
+    """The chats' turns; `pick(body)`: a replica to name for each request instead of letting the router choose."""
     with cluster.client() as c:
 
         def post(body: dict) -> tuple[dict, str]:
-            r = c.post("/v1/chat/completions", json=body)
+            r = c.post(ROUTE, json=body, headers={REPLICA_HEADER: pick(body)} if pick else {})
             assert r.status_code == 200, r.text
             return r.json(), r.headers[REPLICA_HEADER]
 
         return chats.run(post, N_CHATS, N_TURNS, salt)
 
 
-def replicas_of(turns: list[chats.Turn]) -> dict[int, set[str]]:
-    out: dict[int, set[str]] = {}
-    for t in turns:
-        out.setdefault(t.chat, set()).add(t.replica)
-    return out
+def owners(salt: str, ids: list[str]) -> dict[int, str]:
+    """Each chat's replica by the router's rule: the first of its key's rendezvous order (the key is the chat's
+    leading messages, the same at every turn)."""
+    return {c.index: rendezvous(prefix_key(ROUTE, {"messages": c.messages}), ids)[0]
+            for c in chats.chats(N_CHATS, salt)}  # fmt: skip
 
 
-def test_prefix_routing_keeps_each_chat_on_one_replica_where_random_routing_does_not(cluster):
-    cluster.deploy(replicas=2, routing="prefix")
-    prefix = workload(cluster, "prefix")
-    cluster.deploy(replicas=2, routing="random")
-    scattered_run = workload(cluster, "random")  # another salt: nothing of the first run is in any cache
+def whole_pages(n: int) -> int:
+    return n // PAGE * PAGE
 
-    on = replicas_of(prefix)
-    assert all(len(r) == 1 for r in on.values()), on
-    assert len(set().union(*on.values())) == 2  # the chats themselves are spread over both replicas
-    by = {(t.chat, t.turn): t for t in prefix}
-    for t in prefix:
+
+def test_prefix_routing_keeps_each_chat_on_its_replica_where_random_routing_does_not(cluster):
+    ids = cluster.deploy(**MAIN)
+    routed = workload(cluster, "prefix")
+
+    def pick(body: dict) -> str:  # a replica at random, seeded by the chat and its turn (not by thread timing)
+        return random.Random(f"{body['messages'][1]['content']}/{len(body['messages'])}").choice(ids)
+
+    scattered = workload(cluster, "random", pick=pick)  # another salt: nothing cached
+
+    # every turn on the replica the router's rule names for its chat, and the chats spread over both replicas
+    owner = owners("prefix", ids)
+    assert all(t.replica == owner[t.chat] for t in routed), [(t.chat, t.turn, t.replica, owner[t.chat]) for t in routed]
+    assert set(owner.values()) == set(ids)
+    prev = {(t.chat, t.turn): t for t in routed}
+    for t in routed:
         if t.turn:  # everything the previous turn read (its prompt) is found again, but a partly filled last page
-            before = by[(t.chat, t.turn - 1)]
-            assert t.cached_tokens >= before.prompt_tokens // PAGE * PAGE, (t, before)
+            before = prev[(t.chat, t.turn - 1)]
+            assert t.cached_tokens >= whole_pages(before.prompt_tokens), (t, before)
 
-    scattered = [c for c, r in replicas_of(scattered_run).items() if len(r) > 1]
-    assert scattered, "random routing kept every chat on one replica"  # (1/4)**20 by chance
-    by = {(t.chat, t.turn): t for t in scattered_run}
-    moved = [t for t in scattered_run if t.turn and t.replica != by[(t.chat, t.turn - 1)].replica]
-    stayed = [t for t in scattered_run if t.turn and t.replica == by[(t.chat, t.turn - 1)].replica]
-
-    def missed(turns: list[chats.Turn]) -> float:  # of what the turn before read, tokens not found cached
-        return sum(by[(t.chat, t.turn - 1)].prompt_tokens - t.cached_tokens for t in turns) / max(1, len(turns))
-
-    # a turn sent elsewhere finds its system prompt there at best, not the chat so far
-    assert missed(moved) > missed(stayed) + PAGE, (missed(moved), missed(stayed))
-    share_prefix, share_random = chats.cached_share(prefix), chats.cached_share(scattered_run)
-    assert share_prefix > share_random, (share_prefix, share_random)
-    print(f"cached prompt-token share: prefix routing {share_prefix:.3f}, random routing {share_random:.3f}; "
-          f"chats scattered by random routing: {len(scattered)}/{N_CHATS}")  # fmt: skip
+    prev = {(t.chat, t.turn): t for t in scattered}
+    moved = [t for t in scattered if t.turn and t.replica != prev[(t.chat, t.turn - 1)].replica]
+    assert moved, "no turn was sent to another replica than the turn before"
+    # a turn sent elsewhere finds the system prompt there at best, not the chat so far
+    missed = [t for t in moved if t.cached_tokens < whole_pages(prev[(t.chat, t.turn - 1)].prompt_tokens)]
+    assert len(missed) >= len(moved) // 2, (len(missed), len(moved))
+    share_routed, share_scattered = chats.cached_share(routed), chats.cached_share(scattered)
+    assert share_routed > share_scattered, (share_routed, share_scattered)
+    print(f"cached prompt-token share: prefix routing {share_routed:.3f}, random replicas {share_scattered:.3f}; "
+          f"turns moved: {len(moved)}/{N_CHATS * (N_TURNS - 1)}, {len(missed)} of them missed")  # fmt: skip

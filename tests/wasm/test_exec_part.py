@@ -1,6 +1,7 @@
 """`llamay_exec_part(cmd, part, nparts)`, the kernel threads' share of a command (wasm/src/exec.c): run over every
 part, the output is `llamay_exec`'s bit for bit, for every weight type the module runs, at decode (n = 1) and
-prefill widths; attention split by (token, KV head) likewise; any other command runs in part 0 only."""
+prefill widths; attention split by (token, KV head) or by query head likewise; the element-wise ops split by
+elements likewise; any other command runs in part 0 only."""
 
 from __future__ import annotations
 
@@ -72,8 +73,10 @@ def test_other_commands_run_in_part_zero_only(wasm) -> None:
 
 
 def test_a_part_writes_its_own_rows_only(wasm) -> None:
+    """Part p of n takes rows m * p / n .. m * (p + 1) / n, each bound rounded down to a multiple of 16 (the last
+    part's to m): part 1 of 3 of 100 rows is 32 .. 64."""
     rng = random.Random("rows")
-    n, k, m = 2, 256, 10
+    n, k, m = 2, 256, 100
     w = _matrix(wasm, GGMLType.Q4_0, k, m, rng)
     x = wasm.alloc_f32(n * k)
     wasm.write_f32(x, [rng.uniform(-2, 2) for _ in range(n * k)])
@@ -81,11 +84,11 @@ def test_a_part_writes_its_own_rows_only(wasm) -> None:
     out = wasm.alloc_f32(n * m)
     share = (wasm.fn["llamay_act_bytes"](int(GGMLType.Q4_0), n, k) + 15) // 16 * 16
     cmd = wasm._command((MATMUL, int(GGMLType.Q4_0), out, w.handle.addr, x, n, k, m, wasm.rt.alloc(3 * share)))
-    assert wasm.fn["llamay_exec_part"](cmd, 1, 3) == 0  # rows 3..6 of 10
+    assert wasm.fn["llamay_exec_part"](cmd, 1, 3) == 0
     got = wasm.read_f32(out, 0, n * m)
     for i in range(n):
         for r in range(m):
-            want = whole[i * m + r] if 3 <= r < 6 else 0.0
+            want = whole[i * m + r] if 32 <= r < 64 else 0.0
             assert got[i * m + r] == want, (i, r)
 
 
@@ -117,9 +120,11 @@ def _attention_command(b, rng: random.Random, n: int, n_head: int, n_head_kv: in
     return b._command((ATTENTION, *args)), out, n * n_head * hd
 
 
-@pytest.mark.parametrize(("n", "n_head", "n_head_kv"), [(1, 9, 3), (3, 6, 2), (4, 4, 4)])
+@pytest.mark.parametrize(("n", "n_head", "n_head_kv"), [(1, 9, 3), (3, 6, 2), (4, 4, 4), (8, 8, 2), (1, 18, 1)])
 def test_parts_of_attention_equal_the_whole(wasm, n: int, n_head: int, n_head_kv: int) -> None:
-    """Attention is split by (token, KV head) units: 1 to 13 parts (more parts than units: some get none)."""
+    """Attention is split by (token, KV head) units when there are 8 a part or more (8 tokens of 2 KV heads on 2
+    parts), else by query head (a decode step; 18 heads of one KV head: more than the kernel's group of 8): 1 to
+    13 parts (more parts than units: some get none)."""
     cmd, out, count = _attention_command(wasm, random.Random(f"attn-{n}-{n_head}"), n, n_head, n_head_kv)
     assert wasm.fn["llamay_exec"](cmd) == 0
     whole = wasm.read_f32(out, 0, count)
@@ -129,3 +134,46 @@ def test_parts_of_attention_equal_the_whole(wasm, n: int, n_head: int, n_head_kv
         for part in reversed(range(nparts)):
             assert wasm.fn["llamay_exec_part"](cmd, part, nparts) == 0
         assert wasm.read_f32(out, 0, count) == whole, f"{nparts} parts"
+
+
+ELEMENTWISE = {  # op: its arguments after the buffers (out, then inputs) and the count
+    "add": (3, ()),
+    "swiglu": (3, ()),
+    "swiglu_oai": (3, (1.702, 7.0)),
+    "geglu": (3, ("table",)),
+    "gelu": (1, ("table",)),
+    "scale": (1, (0.37,)),
+    "softcap": (1, (3.0,)),
+    "clamp": (1, (-1.5, 2.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_parts_of_an_element_wise_command_equal_the_whole(wasm, name: str) -> None:
+    """Split by elements (bounds at multiples of 16, 1003 elements: a tail past the last 4), in place or not."""
+    nbuf, extra = ELEMENTWISE[name]
+    rng = random.Random(name)
+    count = 1003
+    inputs = [[rng.uniform(-4, 4) for _ in range(count)] for _ in range(nbuf)]
+    bufs = [wasm.alloc_f32(count) for _ in range(nbuf)]
+    table = wasm._gelu_table()
+    args = [table if a == "table" else a for a in extra]
+    op = OPS[f"llamay_{name}"]
+    cmd = wasm._command((op, *bufs, count, *args) if name in ("add", "swiglu", "swiglu_oai", "geglu")
+                        else (op, bufs[0], *args, count) if name in ("scale", "softcap", "clamp")
+                        else (op, bufs[0], count, *args))  # fmt: skip
+
+    def run(nparts: int | None) -> list[float]:
+        for b, values in zip(bufs, inputs, strict=True):
+            wasm.write_f32(b, values)
+        if nparts is None:
+            assert wasm.fn["llamay_exec"](cmd) == 0
+        else:
+            for part in reversed(range(nparts)):
+                assert wasm.fn["llamay_exec_part"](cmd, part, nparts) == 0
+        return wasm.read_f32(bufs[0], 0, count)
+
+    whole = run(None)
+    assert whole != inputs[0], "the command changed nothing: the comparison would prove nothing"
+    for nparts in (1, 2, 3, 5, 64):
+        assert run(nparts) == whole, f"{nparts} parts"

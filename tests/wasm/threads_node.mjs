@@ -1,6 +1,6 @@
 // Runs a command list from an image on the threads build (wasm/llamay_kernels_threads.wasm) with 1..N kernel
 // threads (Node worker_threads over one shared WebAssembly.Memory), and prints the sha256 of the heap after each
-// run as JSON. Used by tests/wasm/test_threads.py.
+// run, and which commands take a barrier before them and which run split, as JSON. Used by tests/wasm/test_threads.py.
 //   node --experimental-wasm-relaxed-simd threads_node.mjs MODULE IMAGE HEAP_BASE END CTL LIST COUNT THREADS...
 // (the heap from HEAP_BASE to END is hashed)
 import { createHash } from "node:crypto";
@@ -23,11 +23,12 @@ if (!isMainThread) {
   const memory = new WebAssembly.Memory({ initial: Math.ceil(top / 65536) + 1, maximum: 65535, shared: true });
   const main = instantiate(module, memory, 0);
   const heap = new Uint8Array(memory.buffer);
-  const out = {};
+  const runs = {};
   for (const n of threads.map(Number)) {
     heap.set(image, Number(heapBase));
-    new Int32Array(memory.buffer, Number(ctl), 8).fill(0);
-    new Int32Array(memory.buffer, Number(ctl), 8)[3] = n; // CTL_NPARTS
+    const words = new Int32Array(memory.buffer, Number(ctl), main.llamay_ctl_bytes() / 4);
+    words.fill(0);
+    words[3] = n; // CTL_NPARTS
     const workers = [];
     for (let i = 1; i < n; i++) {
       const w = new Worker(new URL(import.meta.url), { workerData: { module, memory, index: i, ctl: Number(ctl), gen: 0 } });
@@ -39,7 +40,12 @@ if (!isMainThread) {
     main.llamay_stop_threads(Number(ctl));
     await Promise.all(workers.map((w) => new Promise((resolve) => w.once("exit", resolve))));
     const region = heap.slice(Number(heapBase), Number(end)); // the scratch after `end`: a share per thread
-    out[n] = { rc, again, sha256: createHash("sha256").update(region).digest("hex") };
+    runs[n] = { rc, again, sha256: createHash("sha256").update(region).digest("hex") };
   }
-  console.log(JSON.stringify(out));
+  // how every part runs the list: the commands a barrier comes before, and those split over the parts
+  const at = Number(ctl) + main.llamay_ctl_bytes();
+  main.llamay_list_plan(Number(list), Number(count), at);
+  const plan = [...new Int32Array(memory.buffer, at, Number(count))];
+  const where = (bit) => plan.flatMap((how, i) => (how & bit ? [i] : []));
+  console.log(JSON.stringify({ runs, barriers: where(1), split: where(2) }));
 }

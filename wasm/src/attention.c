@@ -171,28 +171,30 @@ EXPORT void llamay_attention(float *out, const float *q, const float *k_cache, c
                              int32_t n_head_kv, int32_t head_dim, int32_t head_dim_v, float kq_scale, int32_t causal,
                              int32_t window, float softcap, float max_bias, const float *sinks) {
     attention_units(out, q, k_cache, v_cache, layer, n_slots, n, pos, seq, pages, page_off, seq_len, page_size, n_head,
-                    n_head_kv, head_dim, head_dim_v, kq_scale, causal, window, softcap, max_bias, sinks, 0,
-                    n * n_head_kv, 1);
+                    n_head_kv, head_dim, head_dim_v, kq_scale, causal, window, softcap, max_bias, sinks,
+                    n_head / n_head_kv, 0, n * n_head_kv, 1);
 }
 
-/* llamay_attention's units u_first, u_first + step, ... below u_end, a unit being (token i, KV head kv) =
- * i * n_head_kv + kv: the query heads of that KV head for that token. A kernel thread's share (llamay_exec_part:
- * every nparts-th unit, so a causal prefill's longer rows spread over the threads); each unit's output is computed
- * by the same code from the same inputs whichever thread runs it. */
+/* llamay_attention's units u_first, u_first + step, ... below u_end, a unit being (token i, KV head kv, sub-group
+ * s): query heads kv * group + s * per .. + per - 1 of token i (the last sub-group may hold fewer), per = group
+ * (one unit a KV head) or fewer (more, smaller units: a decode step's few KV heads spread over the threads). A
+ * kernel thread's share (llamay_exec_part: every nparts-th unit, so a causal prefill's longer rows spread over the
+ * threads). Each query head's output is computed by the same code from the same inputs whichever thread runs it
+ * and whichever heads share its unit (attend_heads keeps every head's scores, softmax and sums apart). */
 void attention_units(float *out, const float *q, const float *k_cache, const float *v_cache, int32_t layer,
                      int32_t n_slots, int32_t n, const int32_t *pos, const int32_t *seq, const int32_t *pages,
                      const int32_t *page_off, const int32_t *seq_len, int32_t page_size, int32_t n_head,
                      int32_t n_head_kv, int32_t head_dim, int32_t head_dim_v, float kq_scale, int32_t causal,
-                     int32_t window, float softcap, float max_bias, const float *sinks, int32_t u_first, int32_t u_end,
-                     int32_t step) {
+                     int32_t window, float softcap, float max_bias, const float *sinks, int32_t per, int32_t u_first,
+                     int32_t u_end, int32_t step) {
     (void)n;
-    int group = n_head / n_head_kv;
+    int group = n_head / n_head_kv, nsub = (group + per - 1) / per;
     float slopes[GROUP];
     int kdim = n_head_kv * head_dim, vdim = n_head_kv * head_dim_v;
     const float *kc = k_cache + (size_t)layer * n_slots * kdim;
     const float *vc = v_cache + (size_t)layer * n_slots * vdim;
     for (int u = u_first; u < u_end; u += step) {
-        int i = u / n_head_kv, kv = u % n_head_kv;
+        int i = u / (n_head_kv * nsub), r = u % (n_head_kv * nsub), kv = r / nsub, sub = r % nsub;
         int p = pos[i], s = seq[i];
         int lo = 0, hi;
         if (causal) {
@@ -201,8 +203,9 @@ void attention_units(float *out, const float *q, const float *k_cache, const flo
         } else {
             hi = seq_len[s];
         }
-        for (int g0 = 0; g0 < group; g0 += GROUP) {
-            int h = kv * group + g0, ng = group - g0 < GROUP ? group - g0 : GROUP;
+        int g_end = (sub + 1) * per < group ? (sub + 1) * per : group;
+        for (int g0 = sub * per; g0 < g_end; g0 += GROUP) {
+            int h = kv * group + g0, ng = g_end - g0 < GROUP ? g_end - g0 : GROUP;
             for (int g = 0; g < ng && max_bias > 0.0f; g++) slopes[g] = alibi_slope(h + g, n_head, max_bias);
             Scoring sc = {kq_scale, softcap, p, max_bias > 0.0f ? slopes : 0, sinks ? sinks + h : 0};
             attend_heads(out + ((size_t)i * n_head + h) * head_dim_v, q + ((size_t)i * n_head + h) * head_dim, ng,

@@ -77,8 +77,16 @@ void attention_units(float *out, const float *q, const float *k_cache, const flo
                      int32_t n_slots, int32_t n, const int32_t *pos, const int32_t *seq, const int32_t *pages,
                      const int32_t *page_off, const int32_t *seq_len, int32_t page_size, int32_t n_head,
                      int32_t n_head_kv, int32_t head_dim, int32_t head_dim_v, float kq_scale, int32_t causal,
-                     int32_t window, float softcap, float max_bias, const float *sinks, int32_t u_first, int32_t u_end,
-                     int32_t step);
+                     int32_t window, float softcap, float max_bias, const float *sinks, int32_t per, int32_t u_first,
+                     int32_t u_end, int32_t step);
+/* how llamay_exec_part splits a command over the kernel threads (exec.c) */
+enum { SPLIT_NONE, SPLIT_MATMUL, SPLIT_ATTENTION, SPLIT_ELEMENTS };
+/* a byte range a split command reads or writes; width: whose share of it a part touches (exec.c) */
+typedef struct {
+    uint32_t lo, hi, width, write;
+} access;
+int32_t split_kind(const int32_t *c);
+int32_t command_accesses(const int32_t *c, access *acc);
 int32_t matmul_rows(int32_t type, float *out, const uint8_t *w, const float *x, int32_t n, int32_t k, int32_t m,
                     uint8_t *scratch, int32_t lo, int32_t hi);
 
