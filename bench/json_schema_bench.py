@@ -3,21 +3,26 @@
 in the same run, each schema given to both at once (one worker process per engine, so both see the same load).
 
     tar xzf ../shared/fixtures/jsonschemabench/maskbench-dev.tgz -C /tmp/jsb
-    python bench/json_schema_bench.py /tmp/jsb [--every 10] [--masks 4] [--llamay-python /work/main/.venv/bin/python]
+    python bench/json_schema_bench.py /tmp/jsb [--every 10 [--offset 3]] [--masks 4] [--llamay-python ...]
 
 Per engine: schemas compiled / refused / crashed (any other exception, a dead worker or a timeout); compile CPU
-p50 / p99 over the schemas it compiled (llamay: schema to GBNF to program and the start state; llguidance: the
-grammar and its LLMatcher); the test instances of the compiled schemas, written as compact JSON, that it
-accepts, valid and invalid (an invalid one accepted is a soundness bug; a valid one refused is a generation
-choice or a missing feature); and, on every `--masks`-th schema both compiled, the full token mask before each
-token of its valid instances, tokenized once here with SmolLM2's tokenizer, on a fresh constraint (llamay
-cold: its caches start empty), until either engine rejects a token: both are timed over the same tokens.
-`--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures.
+p50 / p99 over the schemas it compiled (llamay: schema to grammar to program and the start state, the rest of
+the program compiled as the automaton reaches it; llguidance: the grammar and its LLMatcher), and the same
+with the walks of the schema's test instances added (llamay's lazily compiled rules are in those); the test
+instances of the compiled schemas, written as compact JSON, that it accepts, valid and invalid (an invalid one
+accepted is a soundness bug; a valid one refused is a generation choice or a missing feature; llamay's instances
+stopped by a per-token limit are counted apart); and, on every `--masks`-th schema both compiled, the full
+token mask before each token of its valid instances, tokenized once here with SmolLM2's tokenizer, on a fresh
+constraint (llamay cold: its caches start empty), until either engine rejects a token: both are timed over the
+same tokens.
+`--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures. Each schema
+starts after a garbage collection (the previous schema's garbage is not collected inside its timed compile).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import signal
@@ -47,18 +52,23 @@ class Llamay:
 
         self.C = C
         self.vocab = None
+        self.walk_errors = 0
 
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
 
-        prog = self.C.compile_grammar(self.C.parse_gbnf(self.C.schema_to_gbnf(schema)))
+        prog = self.C.compile_grammar(self.C.schema_to_grammar(schema))  # (lazily, past its start: this version)
         return prog, Automaton(prog)
 
     def refused(self, e: Exception) -> bool:
         return isinstance(e, self.C.ConstraintError)
 
     def accepts(self, compiled: object, text: str, tokens: list[int]) -> bool:
-        return compiled[1].accepts_bytes(text.encode())
+        try:
+            return compiled[1].accepts_bytes(text.encode())
+        except self.C.ConstraintLimitError:  # a per-token limit (max_stacks, ...): the step raises, counted apart
+            self.walk_errors += 1
+            return False
 
     def masks(self, compiled: object, tokens: list[int]) -> list[float]:
         from llamay.constraints.constraint import GrammarConstraint
@@ -122,6 +132,7 @@ class LLGuidance:
 def handle(engine: object, req: dict) -> dict:
     schema = req["schema"]
     rec: dict = {}
+    gc.collect()  # (the previous schema's garbage is collected now, not inside this one's timed compile)
     t0 = time.process_time()
     try:
         compiled = engine.compile(schema)
@@ -134,7 +145,11 @@ def handle(engine: object, req: dict) -> dict:
         rec["cpu"] = time.process_time() - t0
         return rec
     rec["cpu"] = time.process_time() - t0
+    t0 = time.process_time()
+    errors = getattr(engine, "walk_errors", 0)
     rec["accepts"] = [engine.accepts(compiled, text, toks) for text, toks in req["tests"]]
+    rec["walk_cpu"] = time.process_time() - t0  # (llamay: with the rules compiled lazily on the way)
+    rec["walk_errors"] = getattr(engine, "walk_errors", 0) - errors
     if req["masks"]:
         rec["masks"] = [engine.masks(compiled, toks) for _, toks in req["masks"]]
     return rec
@@ -178,14 +193,17 @@ def summary(name: str, recs: list[dict], labels: list[list[bool]], masks: list[f
     counts = Counter(r["status"] for r in recs)
     ok = [i for i, r in enumerate(recs) if r["status"] == "ok"]
     cpu = [recs[i]["cpu"] for i in ok]
+    total = [recs[i]["cpu"] + recs[i].get("walk_cpu", 0.0) for i in ok]
     valid = [(a, v) for i in ok for a, v in zip(recs[i]["accepts"], labels[i], strict=True) if v]
     invalid = [(a, v) for i in ok for a, v in zip(recs[i]["accepts"], labels[i], strict=True) if not v]
     va, ia = sum(a for a, _ in valid), sum(a for a, _ in invalid)
+    errors = sum(recs[i].get("walk_errors", 0) for i in ok)
     return [
         f"{name}: compiled {counts['ok']}, refused {counts['refused']}, crashed {counts['crash']}",
-        f"  compile CPU p50 {pct(cpu, 0.5) * 1e3:.2f} ms, p99 {pct(cpu, 0.99) * 1e3:.1f} ms",
+        f"  compile CPU p50 {pct(cpu, 0.5) * 1e3:.2f} ms, p99 {pct(cpu, 0.99) * 1e3:.1f} ms; with the test "
+        f"instances' walks: p50 {pct(total, 0.5) * 1e3:.2f} ms, p99 {pct(total, 0.99) * 1e3:.1f} ms",
         f"  valid instances accepted {va}/{len(valid)} ({100 * va / max(1, len(valid)):.1f}%), "
-        f"invalid accepted {ia}/{len(invalid)}",
+        f"invalid accepted {ia}/{len(invalid)}; instances stopped by a per-token limit {errors}",
         f"  masks: mean {statistics.fmean(masks) * 1e6:,.0f} µs, p50 {pct(masks, 0.5) * 1e6:,.0f} µs, "
         f"p99 {pct(masks, 0.99) * 1e6:,.0f} µs over {len(masks)} masks"
         if masks
@@ -260,6 +278,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", nargs="?", help="the unpacked maskbench folder (one SPLIT---ID.json per schema)")
     ap.add_argument("--every", type=int, default=10, help="take every N-th schema (sorted by name): a fixed subset")
+    ap.add_argument("--offset", type=int, default=0, help="starting from this one (0 .. every-1: disjoint slices)")
     ap.add_argument("--masks", type=int, default=4, help="time masks on every N-th schema both compile (0: none)")
     ap.add_argument("--llamay-python", default=sys.executable, help="the python whose llamay is measured")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per schema and engine")
@@ -273,7 +292,7 @@ def main() -> None:
     from llamay.tokenizer import load_tokenizer
 
     tok = load_tokenizer(open_gguf(str(MODEL)))
-    files = sorted(Path(args.dir).expanduser().glob("*.json"))[:: args.every]
+    files = sorted(Path(args.dir).expanduser().glob("*.json"))[args.offset :: args.every]
     sides = {
         "llamay": worker_side("llamay", args.llamay_python, args),
         "llguidance": worker_side("llguidance", sys.executable, args),
@@ -281,7 +300,8 @@ def main() -> None:
     recs, labels, times = run(files, sides, tok, args.masks)
     for side in sides.values():
         side.close()
-    print(f"{len(files)} schemas (every {args.every}th of {args.dir}), {sum(map(len, labels))} test instances; "
+    print(f"{len(files)} schemas (every {args.every}th from {args.offset} of {args.dir}), "
+          f"{sum(map(len, labels))} test instances; "
           f"llamay: {args.llamay_python}")  # fmt: skip
     report(recs, labels, times)
     if args.out:

@@ -21,6 +21,7 @@ other constraints: it shares nothing mutable but the cache, which is locked, and
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from .errors import ConstraintError
 from .gbnf import parse as parse_gbnf
 from .grammar import Grammar
 from .json_any import json_gbnf
+from .json_keywords import check_document
 from .json_schema import LLAMACPP, schema_to_gbnf, schema_to_grammar
 from .lexicon import lexicon_grammar
 from .limits import DEFAULT_LIMITS, Budget, ConstraintLimitError, ConstraintLimits
@@ -126,12 +128,22 @@ def json_schema_constraint(
     generates a `pattern` as a whole-string match (the spec: the string contains a match); listed_order=True
     writes properties in the order listed (by default small objects take them in any order).
     `max_string_length` / `max_items` cap what the schema leaves unbounded (outputs stay valid)."""
-    budget = Budget(limits)  # one budget for the schema and the GBNF it writes
     options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
                "closed_objects": closed_objects, "anchored_patterns": anchored_patterns,
                "listed_order": listed_order}  # fmt: skip
-    text = schema_to_gbnf(schema, strict, budget, **options)
-    return _cached(("json-schema", text), _vocab(tokenizer), _from_gbnf(text, budget), limits)
+    if not isinstance(schema, (str, bytes)):
+        check_document(schema, Budget(limits))  # (its depth first: json.dumps recurses per level)
+    try:
+        text = schema if isinstance(schema, (str, bytes)) else json.dumps(schema, ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise ConstraintError(f"the JSON Schema is not JSON: {e}") from None
+    key = ("json-schema", text, strict, *sorted(options.items()))
+
+    def build() -> Program:
+        budget = Budget(limits)  # one budget for the schema and its grammar; rules built later have their own
+        return compile_grammar(schema_to_grammar(schema, strict, budget, **options), budget)
+
+    return _cached(key, _vocab(tokenizer), build, limits)
 
 
 def lexicon_constraint(

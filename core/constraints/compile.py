@@ -55,25 +55,33 @@ Elem = tuple[int, int]  # (kind, arg)
 class Program:
     kind: list[int]  # per position: BYTES, REF, END or REP
     arg: list[int]  # BYTES: 256-bit byte set; REF: rule id; END: 0; REP: index into `reps`
-    rule_alts: list[tuple[int, ...]]  # per rule: start positions of its alternatives
+    rule_alts: list[tuple[int, ...]] | dict[int, tuple[int, ...]]  # per rule: start positions of its alternatives
+    # (a dict filled as rules are compiled when the program is lazy: `compile_grammar`)
     rule_names: list[str]
     root: int
-    nullable: list[bool]  # per rule: derives the empty string
+    nullable: list[bool] | None  # per rule: derives the empty string (None: lazy)
     reps: list[tuple[int, int, int]] = field(default_factory=list)  # per REP: (rule, min, max) copies
 
     def rule_at(self, pos: int) -> str:
         """The name of the rule position `pos` is in (for error messages)."""
         best, name = -1, self.rule_names[self.root]
-        for r, starts in enumerate(self.rule_alts):
+        alts = self.rule_alts
+        for r, starts in alts.items() if isinstance(alts, dict) else enumerate(alts):
             for s in starts:
                 if best < s <= pos:
                     best, name = s, self.rule_names[r]
         return name
 
+    @property
+    def lazy(self) -> bool:
+        return isinstance(self.rule_alts, dict)
+
     def describe(self) -> str:
-        """A readable listing (for debugging): one line per alternative."""
+        """A readable listing (for debugging): one line per alternative (of a lazy program: per rule compiled so
+        far)."""
         lines = []
-        for r, starts in enumerate(self.rule_alts):
+        alts = self.rule_alts
+        for r, starts in sorted(alts.items()) if isinstance(alts, dict) else enumerate(alts):
             for s in starts:
                 elems, p = [], s
                 while self.kind[p] != END:
@@ -102,33 +110,92 @@ def _mask_text(mask: int) -> str:
     return "[" + " ".join(out) + "]"
 
 
+class _LazyRules(dict):
+    """`rule_alts` of a lazy program: rule id -> its alternatives' start positions, the rule compiled the first
+    time the automaton asks for it."""
+
+    __slots__ = ("compiler",)
+
+    def __missing__(self, rid: int) -> tuple[int, ...]:
+        return self.compiler.compile_rule(rid)
+
+
 class _Compiler:
-    def __init__(self, grammar: Grammar, budget: Budget) -> None:
+    def __init__(self, grammar: Grammar, budget: Budget, lazy: bool = False) -> None:
         self.budget = budget
-        self.names = list(grammar.rules)
-        self.ids = {name: i for i, name in enumerate(self.names)}
-        self.bodies: list[list[list[Elem]] | None] = [None] * len(self.names)
+        self.grammar = grammar
+        self.lazy = lazy
+        self.names: list[str] = []
+        self.ids: dict[str, int] = {}
+        self.bodies: list[list[list[Elem]] | None] = []  # (eager: the checks below read them)
+        self.kind: list[int] = []
+        self.arg: list[int] = []
+        self.rule_alts: list | _LazyRules = _LazyRules() if lazy else []
         self.generated: dict[object, int] = {}
         self.counter: dict[str, int] = {}
         self.chars: dict[Chars, list[Elem]] = {}  # the elements of each class compiled so far
-        self.rules = grammar.rules
         self.reps: list[tuple[int, int, int]] = []
         self.rep_ids: dict[tuple[int, int, int], int] = {}
         self._consumes: dict[str, bool] = {}
         self.positions = 0
-        budget.check("max_rules", len(self.names), "the grammar", "rule count")
+        self.started = False  # (lazy) past the start rule: rules compiled from now on are generation's work
+        if lazy:
+            self.rule_alts.compiler = self
+            return
+        budget.check("max_rules", len(grammar.rules), "the grammar", "rule count")
+        for name in grammar.rules:
+            self.rule_id(name)
         limit = budget.limits.max_nesting
         for name, node in grammar.rules.items():
             size, depth = tree_shape(node, limit)
             budget.charge(size, f"rule {name!r}")
             budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
-        for name, node in grammar.rules.items():
+        for name, node in list(grammar.rules.items()):
             self.set_body(self.ids[name], self.alternatives(node, name), name)
 
+    def rule_id(self, name: str) -> int:
+        """The id of the grammar rule `name` (numbered as first met)."""
+        rid = self.ids.get(name)
+        if rid is None:
+            rid = self.ids[name] = self.new_id(name)
+        return rid
+
+    def new_id(self, name: str) -> int:
+        rid = len(self.names)
+        self.budget.check("max_rules", rid + 1, f"rule {name!r}", "rule count")
+        self.names.append(name)
+        self.bodies.append(None)
+        if not self.lazy:
+            self.rule_alts.append(())
+        return rid
+
+    def compile_rule(self, rid: int) -> tuple[int, ...]:
+        """(Lazy) the alternatives of grammar rule `rid`, compiled now (built first when it is a lazy rule)."""
+        name = self.names[rid]
+        if self.started:  # (after the start: each rule's work is bounded on its own, not the generation's)
+            self.budget.work = 0
+        node = self.grammar.body(name)
+        size, depth = tree_shape(node, self.budget.limits.max_nesting)
+        self.budget.charge(size, f"rule {name!r}")
+        self.budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
+        self.set_body(rid, self.alternatives(node, name), name)
+        return self.rule_alts[rid]
+
     def set_body(self, rid: int, alts: list[list[Elem]], base: str) -> None:
-        self.bodies[rid] = alts
+        """Lay the rule's alternatives out at the end of the program (each a run of elements, then END)."""
         self.positions += sum(len(elems) + 1 for elems in alts)
         self.budget.check("max_positions", self.positions, f"rule {base!r}", "program size (elements)")
+        kind, arg, starts = self.kind, self.arg, []
+        for elems in alts:
+            starts.append(len(kind))
+            for k, a in elems:
+                kind.append(k)
+                arg.append(a)
+            kind.append(END)
+            arg.append(0)
+        self.rule_alts[rid] = tuple(starts)
+        if not self.lazy:
+            self.bodies[rid] = alts
 
     def extend(self, out: list[Elem], elems: list[Elem], base: str) -> None:
         self.budget.charge(len(elems), f"rule {base!r}")
@@ -141,11 +208,7 @@ class _Compiler:
             return rid, False
         n = self.counter.get(base, 0) + 1
         self.counter[base] = n
-        rid = len(self.names)
-        self.budget.check("max_rules", rid + 1, f"rule {base!r}", "rule count")
-        self.names.append(f"{base}-{n}")
-        self.bodies.append(None)
-        self.generated[key] = rid
+        rid = self.generated[key] = self.new_id(f"{base}-{n}")
         return rid, True
 
     def alternatives(self, node: Node, base: str) -> list[list[Elem]]:
@@ -166,7 +229,9 @@ class _Compiler:
         elif isinstance(node, Ref):
             rid = self.ids.get(node.name)
             if rid is None:
-                raise ConstraintError(f"rule {base!r} refers to undefined rule {node.name!r}")
+                if not self.grammar.has(node.name):
+                    raise ConstraintError(f"rule {base!r} refers to undefined rule {node.name!r}")
+                rid = self.rule_id(node.name)
             out.append((REF, rid))
         elif isinstance(node, Seq):
             for item in node.items:
@@ -265,7 +330,7 @@ class _Compiler:
             done = self._consumes.get(node.name)
             if done is None:
                 self._consumes[node.name] = False  # while in progress (a cycle): unsure
-                body = self.rules.get(node.name)
+                body = self.grammar.rules.get(node.name)
                 done = self._consumes[node.name] = body is not None and self.consumes(body, depth + 1)
             return done
         return False
@@ -314,29 +379,22 @@ class _Compiler:
         return prev
 
     def program(self, root: str) -> Program:
-        if root not in self.ids:
+        if not self.grammar.has(root):
             raise ConstraintError(f"the grammar has no rule named {root!r} (its start rule)")
+        rid = self.rule_id(root)
+        if self.lazy:
+            self.rule_alts[rid]  # (the start rule is compiled now: the automaton's start state needs it)
+            self.budget = Budget(self.budget.limits)  # (the compilation's own budget is the caller's)
+            self.started = True
+            return Program(self.kind, self.arg, self.rule_alts, self.names, rid, None, self.reps)
         self.budget.charge(self.positions, "the program")
-        kind: list[int] = []
-        arg: list[int] = []
-        rule_alts = []
-        for alts in self.bodies:
-            starts = []
-            for elems in alts:
-                starts.append(len(kind))
-                for k, a in elems:
-                    kind.append(k)
-                    arg.append(a)
-                kind.append(END)
-                arg.append(0)
-            rule_alts.append(tuple(starts))
         nullable = _derives(self.bodies, self.reps, nullable=True)
         _check_left_recursion(self.bodies, self.reps, nullable, self.names)
-        if not _derives(self.bodies, self.reps, nullable=False)[self.ids[root]]:
+        if not _derives(self.bodies, self.reps, nullable=False)[rid]:
             raise ConstraintError(
                 f"the start rule {root!r} derives no finite string (every way through it recurses forever)"
             )
-        return Program(kind, arg, rule_alts, self.names, self.ids[root], nullable, self.reps)
+        return Program(self.kind, self.arg, self.rule_alts, self.names, rid, nullable, self.reps)
 
 
 def _refs(elems: list[Elem], reps: list[tuple[int, int, int]]) -> list[int]:
@@ -411,6 +469,10 @@ def _check_left_recursion(bodies: list, reps: list, nullable: list[bool], names:
                 stack.append((nxt, iter(left[nxt])))
 
 
-def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None = None) -> Program:
-    """The program of `grammar`; `limits` (or a compilation's Budget) bounds the work (limits.py)."""
-    return _Compiler(grammar, budget_of(limits)).program(grammar.root)
+def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None = None, lazy: bool = False) -> Program:
+    """The program of `grammar`; `limits` (or a compilation's Budget) bounds the work (limits.py). `lazy`: only
+    the start rule is compiled now, every other one the first time the automaton needs it (the grammar's
+    checks, left recursion and a finite derivation, are then the caller's: `grammar_checks.check_grammar`), and
+    a limit passed then is an error of that step. A grammar with lazy rules is compiled lazily."""
+    lazy = lazy or bool(grammar.lazy)
+    return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)

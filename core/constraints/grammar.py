@@ -4,11 +4,19 @@ lowers to a byte-level program (`compile.py`).
 Terminals are Unicode code points, as in llama.cpp's GBNF: `Lit` is a string, `Chars` a set of code-point
 ranges (negated or not). Nodes are immutable and hashable, so equal sub-grammars compile once.
 `to_gbnf` prints a grammar back as GBNF text that llama.cpp (and `gbnf.parse`) accept.
+
+A rule may be *lazy*: its body is built by a function the first time it is needed (`Grammar.lazy`), so a
+grammar with many rules that few outputs visit (a JSON object's members written so far, in any order: one rule
+per set of them) costs only what is visited. A lazy rule's builder may add more lazy rules. Its `witness` is a
+node that derives some finite string exactly when the rule does (what the compile-time checks read instead of
+building it); a lazy rule is never referenced before a byte is consumed in its rule (so it is never part of a
+left recursion).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 MAX_CODE_POINT = 0x10FFFF
@@ -58,19 +66,74 @@ class Repeat:
 
 Node = Lit | Chars | Ref | Seq | Alt | Repeat
 
+
+def _cached_hash(node: Node) -> int:
+    """A node's hash, computed once (nodes are keys of dicts that dedupe rules: a large one was hashed again
+    at every lookup, recursively)."""
+    h = node.__dict__.get("_hash")
+    if h is None:
+        h = hash((type(node), *(getattr(node, f) for f in node.__dataclass_fields__)))
+        object.__setattr__(node, "_hash", h)
+    return h
+
+
+for _cls in (Chars, Seq, Alt, Repeat):
+    _cls.__hash__ = _cached_hash
+
 ANY_CHAR = Chars((), negated=True)  # GBNF's `.`: any code point
 EMPTY = Seq(())
 
 
+@dataclass(frozen=True)
+class LazyRule:
+    """A rule built on first use: `build()` returns its body; `witness` derives a finite string exactly when the
+    body does (see the module docstring)."""
+
+    build: Callable[[], Node]
+    witness: Node
+
+
 @dataclass
 class Grammar:
-    """Rules by name, in definition order; `root` names the start rule."""
+    """Rules by name, in definition order; `root` names the start rule; `lazy`: rules built on first use (see
+    the module docstring), moved into `rules` once built."""
 
     rules: dict[str, Node]
     root: str = "root"
+    lazy: dict[str, LazyRule] = field(default_factory=dict)
 
-    def to_gbnf(self) -> str:
+    def body(self, name: str) -> Node | None:
+        """The rule's body, built now when it is lazy (None: no such rule)."""
+        node = self.rules.get(name)
+        if node is None:
+            lazy = self.lazy.pop(name, None)
+            if lazy is None:
+                return None
+            node = self.rules[name] = lazy.build()
+        return node
+
+    def has(self, name: str) -> bool:
+        return name in self.rules or name in self.lazy
+
+    def to_gbnf(self, charge: Callable[[int], None] | None = None) -> str:
+        """GBNF text of every rule, the lazy ones reachable from the others built first (all of them: an object
+        whose members may come in any order has a rule per set of members, so `charge(steps)` may refuse)."""
+        if self.lazy:
+            self.build_reachable(charge)
         return "".join(f"{name} ::= {node_to_gbnf(node)}\n" for name, node in self.rules.items())
+
+    def build_reachable(self, charge: Callable[[int], None] | None = None) -> None:
+        """Build every lazy rule reachable from the rules (iteratively: builders add more)."""
+        todo = list(self.rules.values())
+        while todo:
+            node = todo.pop()
+            if charge is not None:
+                charge(1)
+            if isinstance(node, Ref):
+                if node.name in self.lazy:
+                    todo.append(self.body(node.name))
+            else:
+                todo.extend(children(node))
 
 
 # --- small constructors used by the front ends ---------------------------------------------------------------

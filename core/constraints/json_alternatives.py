@@ -10,20 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConstraintError
-from .json_combinators import discriminated, excludes, types_of
+from .grammar import Node, alt
+from .json_combinators import discriminated, excludes, fixed_values, types_of
 from .json_keywords import VOCABULARY
 from .json_negation import negate
 from .json_objects import matches_nothing
 from .limits import ConstraintLimitError
 
 
-def alternatives(c: Any, schema: dict, key: str, name: str, path: str) -> str:
-    """GBNF right-hand side for the schema's `key` (anyOf or oneOf): one alternative per branch kept."""
+def alternatives(c: Any, schema: dict, key: str, name: str, path: str) -> Node:
+    """The grammar of the schema's `key` (anyOf or oneOf): one alternative per branch kept."""
     options = schema[key]
     if not options:
         raise ConstraintError(f"{path}/{key}: expecting a non-empty list of schemas")
     rest = {k: v for k, v in schema.items() if k != key and k in VOCABULARY}
     overlapping = overlaps(c, options, rest, path) if key == "oneOf" else {}
+    if overlapping:  # a property every branch lists with values no other allows: required, it tells them apart
+        options = _with_discriminator(c, options, rest, path) or options
+        overlapping = overlaps(c, options, rest, path)
     try:
         return _branches(c, options, rest, overlapping, key, name, path)
     except ConstraintLimitError:
@@ -35,7 +39,7 @@ def alternatives(c: Any, schema: dict, key: str, name: str, path: str) -> str:
         return _branches(c, options, rest, {}, key, name, path)  # (strict=False: as anyOf)
 
 
-def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, name: str, path: str) -> str:
+def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, name: str, path: str) -> Node:
     """The alternatives, branch i without the values of its `overlapping[i]` branches."""
     alts, first_error = [], None
     for i, branch in enumerate(options):
@@ -54,13 +58,26 @@ def _branches(c: Any, options: list, rest: dict, overlapping: dict, key: str, na
             raise
         except ConstraintError as e:  # a branch no value fits (or not compiled): left out, a subset
             c.rollback(mark)
+            c.left_out.append(f"{path}/{key}/{i}: {e}")
             first_error = first_error or e
             continue
     if not alts and first_error is not None:
         raise first_error
     if not alts:
         raise ConstraintError(f"{path}/{key}: no branch allows a value")
-    return " | ".join(dict.fromkeys(alts))
+    return alt(*alts)
+
+
+def _with_discriminator(c: Any, options: list, rest: dict, path: str) -> list | None:
+    """The branches with the property that tells them apart made required (a subset: each value then matches
+    its branch alone), or None when no listed property does."""
+    subs = [c.deref(c.merge([rest, b], path) if rest else b, path) for b in options]
+    if not all(isinstance(s, dict) and types_of(c, s, path, generated=True) <= {"object"} for s in subs):
+        return None
+    key = discriminated(c, subs, path, required=False)
+    if key is None:
+        return None
+    return [c.merge([b, {"required": [key]}], path) for b in options]
 
 
 def overlaps(c: Any, options: list, rest: dict, path: str) -> dict[int, list[int]]:
@@ -71,14 +88,17 @@ def overlaps(c: Any, options: list, rest: dict, path: str) -> dict[int, list[int
     val = [types_of(c, s, path, generated=False) for s in subs]
     c.budget.charge(len(subs) ** 2, f"{path}/oneOf")
     told_apart = None  # whether a const property tells the branches apart: computed once, when first needed
+    fixed = [fixed_values(c, s, path) for s in subs]  # (const / enum branches with no value in common: apart)
     out: dict[int, list[int]] = {}
     for i in range(len(subs)):
         for j in range(len(subs)):
             if i == j or not gen[i] & val[j]:
                 continue
+            if fixed[i] is not None and fixed[j] is not None and not fixed[i] & fixed[j]:
+                continue
             if gen[i] & val[j] <= {"object"}:
                 if told_apart is None:
-                    told_apart = discriminated(c, subs, path)
+                    told_apart = discriminated(c, subs, path) is not None
                 if told_apart or excludes(c, subs[i], subs[j], path) or excludes(c, subs[j], subs[i], path):
                     continue
             out.setdefault(i, []).append(j)

@@ -7,6 +7,10 @@ most 16 integral and 16 fractional digits, as in llama.cpp (a model cannot run a
 
 from __future__ import annotations
 
+from functools import cache
+
+from .grammar import Node
+
 SPACE_RULE = '| " " | "\\n"{1,2} [ \\t]{0,20}'
 
 # name -> right-hand side; each may refer to the ones it needs (see DEPENDS)
@@ -46,9 +50,18 @@ DEPENDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def primitive_rules(max_string_length: int | None = None, max_items: int | None = None) -> dict[str, str]:
-    """PRIMITIVES, with strings, arrays and objects bounded when caps are given (generation limits)."""
+# JSON's exponent may have leading zeros (Python writes 1.6e-05); llama.cpp's grammars write none
+JSON_NUMBER = '("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space'
+
+
+def primitive_rules(
+    max_string_length: int | None = None, max_items: int | None = None, json_exponent: bool = False
+) -> dict[str, str]:
+    """PRIMITIVES, with strings, arrays and objects bounded when caps are given (generation limits), and numbers
+    with JSON's exponents (`json_exponent`: leading zeros) rather than llama.cpp's."""
     rules = dict(PRIMITIVES)
+    if json_exponent:
+        rules["number"] = JSON_NUMBER
     if max_string_length is not None:
         rules["string"] = rules["string"].replace("char*", f"char{{0,{max_string_length}}}")
     if max_items is not None:
@@ -81,3 +94,14 @@ def json_gbnf(root: str = "value", max_string_length: int | None = None, max_ite
     lines = [f"root ::= {root}"]
     lines += [f"{n} ::= {rules[n]}" for n in sorted(with_dependencies(["value"]))]
     return "\n".join(lines) + "\n"
+
+
+@cache
+def primitive_nodes(
+    max_string_length: int | None = None, max_items: int | None = None, json_exponent: bool = False
+) -> dict[str, Node]:
+    """`primitive_rules` as grammar nodes (parsed once per set of options)."""
+    from .gbnf import parse
+
+    rules = primitive_rules(max_string_length, max_items, json_exponent)
+    return parse("".join(f"{n} ::= {rhs}\n" for n, rhs in rules.items()), root="space").rules

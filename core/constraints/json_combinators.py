@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .errors import ConstraintError
-from .json_keywords import KEYWORD_TYPES, VOCABULARY, check_keywords, value_type
+from .json_keywords import KEYWORD_TYPES, NOT_IN, VOCABULARY, check_keywords, value_type
 
 
 def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
@@ -23,7 +23,9 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
     for part in (a, b):
         if not isinstance(part, dict):
             raise ConstraintError(f"{path}: allOf of a {type(part).__name__}, not a schema")
-        check_keywords(part, path)
+        if id(part) not in c.checked:  # (each schema object checked once: merges meet the same ones again)
+            check_keywords(part, path)
+            c.checked[id(part)] = part  # (kept alive: the id stays its own)
     c.budget.charge(len(a) + len(b), path)
     out = dict(a)
     for k, v in b.items():
@@ -36,6 +38,7 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
             raise ConstraintError(f"{path}: allOf of patternProperties and another part's additionalProperties"
                                   " cannot be merged")  # fmt: skip
     if "properties" in a or "properties" in b:
+        c.budget.charge(len(a.get("properties", ())) + len(b.get("properties", ())), path)  # (its loop below)
         out["properties"], excluded = merge_properties(a, b)
         lost = [r for r in out.get("required", []) if r in excluded]
         if lost:
@@ -68,15 +71,8 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return av or v  # (a subset where the other's bound is the looser one)
     if k in _BOUNDS and not isinstance(av, bool) and not isinstance(v, bool):
         return _BOUNDS[k](av, v)
-    if k in ("required", "enum"):
-        c.budget.charge(len(av) * len(v), f"{path}/{k}")
-    if k == "required":
-        return list(av) + [x for x in v if x not in av]
-    if k == "enum":
-        common = [x for x in av if x in v]
-        if not common:
-            raise ConstraintError(f"{path}: allOf with enums that share no value")
-        return common
+    if k in ("required", "enum", NOT_IN):
+        return _merge_lists(c, k, av, v, path)
     if k in ("items", "additionalItems", "additionalProperties") and not isinstance(av, list):
         if av is False or v is False:
             return False
@@ -89,10 +85,24 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return {"anyOf": [av, v]}
     if k == "allOf":
         return [*av, *v]
+    if k == "propertyNames":  # names both allow
+        return {"allOf": [av, v]}
     if k == "anyOf":
         c.budget.charge(len(av) * len(v), f"{path}/anyOf")
         return [{"allOf": [x, y]} for x in av for y in v]
     raise ConstraintError(f"{path}: allOf with different values for {k!r} cannot be merged")
+
+
+def _merge_lists(c: Any, k: str, av: list, v: list, path: str) -> list:
+    c.budget.charge(len(av) * len(v), f"{path}/{k}")
+    if k == "required":
+        return list(av) + [x for x in v if x not in av]
+    if k == NOT_IN:  # none of these strings, nor of those
+        return sorted(set(av) | set(v))
+    common = [x for x in av if x in v]  # (enum)
+    if not common:
+        raise ConstraintError(f"{path}: allOf with enums that share no value")
+    return common
 
 
 def merge_properties(a: dict, b: dict) -> tuple[dict, set]:
@@ -137,20 +147,29 @@ def types_of(c: Any, schema: Any, path: str, generated: bool, depth: int = 0) ->
     return out
 
 
-def discriminated(c: Any, subs: list, path: str) -> bool:
-    """Every branch an object with a required property fixed (const / one-value enum) to a distinct value."""
+def discriminated(c: Any, subs: list, path: str, required: bool = True) -> str | None:
+    """The property that tells every branch apart: an object property each branch requires (with required=False:
+    lists) and fixes (const / enum) to values no other branch allows. None: no such property."""
     fixed_per_branch = []
     for s in subs:
         if not isinstance(s, dict):
-            return False
+            return None
         props, fixed = s.get("properties", {}), {}
-        for k in s.get("required", []):
+        for k in s.get("required", []) if required else props:
             values = _fixed(c, props.get(k), path)
-            if values is not None and len(values) == 1:
-                fixed[k] = next(iter(values))
+            if values:
+                fixed[k] = values
         fixed_per_branch.append(fixed)
     common = set.intersection(*(set(f) for f in fixed_per_branch))
-    return any(len({f[k] for f in fixed_per_branch}) == len(subs) for k in common)
+    for k in sorted(common):
+        seen: set = set()
+        total = 0
+        for f in fixed_per_branch:
+            seen |= f[k]
+            total += len(f[k])
+        if len(seen) == total:  # (pairwise disjoint)
+            return k
+    return None
 
 
 def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
@@ -175,6 +194,19 @@ def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
     return False
 
 
+def canonical(value: Any) -> str:
+    """A JSON value's text, the same for values JSON Schema holds equal (1 and 1.0; objects in any key order)."""
+    exact = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53
+    if exact and float(value).is_integer():
+        return str(int(value))
+    return json.dumps(value, sort_keys=True)
+
+
+def fixed_values(c: Any, schema: Any, path: str) -> set | None:
+    """The canonical texts of the values a const / enum schema allows (at most), None when it is not one."""
+    return _fixed(c, schema, path)
+
+
 def _fixed(c: Any, schema: Any, path: str) -> set | None:
     """The JSON texts a const / enum schema allows (at most), None when it is not one: an allOf (a property
     merged from parts) allows only what each of its const / enum parts does."""
@@ -184,6 +216,6 @@ def _fixed(c: Any, schema: Any, path: str) -> set | None:
     parts = [_fixed(c, p, path) for p in schema.get("allOf", []) if isinstance(schema.get("allOf"), list)]
     values = [schema["const"]] if "const" in schema else schema.get("enum")
     if isinstance(values, list):
-        parts.append({json.dumps(v, sort_keys=True) for v in values})
+        parts.append({canonical(v) for v in values})
     parts = [p for p in parts if p is not None]
     return set.intersection(*parts) if parts else None

@@ -21,20 +21,25 @@ ANNOTATIONS = frozenset({
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor", "$dynamicAnchor",
     "$recursiveAnchor", "$vocabulary", "$defs", "definitions",
 })  # fmt: skip
+# (internal) a string none of these: what json_negation.py writes for the strings an enum / const leaves out
+NOT_IN = "\x00notIn"
 SUPPORTED = frozenset({
+    NOT_IN,
     "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
     "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "unevaluatedProperties", "patternProperties", "not", "dependencies",
-    "dependentRequired", "dependentSchemas", "if", "then", "else",
+    "dependentRequired", "dependentSchemas", "if", "then", "else", "propertyNames", "contains", "minContains",
+    "maxContains",
 })  # fmt: skip
 # validation keywords of drafts 4 to 2020-12 not (or not always) compiled: a schema using them is refused by name
 # (strict=False ignores them, generating what the rest allows, which may then break them)
 UNSUPPORTED = frozenset({
-    "propertyNames", "contains", "minContains", "maxContains", "unevaluatedItems", "$dynamicRef",
+    "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "disallow", "extends", "divisibleBy",
 })  # fmt: skip
 VOCABULARY = SUPPORTED | UNSUPPORTED  # the keywords that constrain; any other is ignored, as the spec says
+DRAFT3_ONLY = frozenset({"disallow", "extends", "divisibleBy"})  # keywords of draft 3 only: unknown in the others
 
 
 def validation_keys(schema: dict) -> dict:
@@ -46,10 +51,18 @@ TYPES = ("string", "number", "integer", "boolean", "null", "object", "array")
 KEYWORD_TYPES = (
     (
         "object",
-        ("properties", "additionalProperties", "required", "minProperties", "maxProperties", "patternProperties"),
+        (
+            "properties",
+            "additionalProperties",
+            "required",
+            "minProperties",
+            "maxProperties",
+            "patternProperties",
+            "propertyNames",
+        ),
     ),
-    ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems")),
-    ("string", ("pattern", "format", "minLength", "maxLength")),
+    ("array", ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains")),
+    ("string", ("pattern", "format", "minLength", "maxLength", NOT_IN)),
     ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
 )
 
@@ -64,7 +77,8 @@ KEYWORD_KINDS = {
     "anyOf": "schemas", "oneOf": "schemas", "allOf": "schemas", "$ref": "string", "unevaluatedProperties": "schema",
     "$defs": "schema-map", "definitions": "schema-map", "patternProperties": "schema-map", "not": "schema",
     "dependencies": "schema-map", "dependentRequired": "schema-map", "dependentSchemas": "schema-map",
-    "if": "schema", "then": "schema", "else": "schema",
+    "if": "schema", "then": "schema", "else": "schema", NOT_IN: "strings", "propertyNames": "schema",
+    "contains": "schema", "minContains": "count", "maxContains": "count",
 }  # fmt: skip
 
 

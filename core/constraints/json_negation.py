@@ -3,17 +3,19 @@
 Exact for `not` of true / false / {}, of `not`, of types, and through `anyOf` / `allOf` (De Morgan); the ways a
 value fails a typed schema are the other types, then one keyword broken at a time: a bound crossed (minimum,
 maxLength, minItems, maxProperties, ...), a required property left out, a listed property with a value its
-schema rejects, an enum's type left. Where a way to fail has no schema (a pattern not matched, a format, an
-enum's other strings, items that are not all valid) it is left out: the result is a subset of the rejected
+schema rejects, an enum's type left or its other values of its types (strings, through the internal `NOT_IN`
+keyword; numbers between and beyond its numbers). Where a way to fail has no schema (a pattern not matched, a
+format, items that are not all valid) it is left out: the result is a subset of the rejected
 values, never one the schema accepts. `oneOf` is negated as "no branch matches" (also a subset: two matching
 branches fail it too). Every function takes the compiler `c` for its `deref` and budget.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
-from .json_keywords import KEYWORD_TYPES, TYPES, VOCABULARY
+from .json_keywords import KEYWORD_TYPES, NOT_IN, TYPES, VOCABULARY
 
 _KEYWORD_TYPE = {k: t for t, keys in KEYWORD_TYPES for k in keys}
 _ALL = ("string", "number", "boolean", "null", "object", "array")  # (integer is a number)
@@ -52,6 +54,7 @@ def negate(c: Any, schema: Any, path: str, depth: int = 0) -> Any:
         values = [schema["const"]] if "const" in schema else schema["enum"]
         kinds = {_kind(v) for v in values}
         ways.append(_of_types([t for t in types if t not in kinds]))
+        ways += [_other_values(values, kind) for kind in kinds if kind in types]
     for key, value in schema.items():
         ways.append(_broken(c, key, value, schema, f"{path}/{key}", depth))
     return _any(ways)
@@ -83,9 +86,30 @@ def _broken(c: Any, key: str, value: Any, schema: dict, path: str, depth: int) -
             if bad is not False:
                 ways.append({"type": "object", "properties": {name: bad}, "required": [name]})
         return _any(ways)
+    if key == NOT_IN and isinstance(value, list):
+        return {"enum": value} if value else False
     if key == "items" and isinstance(value, (dict, bool)):  # every item rejected: one is (a subset)
         bad = negate(c, value, path, depth + 1)
         return False if bad is False else {"type": "array", "items": bad, "minItems": 1}
+    return False
+
+
+def _other_values(values: list, kind: str) -> Any:
+    """The values of one kind an enum leaves out: the other strings (NOT_IN), the numbers between and beyond
+    its numbers (exclusive bounds), the other boolean (False: none, or no schema)."""
+    mine = [v for v in values if _kind(v) == kind]
+    if kind == "string":
+        return {"type": "string", NOT_IN: sorted(set(mine))}
+    if kind == "number":
+        points = sorted({v for v in mine if abs(v) < 2**53})
+        if len(points) != len(set(mine)):
+            return False
+        bounds = [None, *points, None]
+        return _any([{"type": "number", **({"exclusiveMinimum": lo} if lo is not None else {}),
+                      **({"exclusiveMaximum": hi} if hi is not None else {})}
+                     for lo, hi in pairwise(bounds)])  # fmt: skip
+    if kind == "boolean":
+        return _of_types([]) if set(mine) == {True, False} else {"const": not mine[0]}
     return False
 
 

@@ -1,7 +1,7 @@
-"""JSON numbers within bounds, as GBNF: the digits themselves carry the range (`minimum: 25` allows "25".."99",
+"""JSON numbers within bounds, as grammar nodes: the digits themselves carry the range (`minimum: 25` allows "25".."99",
 "100".. but not "24"), like llama.cpp's integer ranges. Written here from the digit-range idea, not ported.
 
-    integer_range(15, 300) -> ("1" [5-9] | [2-9] [0-9] | [1-2] [0-9]{2} | "300")
+    integer_range(15, 300) -> "1" [5-9] | [2-9] [0-9] | [1-2] [0-9]{2} | "300"   (as GBNF)
 
 No leading zeros, no "-0"; an unbounded side stops at 16 digits (llama.cpp's limit for numbers too).
 Bounded numbers (`number_range`) are exact for decimals of at most 16 fraction digits and no exponent: with
@@ -15,22 +15,32 @@ import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 
 from .errors import ConstraintError
+from .grammar import EMPTY, Chars, Lit, Node, Ref, Repeat, alt, seq
 
 MAX_DIGITS = 16
 _UNBOUNDED = 10**MAX_DIGITS - 1
 _QUANTUM = Decimal(1).scaleb(-MAX_DIGITS)
+DECIMAL_PART = Ref("decimal-part")  # a JSON primitive (json_any.py): the caller uses it
 _EXACT = Context(prec=400)  # enough digits for any float bound (below 1e309) to the 16th decimal
 
 
-def _group(alts: list[str]) -> str:
-    return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
+DIGIT = Chars(((0x30, 0x39),))
 
 
-def _digit_class(lo: int, hi: int) -> str:
-    return f"[{lo}]" if lo == hi else f"[{lo}-{hi}]"
+def _group(alts: list[Node]) -> Node:
+    return alt(*alts)
 
 
-def _same_length(x: str, y: str) -> list[str]:
+def _digit_class(lo: int, hi: int) -> Node:
+    return Lit(str(lo)) if lo == hi else Chars(((0x30 + lo, 0x30 + hi),))
+
+
+def _digits_up_to(lo: int, hi: int) -> Node:
+    """lo..hi digits ([0-9]{lo,hi})."""
+    return DIGIT if lo == hi == 1 else Repeat(DIGIT, lo, hi)
+
+
+def _same_length(x: str, y: str) -> list[Node]:
     """Alternatives matching the decimal strings x..y, which have the same length: the range cut into maximal
     aligned blocks, each `prefix [a-b] [0-9]{k}`. Flat (no nesting, whatever the number of digits) and at most
     about 18 alternatives per digit."""
@@ -44,16 +54,16 @@ def _same_length(x: str, y: str) -> list[str]:
         d0 = lo // size % 10
         j = min(10 - d0, (hi - lo + 1) // size)
         prefix = str(lo // size)[:-1] if n - k > 1 else ""
-        lead = [f'"{prefix}"'] if prefix else []
-        piece = [f'"{prefix}{d0}"'] if j == 1 else [*lead, _digit_class(d0, d0 + j - 1)]
+        lead = [Lit(prefix)] if prefix else []
+        piece = [Lit(f"{prefix}{d0}")] if j == 1 else [*lead, _digit_class(d0, d0 + j - 1)]
         if k:
-            piece.append("[0-9]" + ("" if k == 1 else f"{{{k}}}"))
-        out.append(" ".join(piece))
+            piece.append(_digits_up_to(k, k))
+        out.append(seq(*piece))
         lo += j * size
     return out
 
 
-def magnitudes(a: int, b: int | None) -> list[str]:
+def magnitudes(a: int, b: int | None) -> list[Node]:
     """Alternatives for the integers a..b (a >= 0) written without leading zeros; b None: up to 16 digits."""
     top = _UNBOUNDED if b is None else b
     if a > top:
@@ -78,21 +88,19 @@ def magnitudes(a: int, b: int | None) -> list[str]:
         out.extend(_same_length(str(x), str(y)))
     if full_from is not None:
         top_len = pieces[-1][0]
-        lo_rep, hi_rep = full_from - 1, top_len - 1
-        rep = f"{{{lo_rep}}}" if lo_rep == hi_rep else f"{{{lo_rep},{hi_rep}}}"
-        out.append(f"[1-9] [0-9]{rep}")
+        out.append(seq(Chars(((0x31, 0x39),)), _digits_up_to(full_from - 1, top_len - 1)))
     return out
 
 
-def integer_range(lo: int | None, hi: int | None) -> str:
-    """GBNF for the integers in [lo, hi] (None: unbounded on that side)."""
+def integer_range(lo: int | None, hi: int | None) -> Node:
+    """The integers in [lo, hi] (None: unbounded on that side)."""
     alts = []
     if lo is None or lo < 0:
         neg_top = -1 if hi is None else min(hi, -1)
         if lo is None or lo <= neg_top:
             mags = magnitudes(-neg_top, None if lo is None else -lo)
             if mags:
-                alts.append('"-" ' + _group(mags))
+                alts.append(seq(Lit("-"), _group(mags)))
     if hi is None or hi >= 0:
         alts.extend(magnitudes(0 if lo is None else max(lo, 0), hi))
     if not alts:
@@ -132,51 +140,51 @@ def _fraction_digits(x: Decimal) -> str:
     return text.partition(".")[2].rstrip("0")
 
 
-def _span(lo: str, hi: str | None, room: int) -> tuple[bool, list[str]]:
+def _span(lo: str, hi: str | None, room: int) -> tuple[bool, list[Node]]:
     """Digit strings S of at most `room` digits with 0.lo <= 0.S <= 0.hi (hi None: no upper bound): (whether S
-    may be empty, GBNF alternatives for the non-empty ones). Digit by digit, so at most ~3 alternatives a digit."""
+    may be empty, alternatives for the non-empty ones). Digit by digit, so at most ~3 alternatives a digit."""
     empty = lo == ""
     if room == 0:
         return empty, []
     if lo == "" and hi is None:
-        return True, [f"[0-9]{{1,{room}}}" if room > 1 else "[0-9]"]
+        return True, [_digits_up_to(1, room)]
     if lo == "" and hi == "":  # only zeros
-        return True, [f'"0"{{1,{room}}}' if room > 1 else '"0"']
+        return True, [Repeat(Lit("0"), 1, room) if room > 1 else Lit("0")]
     lo_d = int(lo[0]) if lo else 0
     hi_d = 9 if hi is None else int(hi[0]) if hi else 0
-    tail = f" [0-9]{{0,{room - 1}}}" if room > 1 else ""
-    alts = []
+    tail = [_digits_up_to(0, room - 1)] if room > 1 else []
+    alts: list[Node] = []
 
-    def follow(first: str, sub_lo: str, sub_hi: str | None) -> None:
+    def follow(first: Node, sub_lo: str, sub_hi: str | None) -> None:
         if sub_lo == "" and sub_hi is None:
-            alts.append(first + tail)
+            alts.append(seq(first, *tail))
             return
         sub_empty, sub_alts = _span(sub_lo, sub_hi, room - 1)
         if sub_empty:
             alts.append(first)
         if sub_alts:
-            alts.append(f"{first} ({' | '.join(sub_alts)})" if len(sub_alts) > 1 else f"{first} {sub_alts[0]}")
+            alts.append(seq(first, alt(*sub_alts)))
 
     if lo_d == hi_d:
-        follow(f'"{lo_d}"', lo[1:], None if hi is None else hi[1:])
+        follow(Lit(str(lo_d)), lo[1:], None if hi is None else hi[1:])
         return empty, alts
-    follow(f'"{lo_d}"', lo[1:], None)
+    follow(Lit(str(lo_d)), lo[1:], None)
     if hi_d - lo_d > 1:
-        alts.append(_digit_class(lo_d + 1, hi_d - 1) + tail)
-    follow(f'"{hi_d}"', "", None if hi is None else hi[1:])
+        alts.append(seq(_digit_class(lo_d + 1, hi_d - 1), *tail))
+    follow(Lit(str(hi_d)), "", None if hi is None else hi[1:])
     return empty, alts
 
 
-def _with_fraction(integral: str, frac: tuple[bool, list[str]]) -> str | None:
+def _with_fraction(integral: Node, frac: tuple[bool, list[Node]]) -> Node | None:
     """`integral` followed by one of the fractions (`"." F`), or by none when the fraction may be empty."""
     empty, alts = frac
     if not alts:
         return integral if empty else None
-    frac = f'"." ({" | ".join(alts)})' if len(alts) > 1 else f'"." {alts[0]}'
-    return f"{integral} ({frac})?" if empty else f"{integral} {frac}"
+    fraction = seq(Lit("."), alt(*alts))
+    return seq(integral, Repeat(fraction, 0, 1)) if empty else seq(integral, fraction)
 
 
-def _magnitudes_between(a: Decimal, b: Decimal | None) -> list[str]:
+def _magnitudes_between(a: Decimal, b: Decimal | None) -> list[Node]:
     """Alternatives for the decimal texts I or I.F (no leading zeros, F at most MAX_DIGITS digits, no exponent)
     whose value m has a <= m <= b (a >= 0; b None: I at most MAX_DIGITS digits)."""
     a_i, a_f = int(a), _fraction_digits(a)
@@ -185,23 +193,23 @@ def _magnitudes_between(a: Decimal, b: Decimal | None) -> list[str]:
         return []
     out = []
     if b_i == a_i:
-        piece = _with_fraction(f'"{a_i}"', _span(a_f, b_f, MAX_DIGITS))
+        piece = _with_fraction(Lit(str(a_i)), _span(a_f, b_f, MAX_DIGITS))
         return [piece] if piece else []
-    piece = _with_fraction(f'"{a_i}"', _span(a_f, None, MAX_DIGITS))
+    piece = _with_fraction(Lit(str(a_i)), _span(a_f, None, MAX_DIGITS))
     if piece:
         out.append(piece)
     middle = magnitudes(a_i + 1, None if b_i is None else b_i - 1)
     if middle:
-        out.append(f'{_group(middle)} ("." decimal-part)?')
+        out.append(seq(_group(middle), Repeat(seq(Lit("."), DECIMAL_PART), 0, 1)))
     if b_i is not None:
-        piece = _with_fraction(f'"{b_i}"', _span("", b_f, MAX_DIGITS))
+        piece = _with_fraction(Lit(str(b_i)), _span("", b_f, MAX_DIGITS))
         if piece:
             out.append(piece)
     return out
 
 
-def number_range(lo, lo_excl: bool, hi, hi_excl: bool) -> str:
-    """GBNF for JSON numbers within the bounds (None: unbounded), without exponents, at most MAX_DIGITS digits
+def number_range(lo, lo_excl: bool, hi, hi_excl: bool) -> Node:
+    """JSON numbers within the bounds (None: unbounded), without exponents, at most MAX_DIGITS digits
     after the point: exactly those whose decimal value is within `inner_bound`s of the bounds."""
     lo_d = None if lo is None else inner_bound(lo, lo_excl, upper=False)
     hi_d = None if hi is None else inner_bound(hi, hi_excl, upper=True)
@@ -215,14 +223,14 @@ def number_range(lo, lo_excl: bool, hi, hi_excl: bool) -> str:
         bottom = Decimal(0) if hi_d is None or hi_d >= 0 else hi_d.copy_negate()
         negative = _magnitudes_between(bottom, top)
         if negative:
-            alts.append('"-" ' + _group(negative))
+            alts.append(seq(Lit("-"), _group(negative)))
     if not alts:
         raise ConstraintError(f"no number between {lo} and {hi} can be generated (bounds too narrow)")
     return _group(alts)
 
 
-def divisible_by(k: int, fresh) -> tuple[dict[str, str], str]:
-    """({rule: rhs}, entry): the entry matches the positive integers divisible by k (no leading zero), read
+def divisible_by(k: int, fresh) -> tuple[dict[str, Node], Node]:
+    """({rule: body}, entry): the entry matches the positive integers divisible by k (no leading zero), read
     digit by digit with the remainder so far as the rule (k rules, one per remainder; `fresh()` names them)."""
     names = [fresh() for _ in range(k)]
     rules = {}
@@ -230,14 +238,13 @@ def divisible_by(k: int, fresh) -> tuple[dict[str, str], str]:
         by_next: dict[int, list[int]] = {}
         for d in range(10):
             by_next.setdefault((10 * r + d) % k, []).append(d)
-        alts = [f"{_digits(ds)} {names[n]}" for n, ds in by_next.items()]
-        rules[names[r]] = " | ".join(alts + ['""'] * (r == 0))
+        alts = [seq(_digits(ds), Ref(names[n])) for n, ds in by_next.items()]
+        rules[names[r]] = alt(*alts, *[EMPTY] * (r == 0))
     first: dict[int, list[int]] = {}
     for d in range(1, 10):
         first.setdefault(d % k, []).append(d)
-    entry = "(" + " | ".join(f"{_digits(ds)} {names[n]}" for n, ds in first.items()) + ")"
-    return rules, entry
+    return rules, alt(*(seq(_digits(ds), Ref(names[n])) for n, ds in first.items()))
 
 
-def _digits(ds: list[int]) -> str:
-    return f'"{ds[0]}"' if len(ds) == 1 else "[" + "".join(map(str, ds)) + "]"
+def _digits(ds: list[int]) -> Node:
+    return Lit(str(ds[0])) if len(ds) == 1 else Chars(tuple((0x30 + d, 0x30 + d) for d in ds))

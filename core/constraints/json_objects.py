@@ -1,22 +1,20 @@
-"""JSON Schema objects as GBNF: listed properties (in any order within groups of ANY_ORDER, the groups in the
-order written; past ANY_ORDER_RULES rules in a schema, in the order written) with other members (additional or
-matching a `patternProperties` pattern) anywhere between them, with `minProperties` / `maxProperties` (other
-members counted: those come after the listed ones, in the order written; `listed_order`: always after them, as
-llama.cpp writes them).
+"""JSON Schema objects: listed properties, required ones, other members (additional or matching a
+`patternProperties` pattern), `minProperties` / `maxProperties` and dependencies. By default the members come
+in any order, each listed property at most once (json_members.py: exact, built lazily); `listed_order`
+(llama.cpp's layout) writes the listed properties in the order written, other members after them.
 
 Exact where it can be, a subset of the valid objects where not (never an invalid one):
-- a listed property whose name matches patterns gets its schema and theirs (allOf);
-- keys generated for patterns are JSON strings containing a match, valued by every pattern's schema at once
-  (so a key matching several patterns satisfies them all); a pattern that could match a listed name is
-  refused (its keys could repeat a listed property);
-- with patterns, keys matching none of them (additionalProperties) are not generated: their complement is
-  no grammar; additional keys otherwise are any string but the listed names (written without escapes);
-- dependentRequired / dependencies make the dependencies required; a property with a dependentSchemas /
-  schema dependency is not generated (nor any property whose schema is false or `not: {}`, nor an optional
-  one whose schema no value fits or is not compiled: `{"type": "object", "enum": ["a"]}`);
-- minProperties beyond the required ones makes the first optional properties required, then asks for one
-  more member (two could repeat a key: refused); maxProperties caps the other members (refused below the
-  listed properties' count).
+- a listed property (or a dependency, or a property with dependencies) whose name matches patterns gets its
+  schema and theirs (allOf);
+- with patterns, other keys (json_keys.py) take the schemas of the patterns they match (exact up to
+  _EXACT_SETS patterns, beyond: every pattern's schema at once), additionalProperties when they match none;
+  other keys are any string but the listed names, written without escapes;
+- a property with a dependentSchemas / schema dependency is not generated (nor any property whose schema is
+  false or `not: {}`, nor an optional one whose schema no value fits or is not compiled: `{"type": "object",
+  "enum": ["a"]}`); dependentRequired is exact (listed_order: the dependencies are made required);
+- other members count once towards minProperties (two could repeat a key). With `listed_order`,
+  minProperties beyond the required ones makes the first optional properties required, then asks for one
+  more member, and maxProperties caps the other members (refused below the listed properties' count).
 Every function takes the compiler `c` (json_schema.SchemaCompiler): its rules, visits and budget.
 """
 
@@ -26,29 +24,30 @@ from typing import Any
 
 from .compile import compile_grammar
 from .errors import ConstraintError
-from .grammar import Grammar, Node
+from .grammar import EMPTY, Grammar, Lit, Node, Ref, Repeat, alt, seq
 from .json_keywords import VOCABULARY
-from .json_strings import key_excluding, pattern_gbnf
+from .json_members import COLON, Members, other_keys
 from .limits import ConstraintLimitError
 from .regex import parse_pattern
 
+SPACE = Ref("space")
+COMMA = seq(Lit(","), SPACE)
 
-def repetition(lo: int, hi: int | None) -> str:
-    """The GBNF quantifier for lo..hi copies ("" for exactly one)."""
-    if (lo, hi) == (1, 1):
-        return ""
-    short = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((lo, hi))
-    if short:
-        return short
-    return f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
+
+def pattern_automaton(c: Any, node: Node) -> Any:
+    """A pattern's (search form, over code points) tiny automaton, made once per pattern and compilation (and
+    compiled as far as names lead it)."""
+    from .automaton import Automaton
+
+    automaton = c.patterns.get(node)
+    if automaton is None:
+        automaton = c.patterns[node] = Automaton(compile_grammar(Grammar({"root": node}), c.budget, lazy=True))
+    return automaton
 
 
 def _matches(node: Node, name: str, c: Any) -> bool:
-    """Whether the pattern (search form, over code points) matches `name`: through a tiny automaton."""
-    from .automaton import Automaton
-
-    program = compile_grammar(Grammar({"root": node}), c.budget)
-    return Automaton(program).accepts_bytes(name.encode("utf-8", "surrogatepass"))
+    """Whether the pattern matches `name`."""
+    return pattern_automaton(c, node).accepts_bytes(name.encode("utf-8", "surrogatepass"))
 
 
 def matches_nothing(c: Any, schema: Any, path: str) -> bool:
@@ -61,49 +60,121 @@ def matches_nothing(c: Any, schema: Any, path: str) -> bool:
     return negated is True or (isinstance(negated, dict) and not (set(negated) & VOCABULARY))
 
 
-def object_rule(c: Any, schema: dict, name: str, path: str) -> str:
+def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
     props, is_required, patterns, nodes, addl = _listed(c, schema, path)
-    forbidden = _dependencies(c, schema, props, is_required, addl, path)
+    deps: dict[str, list[str]] = {}
+    forbidden = _dependencies(c, schema, props, is_required, addl, deps, path, patterns, nodes)
     forbidden += [p for p in props if matches_nothing(c, props[p], path)]  # never generated, never an extra key
     for p in forbidden:
         if p in is_required:
             raise ConstraintError(f"{path}: required property {p!r} allows no value")
         props.pop(p, None)
     extra_allowed = bool(patterns) or addl is True or isinstance(addl, dict)
-    extra_lo, extra_hi = _counts(c, schema, props, is_required, extra_allowed, path)
-    if extra_hi == 0:
-        extra_allowed = False
+    lo, hi = int(schema.get("minProperties", 0)), schema.get("maxProperties")
     c.use("space")
-    if not props and not forbidden and not patterns and addl is True and not extra_lo and extra_hi is None:
-        return c.use("object")  # any object
     child = (lambda s: f"{name}-{s}") if name else (lambda s: s)
-    items = []
+    key_node = name_node = None
+    if constrains(schema.get("propertyNames", True)):
+        names = schema["propertyNames"]
+        name_node = _names_pattern(c, names, path) if patterns and extra_allowed else None
+        extras = extra_allowed and name_node is None
+        key_node = _property_names(c, names, props, is_required, forbidden, extras, child, path)
+        extra_allowed = extra_allowed and (
+            name_node is not None or (key_node is not False and (key_node is None or not patterns))
+        )
+    if not props and not forbidden and not patterns and addl is True and not lo and hi is None and key_node is None:
+        return c.use("object")  # any object
+    items: list[tuple[str, Node]] = []
     for pname, pschema in props.items():
         mark = c.checkpoint()
         try:
-            value = c.visit(pschema, child(pname), f"{path}/properties/{pname}")
+            value = c.named(c.visit(pschema, child(pname), f"{path}/properties/{pname}"), child(pname))
         except ConstraintLimitError:
             raise
-        except ConstraintError:
+        except ConstraintError as e:
             if pname in is_required:
                 raise
             c.rollback(mark)  # an optional property no value fits (or not compiled): never generated, a subset
+            c.left_out.append(f"{path}/properties/{pname}: {e}")
+            forbidden.append(pname)
             continue
-        kv = f'{_literal(pname)} space ":" space {c.named(value, child(pname))}'
-        items.append((c.add_rule(child(f"{pname}-kv"), kv), pname in is_required))
+        items.append((pname, value))
     extra = None
-    if extra_allowed and patterns:
-        extra = _pattern_members(c, patterns, nodes, child, path)
+    if extra_allowed and key_node:  # (other keys: the names propertyNames allows, none of them listed)
+        value = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
+        extra = ("pattern", c.named(seq(key_node, Lit(":"), SPACE, value), child("named-kv")))
+    elif extra_allowed and patterns:
+        extra = ("patterns", _pattern_keys(c, patterns, nodes, addl, child, path, name_node))
     elif extra_allowed:
-        extra = _additional(c, addl, [*props, *forbidden], child, path)
-    cost = sum(1 << len(items[i : i + ANY_ORDER]) for i in range(0, len(items), ANY_ORDER))
-    free = len(items) > 1 and c.any_order_rules + cost <= ANY_ORDER_RULES
-    if free and not c.listed_order and not extra_lo and extra_hi is None and c.max_items is None:
-        c.any_order_rules += cost
-        body = any_order(c, items, extra, child, path)
-    else:
-        body = members(c, items, extra, child, extra_lo, extra_hi)
-    return f'"{{" space {body} "}}" space'
+        value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
+        extra = ("additional", c.named(value, child("add")))
+    if c.listed_order:
+        return _in_order(c, schema, items, is_required, extra, [*props, *forbidden], child, path)
+    return _any_order(c, items, forbidden, is_required, deps, extra, lo, hi, child, path)
+
+
+def constrains(schema: Any) -> bool:
+    """Whether a (sub)schema constrains anything (not true, not {}, not only annotations)."""
+    return schema is not True and not (isinstance(schema, dict) and not set(schema) & VOCABULARY)
+
+
+def _names_pattern(c: Any, names: Any, path: str) -> Node | None:
+    """propertyNames that is a pattern only: its node (search form), which other keys must match (json_keys.py:
+    with patternProperties), else None."""
+    names = c.deref(names, f"{path}/propertyNames")
+    if not isinstance(names, dict) or not isinstance(names.get("pattern"), str):
+        return None
+    if set(names) & VOCABULARY - {"pattern", "type"} or names.get("type", "string") != "string":
+        return None
+    return parse_pattern(names["pattern"], f"{path}/propertyNames/pattern", c.budget, search=True)
+
+
+def _property_names(c: Any, names: Any, props: dict, is_required: set, forbidden: list, extras: bool, child,
+                    path: str) -> Any:  # fmt: skip
+    """propertyNames: the listed properties whose name it refuses are never written (a required one: refused);
+    other keys are the strings it allows, written as it writes them (the key node; False: no other key; None:
+    not compiled, ignored with strict=False), when no listed name is one of them (else they could repeat it)."""
+    from .json_values import fitting
+
+    where = f"{path}/propertyNames"
+    names = c.deref(names, where)
+    if not constrains(names):
+        return None
+    allowed = fitting(c, {**names, "type": "string"}, list(props), where) if props and names is not False else []
+    for p in list(props):
+        if p not in allowed:
+            if p in is_required:
+                raise ConstraintError(f"{path}: required property {p!r} is not a name propertyNames allows")
+            props.pop(p)
+            forbidden.append(p)
+    if names is False or not extras:
+        return False
+    if allowed:
+        c.unsupported(path, "propertyNames", f" with listed properties it allows ({allowed[0]!r}): other keys could"
+                      " repeat them")  # fmt: skip
+        return None
+    return c.visit({**names, "type": "string"}, child("key"), where)
+
+
+def _any_order(c: Any, items: list, forbidden: list, is_required: set, deps: dict, extra, lo: int, hi, child,
+               path: str) -> Node:  # fmt: skip
+    """The members in any order (json_members.py): exact on the listed properties and their counts."""
+    written = {p for p, _ in items}
+    for p in list(written):  # a property whose dependency can never be written can never be written either
+        if any(d not in written for d in deps.get(p, ())):
+            if p in is_required:
+                raise ConstraintError(f"{path}: required property {p!r} depends on one that allows no value")
+            written.discard(p)
+    items = [(p, v) for p, v in items if p in written]
+    excluded = [p for p in forbidden if p not in written] + [p for p in deps if p not in written and p not in forbidden]
+    most = len(items) + (1 if extra else 0)  # (other members count once: two may share a key)
+    if lo > most:
+        c.unsupported(path, "minProperties", f" {lo} beyond the {most} distinct members that can be generated")
+        lo = 0
+    if hi is not None and len(is_required) > hi:
+        raise ConstraintError(f"{path}: {len(is_required)} required properties are more than maxProperties {hi}")
+    m = Members(c, c.prefix(child("members")), items, excluded, is_required, deps, extra, lo, hi, c.max_items)
+    return seq(Lit("{"), SPACE, m.entry(), Lit("}"), SPACE)
 
 
 def _listed(c: Any, schema: dict, path: str) -> tuple[dict, set, dict, dict, Any]:
@@ -120,26 +191,34 @@ def _listed(c: Any, schema: dict, path: str) -> tuple[dict, set, dict, dict, Any
     if addl is None and (not c.closed_objects or not (props or patterns)):
         addl = True  # the spec's default: any other property (after the listed ones)
     nodes = {p: parse_pattern(p, f"{path}/patternProperties/{p}", c.budget, search=True) for p in patterns}
-    for r in required:
-        if r not in props:
-            matched = any(_matches(n, r, c) for n in nodes.values())
-            if addl is False and not matched:
-                raise ConstraintError(f"{path}: required property {r!r} is forbidden by additionalProperties")
-            props[r] = addl if isinstance(addl, dict) and not matched else True
     for p, n in nodes.items():
         c.budget.charge(len(props), f"{path}/patternProperties")
-        hits = [x for x in props if _matches(n, x, c)]
-        for x in hits:
+        for x in [x for x in props if _matches(n, x, c)]:  # (a listed name is never another member's key)
             props[x] = {"allOf": [props[x], patterns[p]]}
-        if hits:
-            c.unsupported(f"{path}/patternProperties", "patternProperties", f": {p!r} matches the listed {hits[0]!r}")
+    for r in required:
+        if r not in props:
+            props[r] = unlisted_schema(c, r, patterns, nodes, addl)
+            if props[r] is None:
+                raise ConstraintError(f"{path}: required property {r!r} is forbidden by additionalProperties")
     return props, set(required), patterns, nodes, addl
 
 
-def _dependencies(c: Any, schema: dict, props: dict, is_required: set, addl: Any, path: str) -> list[str]:
-    """dependentRequired / dependencies (draft 4-7) / dependentSchemas as a subset: a property's dependencies
-    become required (so they are there whenever it is); a property with a dependent schema is never generated
-    (unless required: refused). Returns the properties never generated."""
+def unlisted_schema(c: Any, name: str, patterns: dict, nodes: dict, addl: Any) -> Any:
+    """The schema a member not in `properties` takes: those of the patterns its name matches, else
+    additionalProperties (None: not allowed)."""
+    c.budget.charge(len(nodes), "patternProperties")
+    hits = [patterns[p] for p, n in nodes.items() if _matches(n, name, c)]
+    if hits:
+        return hits[0] if len(hits) == 1 else {"allOf": hits}
+    return None if addl is False else addl if isinstance(addl, dict) else True
+
+
+def _dependencies(c: Any, schema: dict, props: dict, is_required: set, addl: Any, out: dict, path: str,
+                  patterns: dict, nodes: dict) -> list[str]:  # fmt: skip
+    """dependentRequired / dependencies (draft 4-7) / dependentSchemas: a property's dependencies become listed
+    properties, in `out` (exact: json_members.py), or (listed_order) required, a subset; a property with a
+    dependent schema is never generated (unless required: refused), a subset. Returns the properties never
+    generated."""
     required_by: dict[str, list] = dict(schema.get("dependentRequired", {}))
     schemas: dict[str, Any] = dict(schema.get("dependentSchemas", {}))
     for k, v in schema.get("dependencies", {}).items():
@@ -148,13 +227,16 @@ def _dependencies(c: Any, schema: dict, props: dict, is_required: set, addl: Any
     for k, deps in required_by.items():
         if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
             raise ConstraintError(f"{path}: the dependencies of {k!r} must be a list of property names")
-        missing = [d for d in deps if d not in props]
-        if missing and addl is False:
-            forbidden.append(k)  # (its dependencies can never be there: neither can it)
+        others = {d: unlisted_schema(c, d, patterns, nodes, addl) for d in [k, *deps] if d not in props}
+        if any(others[d] is None for d in deps if d in others):
+            forbidden.append(k)  # (a dependency can never be there: neither can it)
             continue
-        for d in deps:
-            props.setdefault(d, addl if isinstance(addl, dict) else True)
-            is_required.add(d)
+        for d, sub in others.items():  # (listed now: their schemas as other members; k itself exact too)
+            if sub is not None:
+                props[d] = sub
+        if c.listed_order:
+            is_required.update(deps)
+        out[k] = deps
     for k, sub in schemas.items():
         if sub is True or (isinstance(sub, dict) and not (set(sub) & VOCABULARY)):
             continue
@@ -188,113 +270,98 @@ def _counts(c: Any, schema: dict, props: dict, is_required: set, extra_allowed: 
     return extra_lo, extra_hi
 
 
-def _literal(name: str) -> str:
-    from .json_schema import json_literal
+def _pattern_keys(c: Any, patterns: dict, nodes: dict, addl: Any, child, path: str, names: Node | None) -> Any:
+    """The keys of other members (json_keys.py): each valued by the schemas of the patterns it matches (of up
+    to _EXACT_SETS patterns, one value per set of them; of more, every pattern's schema at once, a subset), a
+    key matching none by additionalProperties when it allows any; every key a match of `names` (propertyNames'
+    pattern) when given."""
+    from itertools import combinations
 
-    return json_literal(name)
+    from .json_keys import PatternKeys
 
-
-def _additional(c: Any, addl: Any, props: list[str], child, path: str) -> str:
-    value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
-    names = tuple(sorted(set(props)))
-    key_rule = c.key_rules.get(names)
-    if key_rule is None and props:  # one exclusion per set of names (Kubernetes objects share theirs)
-        key_rule = c.key_rules[names] = c.fresh(child("additional-k"))
-        c.budget.charge(sum(map(len, props)), f"{path}/additionalProperties")
-        fresh = lambda: c.fresh("k")  # noqa: E731  (short: one rule per character of the names)
-        for rule, rhs in key_excluding(list(names), key_rule, c.max_string_length, fresh).items():
-            c.budget.charge(len(rhs), f"{path}/additionalProperties")
-            c.rules[rule] = rhs
-    elif not props:
-        key_rule = c.use("string")
-    return c.add_rule(child("additional-kv"), f'{key_rule} ":" space {c.named(value, child("add"))}')
-
-
-def _pattern_members(c: Any, patterns: dict, nodes: dict, child, path: str) -> str:
-    """One member whose key contains a match of a pattern, valued by every pattern's schema."""
-    every = list(patterns.values())
-    value_schema = every[0] if len(every) == 1 else {"allOf": every}
-    value = c.named(c.visit(value_schema, child("pattern-value"), f"{path}/patternProperties"), child("pattern-value"))
-    keys = []
-    for i, node in enumerate(nodes.values()):
-        key = c.add_rule(child(f"pattern-key-{i}"), f'"\\"" ({pattern_gbnf(node)}) "\\"" space')
-        keys.append(key)
-    key_rule = keys[0] if len(keys) == 1 else c.add_rule(child("pattern-key"), " | ".join(keys))
-    return c.add_rule(child("pattern-kv"), f'{key_rule} ":" space {value}')
-
-
-ANY_ORDER = 6  # listed properties take any order within groups of this many (2^n rules each), groups in order
-ANY_ORDER_RULES = 4096  # ... while a schema's any-order rules stay within this many (the later objects: in order)
+    schemas = list(patterns.values())
+    values: dict[frozenset, Node | None] = {}
+    every = range(len(schemas))
+    sets = [frozenset(q) for n in range(1, len(schemas) + 1) for q in combinations(every, n)]
+    for q in sets if len(schemas) <= _EXACT_SETS else [frozenset(every)]:
+        mark = c.checkpoint()
+        parts = [schemas[i] for i in sorted(q)]
+        try:
+            node = c.visit(parts[0] if len(parts) == 1 else {"allOf": parts}, child("pattern-value"),
+                           f"{path}/patternProperties")  # fmt: skip
+            values[q] = c.named(node, child("pattern-value"))
+        except ConstraintLimitError:
+            raise
+        except ConstraintError as e:
+            c.rollback(mark)
+            c.left_out.append(f"{path}/patternProperties: keys matching {len(q)} of them: {e}")
+            values[q] = None
+    exact = len(schemas) <= _EXACT_SETS
+    additional = None
+    if addl is True or isinstance(addl, dict):
+        additional = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
+    value = lambda q: values.get(q if exact else frozenset(every))  # noqa: E731
+    return PatternKeys(c, list(nodes.values()), value, additional, names)
 
 
-def any_order(c: Any, items: list[tuple[str, bool]], extra: str | None, child, path: str) -> str:
-    """Object members with the listed ones in any order within groups of ANY_ORDER (the groups in the order
-    written), each at most once (the required ones once), and `extra` ones anywhere between: one rule per
-    group and set of its members written so far."""
-    groups = [items[i : i + ANY_ORDER] for i in range(0, len(items), ANY_ORDER)]
-    c.budget.charge(sum((len(g) + 3) << len(g) for g in groups), f"{path}/properties")
-    names = [[c.fresh(child("any-order")) for _ in range(1 << len(g))] for g in groups]
-    for k, group in enumerate(groups):
-        required = sum(1 << i for i, (_, req) in enumerate(group) if req)
-        done_all = names[k + 1][0] if k + 1 < len(groups) else '""'  # (the next group, or the end)
-        for done in range(1 << len(group)):  # after at least one member, `done` the group's ones written
-            alts = [f'"," space {kv} {names[k][done | 1 << i]}' for i, (kv, _) in enumerate(group) if not done >> i & 1]
-            if extra:
-                alts.append(f'"," space {extra} {names[k][done]}')
-            if done & required == required:
-                alts.append(done_all)
-            c.rules[names[k][done]] = " | ".join(alts)
-    first = [f"{extra} {names[0][0]}"] if extra else []
-    for k, group in enumerate(groups):  # the first member: from the first group with a required one at the latest
-        first += [f"{kv} {names[k][1 << i]}" for i, (kv, _) in enumerate(group)]
-        if any(req for _, req in group):
-            return "(" + " | ".join(first) + ")"
-    return "(" + " | ".join(first) + ")?"
+_EXACT_SETS = 3  # patterns up to this many: a value per set of them a key matches
 
 
-def members(c: Any, items: list[tuple[str, bool]], extra: str | None, child, extra_lo: int = 0, extra_hi=None) -> str:
+# -- listed order (llama.cpp's layout) ---------------------------------------------------------------------------
+
+
+def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names: list, child, path: str) -> Node:
+    """The listed properties in the order written (optional ones may be left out), other members after them."""
+    props = dict(items)
+    extra_lo, extra_hi = _counts(c, schema, props, is_required, extra is not None, path)
+    if extra_hi == 0:
+        extra = None
+    kvs = [(c.named(seq(Lit(_key(p)), COLON, v), child(f"{p}-kv")), p in is_required) for p, v in items]
+    member = None
+    if extra is not None and extra[0] == "pattern":
+        member = extra[1]
+    elif extra is not None and extra[0] == "patterns":
+        keys = other_keys(c, c.prefix(child("pattern-k")), names, None, extra[1])
+        member = c.named(keys, child("pattern-kv"))
+    elif extra is not None:
+        member = c.named(other_keys(c, c.prefix(child("additional-k")), names, extra[1]), child("additional-kv"))
+    return seq(Lit("{"), SPACE, members(c, kvs, member, child, extra_lo, extra_hi), Lit("}"), SPACE)
+
+
+def _key(name: str) -> str:
+    import json
+
+    return json.dumps(name, ensure_ascii=False)
+
+
+def repetition(item: Node, lo: int, hi: int | None) -> Node:
+    return item if (lo, hi) == (1, 1) else Repeat(item, lo, hi)
+
+
+def members(
+    c: Any, items: list[tuple[Node, bool]], extra: Node | None, child, extra_lo: int = 0, extra_hi=None
+) -> Node:
     """Object members in order (optional ones may be left out), comma-separated, then extra_lo..extra_hi `extra`
-    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required. Uncounted `extra`
-    ones go anywhere between the listed ones (but after them with `listed_order`)."""
-    rest: list[str] = [""] * (len(items) + 1)  # rest[i]: items[i:] after at least one member
+    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required."""
+    rest: list[Node] = [EMPTY] * (len(items) + 1)  # rest[i]: items[i:] after at least one member
     cap = extra_hi if c.max_items is None else c.max_items if extra_hi is None else min(extra_hi, c.max_items)
     cap = None if cap is None else max(cap, extra_lo)
-    if extra and items and not extra_lo and cap is None and not c.listed_order:
-        return _interleaved(c, items, extra, child)
-    tail = f'( "," space {extra} ){repetition(extra_lo, cap)}' if extra else ""
-    rest[len(items)] = tail
+    rest[len(items)] = repetition(seq(COMMA, extra), extra_lo, cap) if extra is not None else EMPTY
     for i in range(len(items) - 1, -1, -1):
         kv, req = items[i]
-        piece = f'"," space {kv}' if req else f'( "," space {kv} )?'
-        body = f"{piece} {rest[i + 1]}".strip()
-        rest[i] = c.add_rule(child(f"{kv}-rest"), body) if i > 0 and not req else body
+        piece = seq(COMMA, kv) if req else Repeat(seq(COMMA, kv), 0, 1)
+        body = seq(piece, rest[i + 1])
+        rest[i] = c.named(body, "rest") if i > 0 and not req else body
     alts = []
     for i, (kv, req) in enumerate(items):
-        alts.append(f"{kv} {rest[i + 1]}".strip())
+        alts.append(seq(kv, rest[i + 1]))
         if req:
-            return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
-    if extra:
+            return alt(*alts)
+    if extra is not None:
         first_lo = max(extra_lo - 1, 0)
         first_hi = None if cap is None else max(cap - 1, first_lo)
-        more = "" if first_hi == 0 else f' ( "," space {extra} ){repetition(first_lo, first_hi)}'
-        alts.append(f"{extra}{more}")
+        more = [] if first_hi == 0 else [repetition(seq(COMMA, extra), first_lo, first_hi)]
+        alts.append(seq(extra, *more))
         if extra_lo > 0:  # (no items then: the members are the extra ones only)
-            return alts[-1] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
-    return "(" + " | ".join(alts) + ")?" if alts else ""
-
-
-def _interleaved(c: Any, items: list[tuple[str, bool]], extra: str, child) -> str:
-    """Listed members in order, any number of `extra` ones before, between and after them."""
-    more = c.add_rule(child("extras"), f'( "," space {extra} )*')
-    rest: list[str] = [""] * (len(items) + 1)
-    for i in range(len(items) - 1, -1, -1):
-        kv, req = items[i]
-        piece = f'"," space {kv} {more}' if req else f'( "," space {kv} {more} )?'
-        body = f"{piece} {rest[i + 1]}".strip()
-        rest[i] = c.add_rule(child(f"{kv}-rest"), body) if i > 0 and not req else body
-    alts = [f"{extra} {more} {rest[0]}".strip()]
-    for i, (kv, req) in enumerate(items):
-        alts.append(f"{kv} {more} {rest[i + 1]}".strip())
-        if req:
-            return "(" + " | ".join(alts) + ")"
-    return "(" + " | ".join(alts) + ")?"
+            return alt(*alts)
+    return Repeat(alt(*alts), 0, 1) if alts else EMPTY

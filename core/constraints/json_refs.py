@@ -70,6 +70,8 @@ class Resolver:
     def __init__(self, schema: Any, budget: Budget) -> None:
         self.root = schema
         self.draft = _draft(schema)
+        uri = schema.get("$schema") if isinstance(schema, dict) else None
+        self.draft3 = isinstance(uri, str) and "draft-03" in uri  # (its own keywords mean nothing in later drafts)
         self.base: dict[int, str] = {}  # id(schema object) -> its base URI
         self.resources: dict[str, Any] = {}  # absolute URI without fragment -> schema
         self.anchors: dict[str, Any] = {}  # absolute URI#name -> schema

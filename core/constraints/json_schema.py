@@ -1,22 +1,31 @@
-"""JSON Schema to GBNF (then to a grammar, like any GBNF).
+"""JSON Schema to a grammar (grammar.py), built as nodes; `schema_to_gbnf` prints it as GBNF.
 
-    schema_to_gbnf({"type": "object", "properties": {"a": {"type": "integer", "minimum": 1}}, "required": ["a"]})
-    ->  a-kv ::= "\\"a\\"" space ":" space a
-        a    ::= ([1-9] | [1-9] [0-9]{1,15}) space
-        root ::= "{" space a-kv "}" space                      (+ the primitives it uses: space, ...)
+    schema_to_gbnf({"type": "object", "properties": {"a": {"type": "integer", "minimum": 1}}, "required": ["a"]},
+                   **LLAMACPP)
+    ->  root   ::= "{" space a-kv "}" space
+        a      ::= ([1-9] | [1-9] [0-9]{1,15}) space
+        a-kv   ::= "\"a\"" space ":" space a                          (+ the primitives it uses: space, ...)
 
 What is exact, what is approximated (a subset of the valid documents, never an invalid one) and what is
 refused by name: docs/constraints.md, "JSON Schema". In short: the validation keywords of drafts 4 to 2020-12
-except `if`/`then`/`else`, `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef` and `multipleOf`
-other than 1 (each refused naming it and its schema path; `strict=False` ignores it and lists it in
-`SchemaCompiler.ignored`); `not` and a `oneOf` whose branches may overlap as a subset (json_negation.py,
-json_alternatives.py). Annotations and
-keywords no draft defines are ignored, as the spec says (`refuse_unknown=True` refuses the unknown ones).
-`$ref` resolves by base URI, plain-name fragment and JSON pointer (json_refs.py).
+except `propertyNames`, `contains`, `unevaluatedItems`, `$dynamicRef` and `multipleOf` other than an integer
+(each refused naming it and its schema path; `strict=False` ignores it and lists it in
+`SchemaCompiler.ignored`); `not`, `if` and a `oneOf` whose branches may overlap as a subset
+(json_negation.py, json_alternatives.py). Annotations and keywords no draft defines are ignored, as the spec
+says (`refuse_unknown=True` refuses the unknown ones). `$ref` resolves by base URI, plain-name fragment and JSON
+pointer (json_refs.py). Modules: objects json_objects.py and json_members.py, other values json_values.py,
+strings and formats json_strings.py, numbers json_numbers.py, combinators json_combinators.py.
 
-Generation choices (outputs stay valid, they are a subset): properties come in the order written, other ones
-after them; an empty schema at the root means an object; whitespace between tokens is limited (see
-`json_any.SPACE_RULE`). `LLAMACPP` options: llama.cpp's choices (closed objects, whole-match patterns).
+Compile work is what the start needs: every schema the document reaches is visited (so a schema that cannot
+be compiled is refused now, by name), but an object's members are lazy rules (json_members.py) and the
+program is compiled lazily (compile.py), rule by rule as generation reaches them. The grammar's own checks
+(left recursion, a finite derivation: grammar_checks.py) run when the $refs and composites refer to each other
+in a cycle, the only way they can fail.
+
+Generation choices (outputs stay valid, they are a subset): members in any order (`listed_order`: in the order
+written, other ones after them); an empty schema at the root means an object; whitespace between tokens is
+limited (see `json_any.SPACE_RULE`). `LLAMACPP` options: llama.cpp's choices (closed objects, whole-match
+patterns, listed order).
 
 Limits (limits.py), each refusal naming the JSON pointer: the document nests at most `max_nesting` deep; a
 count that must be reached (minLength, minItems, a pattern's {m}) is at most `max_repeat`, and an upper count
@@ -25,7 +34,7 @@ them on the outer side is lowered to them (every value generated stays within it
 once each, from a worklist (no recursion through them); a `$ref` with sibling keywords becomes a rule of its
 own, compiled once per (reference, siblings) content, and an `allOf` once per schema object, so repeated or
 recursive uses are references to it. Enums of more than 8 values are a trie of their texts. All the work is
-charged to the compilation's `Budget`.
+charged to the compilation's `Budget`; a lazy rule's work, done during generation, to its own.
 """
 
 from __future__ import annotations
@@ -35,13 +44,15 @@ import re
 from typing import Any
 
 from .errors import ConstraintError
-from .gbnf import parse
-from .grammar import Alt, Grammar, Lit, Node, Repeat, Seq, node_to_gbnf
+from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
+from .grammar_checks import check_grammar
 from .json_alternatives import alternatives
-from .json_any import PRIMITIVES, primitive_rules, with_dependencies
+from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
 from .json_combinators import merge2
+from .json_formats import FORMATS, format_nodes
 from .json_keywords import (
     ANNOTATIONS,
+    DRAFT3_ONLY,
     KEYWORD_TYPES,
     SUPPORTED,
     TYPES,
@@ -50,36 +61,33 @@ from .json_keywords import (
     check_document,
     check_keywords,
     text_depth,
-    type_matches,
-    value_type,
 )
 from .json_negation import negate
-from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
 from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
-from .json_strings import FORMATS, format_lengths, pattern_gbnf, within_lengths
-from .lexicon import word_trie
+from .json_values import array, literals, number, string
 from .limits import Budget, ConstraintLimits, budget_of
-from .regex import parse_pattern
 
 _RESERVED = frozenset({"root", *PRIMITIVES, *(n for rules in FORMATS.values() for n in rules)})
-_NAME = re.compile(r"^[a-zA-Z0-9-]+$")
 # llama.cpp's generation choices (a subset)
 LLAMACPP = {"closed_objects": True, "anchored_patterns": True, "listed_order": True}
-_DIVISIBILITY = 1000  # multipleOf up to this many is a divisibility automaton of its remainders (a rule each)
-_WINDOW = 256  # else this many multiples nearest a bound (a subset)
-_FACTORED = 8  # enums above this many values are written as a trie of their texts (a stack per branch, not value)
+_BASES: dict[str, str] = {}  # name -> its rule base name (names repeat across compilations: a bounded memo)
 
 
 def _rule_base(name: str) -> str:
     """A rule name after `name`: its last 40 characters (names are repeated in every reference: a Kubernetes
     schema's URI-long names made most of its GBNF text)."""
-    return re.sub(r"[^a-zA-Z0-9-]+", "-", name)[-40:].strip("-") or "value"
+    base = _BASES.get(name)
+    if base is None:
+        base = re.sub(r"[^a-zA-Z0-9-]+", "-", name)[-40:].strip("-") or "value"
+        if len(_BASES) < 100_000:
+            _BASES[name] = base
+    return base
 
 
-def json_literal(value: Any) -> str:
-    """A JSON value as a GBNF literal of its compact JSON text."""
-    return node_to_gbnf(Lit(json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
+def json_literal(value: Any) -> Node:
+    """A JSON value as a literal of its compact JSON text."""
+    return Lit(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 class SchemaCompiler:
@@ -113,23 +121,33 @@ class SchemaCompiler:
         self.max_string_length = max_string_length
         self.max_items = max_items
         self.budget = budget_of(limits)
-        self.rules: dict[str, str] = {}
+        self.rules: dict[str, Node] = {}
+        self.lazy: dict[str, LazyRule] = {}  # rules built on first use (json_members.py)
         self.used: set[str] = set()  # primitives and format rules referenced
         self.ignored: list[str] = []  # keywords skipped (strict=False only)
+        self.left_out: list[str] = []  # optional properties and anyOf / oneOf branches not generated, and why
         self.refs: dict[str, str] = {}
         self.pending: list[tuple[str, Any, str, str]] = []  # references not compiled yet: (rule, target, ref, base)
-        self.resolver: Resolver | None = None  # the document's identifiers (made by gbnf())
+        self.resolver: Resolver | None = None  # the document's identifiers (made by grammar())
         self.base = DEFAULT_BASE  # the base URI of the schema being compiled
         self.composites: dict[Any, tuple[str, Any]] = {}  # key (ref_key, id) -> (its rule, the schema)
         self.depth = 0  # visits open (nesting of the schema being compiled)
-        self.by_body: dict[tuple[str, str], str] = {}  # (base name, body) -> its rule
+        self.by_body: dict[tuple[str, Node], str] = {}  # (base name, body) -> its rule
+        self.patterns: dict[Node, Any] = {}  # (json_objects._matches) a pattern's automaton
+        self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (merge2)
+        self.fitted: dict[str, dict] = {}  # (json_values.fitting) keywords' text -> their automaton per type
+        self.undo: list[tuple[dict, Any]] = []  # (table, key) added to refs / composites / by_body, for rollback
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
-        self.any_order_rules = 0  # rules written for objects whose members come in any order (json_objects.py)
-        self.key_rules: dict[tuple[str, ...], str] = {}  # listed names -> the rule of a key that is none of them
+        self.taken: set[str] = set()  # names reserved as prefixes of lazy rules' names
+        # references between the rules of $refs and composites (`context`: the one being built), so the grammar's
+        # checks run only when they can fail: when these rules refer to each other in a cycle (recursion)
+        self.context = ["root"]
+        self.edges: dict[str, set[str]] = {}
 
     # -- output -----------------------------------------------------------------------------------------------
 
-    def gbnf(self) -> str:
+    def schema_grammar(self) -> Grammar:
+        """The grammar of the schema (its lazy rules unbuilt), checked (grammar_checks.py) when recursive."""
         schema = self.schema
         check_document(schema, self.budget)
         self.resolver = Resolver(schema, self.budget)
@@ -138,37 +156,64 @@ class SchemaCompiler:
             root = self.use("object")  # llama.cpp's convention: an empty schema asks for an object
         else:
             root = self.visit(schema, "", "#")
-        return self.text(root)
+        grammar = self.grammar(root)
+        if _has_cycle(self.edges):
+            check_grammar(grammar, self.budget)
+        self.budget = Budget(self.budget.limits)  # lazy rules' own (build_lazy)
+        return grammar
 
-    def text(self, root: str) -> str:
-        """The GBNF text: `root`, the references still to compile, every rule and the primitives used."""
+    def build_lazy(self, build) -> Node:
+        """A lazy rule's body: its work bounded on its own (it is built during generation)."""
+        self.budget.work = 0  # (self.budget is the lazy rules' own since schema_grammar)
+        return build()
+
+    def gbnf(self) -> str:
+        """GBNF text of the schema's grammar (every lazy rule built: see Grammar.to_gbnf)."""
+        budget = self.budget
+        return self.schema_grammar().to_gbnf(lambda n: budget.charge(n, "the GBNF text"))
+
+    def grammar(self, root: Node) -> Grammar:
+        """The grammar: `root`, the references still to compile, every rule and the primitives used."""
         while self.pending:  # references, each compiled once, from here: no recursion through them
             name, target, ref, self.base = self.pending.pop()
+            self.context = [name]
             self.rules[name] = self.visit(target, name, ref)
+        self.context = ["root"]
         rules = {"root": root, **self.rules}
-        primitives = primitive_rules(self.max_string_length, self.max_items)
+        # (llama.cpp's layout writes llama.cpp's numbers too: no leading zero in an exponent)
+        primitives = primitive_nodes(self.max_string_length, self.max_items, json_exponent=not self.listed_order)
         for name in sorted(with_dependencies(n for n in self.used if n in PRIMITIVES)):
             rules[name] = primitives[name]
         for fmt in sorted(n for n in self.used if n in FORMATS):
-            rules.update(FORMATS[fmt])
-        return "".join(f"{name} ::= {rhs}\n" for name, rhs in rules.items())
+            rules.update(format_nodes(fmt))
+        self.rules = rules  # (lazy rules add to it as they are built)
+        return Grammar(rules, "root", self.lazy)
+
+    def sub_compiler(self) -> SchemaCompiler:
+        """A compiler of other schemas of this document, with the same options, budget and identifiers."""
+        options = {"closed_objects": self.closed_objects, "anchored_patterns": self.anchored_patterns,
+                   "listed_order": self.listed_order}  # fmt: skip
+        sub = SchemaCompiler(self.schema, self.strict, limits=self.budget, **options)
+        sub.resolver, sub.base, sub.fitted = self.resolver, self.base, self.fitted
+        return sub
 
     # -- rules and names --------------------------------------------------------------------------------------
 
-    def use(self, name: str) -> str:
+    def use(self, name: str) -> Ref:
         self.used.add(name)
-        return name
+        return Ref(name)
 
-    def add_rule(self, name: str, rhs: str) -> str:
-        """A rule named after `name` for `rhs` (the same rule again when `rhs` was already added so named)."""
-        self.budget.charge(1 + len(rhs), "#")
+    def add_rule(self, name: str, body: Node) -> str:
+        """A rule named after `name` for `body` (the same rule again when `body` was already added so named)."""
+        self.budget.charge(1, "#")
         base = _rule_base(name)
-        key = self.by_body.get((base, rhs))
-        if key is not None and self.rules.get(key) == rhs:
+        key = self.by_body.get((base, body))
+        if key is not None and self.rules.get(key) == body:
             return key
         key = self.fresh(base)
-        self.by_body[base, rhs] = key
-        self.rules[key] = rhs
+        self.by_body[base, body] = key
+        self.undo.append((self.by_body, (base, body)))
+        self.rules[key] = body
         return key
 
     def fresh(self, name: str) -> str:
@@ -176,33 +221,49 @@ class SchemaCompiler:
         base = _rule_base(name)
         n = self.suffix.get(base, 0)
         key = base if n == 0 else f"{base}-{n}"
-        while key in _RESERVED or key in self.rules:
+        while key in _RESERVED or key in self.rules or key in self.lazy or key in self.taken:
             n += 1
             key = f"{base}-{n}"
         self.suffix[base] = n + 1
-        self.rules[key] = "\0"
+        self.rules[key] = _RESERVED_BODY
         return key
 
-    def checkpoint(self) -> tuple[int, int]:
-        return len(self.rules), len(self.pending)
+    def prefix(self, name: str) -> str:
+        """A name after `name` that no rule has, reserved as the prefix of lazy rules' names (json_members.py)."""
+        key = self.fresh(name)
+        del self.rules[key]
+        self.taken.add(key)
+        return key
 
-    def rollback(self, mark: tuple[int, int]) -> None:
+    def fresh_lazy(self, name: str) -> str:
+        """A name for a lazy rule (json_members.py): `name` itself unless a rule has it."""
+        key, n = name, 0
+        while key in self.rules or key in self.lazy or key in _RESERVED:
+            n += 1
+            key = f"{name}-{n}"
+        return key
+
+    def checkpoint(self) -> tuple[int, int, int, int]:
+        return len(self.rules), len(self.pending), len(self.lazy), len(self.undo)
+
+    def rollback(self, mark: tuple[int, int, int, int]) -> None:
         """Forget the rules (references, composites) added since `mark`: a part left out leaves nothing behind
-        (no rule reserved for a body never written)."""
-        n_rules, n_pending = mark
-        self.budget.charge(len(self.rules) + len(self.by_body), "#")
-        gone = set(list(self.rules)[n_rules:])
-        for k in gone:
-            del self.rules[k]
+        (no rule reserved for a body never written). In time proportional to what is forgotten (the newest
+        rules are last in their dicts; the other additions are in the undo log)."""
+        n_rules, n_pending, n_lazy, n_undo = mark
+        self.budget.charge(1 + len(self.rules) - n_rules + len(self.undo) - n_undo, "#")
+        while len(self.rules) > n_rules:
+            self.rules.popitem()
+        while len(self.lazy) > n_lazy:
+            self.lazy.popitem()
         del self.pending[n_pending:]
-        self.refs = {k: v for k, v in self.refs.items() if v not in gone}
-        self.composites = {k: v for k, v in self.composites.items() if v[0] not in gone}
-        self.by_body = {k: v for k, v in self.by_body.items() if v not in gone}
-        self.key_rules = {k: v for k, v in self.key_rules.items() if v not in gone}
+        while len(self.undo) > n_undo:
+            table, key = self.undo.pop()
+            table.pop(key, None)
 
-    def named(self, rhs: str, name: str) -> str:
-        """`rhs` as something that can stand in a sequence: itself when a rule name, else a new rule."""
-        return rhs if _NAME.match(rhs) else self.add_rule(name, rhs)
+    def named(self, node: Node, name: str) -> Ref:
+        """`node` as something that can stand in a sequence: itself when a reference, else a new rule's."""
+        return node if isinstance(node, Ref) else Ref(self.add_rule(name, node))
 
     def unknown(self, path: str, keyword: str, detail: str = "") -> None:
         """A keyword no draft defines (`x-*`, `example`, `links`, ...) or a format this compiler does not know:
@@ -228,28 +289,37 @@ class SchemaCompiler:
         one by default): fragment names and relative references resolve as the spec says (json_refs.py)."""
         return self.resolver.resolve(ref, self.base if base is None else base, path)
 
-    def ref_rule(self, ref: str, path: str) -> str:
+    def ref_rule(self, ref: str, path: str) -> Ref:
         target, base, key = self.resolve(ref, path)
         name = self.refs.get(key)
         if name is None:
             tail = key.rsplit("#", 1)[-1]
             base_name = tail.rsplit("/", 1)[-1] if tail else "root-ref"
-            name = self.add_rule(base_name or "root-ref", f"\0{key}")  # reserved until compiled
+            name = self.fresh(base_name or "root-ref")  # reserved until compiled
             self.refs[key] = name
+            self.undo.append((self.refs, key))
             where = key[len(DEFAULT_BASE) :] if key.startswith(DEFAULT_BASE + "#") else key  # the ref, for errors
             self.pending.append((name, target, where, base))
-        return name
+        self.edges.setdefault(self.context[-1], set()).add(name)
+        return Ref(name)
 
-    def composite(self, key: Any, schema: dict, name: str, build) -> str:
+    def composite(self, key: Any, schema: dict, name: str, build) -> Ref:
         """A rule for `schema` (a $ref with siblings, an allOf), whose body `build` makes by merging: once per
         `key`, so the same composite met again (recursively too) is a reference to that rule."""
         known = self.composites.get(key)
-        if known is not None:
-            return known[0]
-        rule = self.add_rule(name or "value", f"\0{len(self.composites)}")  # reserved while its body is built
-        self.composites[key] = (rule, schema)  # the schema kept alive: an id in a key stays its own
-        self.rules[rule] = build()
-        return rule
+        if known is None:
+            rule = self.fresh(name or "value")  # reserved while its body is built
+            self.composites[key] = (rule, schema)  # the schema kept alive: an id in a key stays its own
+            self.undo.append((self.composites, key))
+            self.edges.setdefault(self.context[-1], set()).add(rule)
+            self.context.append(rule)
+            try:
+                self.rules[rule] = build()
+            finally:
+                self.context.pop()
+            return Ref(rule)
+        self.edges.setdefault(self.context[-1], set()).add(known[0])
+        return Ref(known[0])
 
     def ref_key(self, ref: str, rest: dict, schema: dict, path: str) -> Any:
         """What a $ref with siblings means: the reference and the siblings' content (so every {$ref: "#", type:
@@ -279,8 +349,8 @@ class SchemaCompiler:
 
     # -- the visitor ------------------------------------------------------------------------------------------
 
-    def visit(self, schema: Any, name: str, path: str) -> str:
-        """GBNF right-hand side for values valid against `schema` (ending with optional space)."""
+    def visit(self, schema: Any, name: str, path: str) -> Node:
+        """The grammar of values valid against `schema` (ending with optional space)."""
         self.depth += 1
         outer = self.base
         self.base = self.resolver.base_of(schema, outer)
@@ -291,7 +361,7 @@ class SchemaCompiler:
             self.depth -= 1
             self.base = outer
 
-    def visit_schema(self, schema: Any, name: str, path: str) -> str:
+    def visit_schema(self, schema: Any, name: str, path: str) -> Node:
         if schema is True:
             return self.use("value")
         if schema is False:
@@ -319,16 +389,18 @@ class SchemaCompiler:
             if key in schema:
                 return alternatives(self, schema, key, name, path)
         if "const" in schema:
-            return self.literals([schema["const"]], schema, name, path)
+            return literals(self, [schema["const"]], schema, name, path)
         if "enum" in schema:
             if not schema["enum"]:
                 raise ConstraintError(f"{path}/enum: expecting a non-empty list")
-            return self.literals(schema["enum"], schema, name, path)
+            return literals(self, schema["enum"], schema, name, path)
         return self.typed(schema, name, path)
 
     def check_vocabulary(self, schema: dict, path: str) -> None:
         for key in schema:
-            if key in UNSUPPORTED:
+            if key in DRAFT3_ONLY and not self.resolver.draft3:
+                self.unknown(path, key)
+            elif key in UNSUPPORTED:
                 self.unsupported(path, key)
             elif key not in SUPPORTED and key not in ANNOTATIONS:
                 self.unknown(path, key)
@@ -362,236 +434,33 @@ class SchemaCompiler:
             return rest
         return merge2(self, rest, failing, path)
 
-    def typed(self, schema: dict, name: str, path: str) -> str:
+    def typed(self, schema: dict, name: str, path: str) -> Node:
         t = schema.get("type")
         if isinstance(t, list):
             if not t or any(x not in TYPES for x in t):
                 raise ConstraintError(f"{path}/type: unknown type in {t!r}")
             if len(t) > 1:
                 alts = [self.named(self.typed({**schema, "type": x}, f"{name}-{x}", path), f"{name}-{x}") for x in t]
-                return " | ".join(alts)
+                return alt(*alts)
             t = t[0]
-        if t is None:
-            t = next((ty for ty, keys in KEYWORD_TYPES if any(k in schema for k in keys)), None)
+        if t is None:  # (a format this compiler does not know constrains nothing: it implies no type either)
+            present = [k for k in schema if k != "format" or schema[k] in FORMATS]
+            t = next((ty for ty, keys in KEYWORD_TYPES if any(k in present for k in keys)), None)
             if t is None:
+                if schema.get("format") is not None and schema["format"] not in FORMATS:
+                    self.unknown(path, f"format {schema['format']!r}", f" (formats known: {', '.join(FORMATS)})")
                 return self.use("value")
         if t not in TYPES:
             raise ConstraintError(f"{path}/type: unknown type {t!r}")
         if t == "string":
-            return self.string(schema, path)
+            return string(self, schema, path)
         if t in ("number", "integer"):
-            return self.number(schema, t, path)
+            return number(self, schema, t, path)
         if t in ("boolean", "null"):
             return self.use(t)
         if t == "object":
-            return self.object(schema, name, path)
-        return self.array(schema, name, path)
-
-    def literals(self, values: list, schema: dict, name: str, path: str) -> str:
-        t = schema.get("type")
-        types = t if isinstance(t, list) else [t] if t else None
-        others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const"}}
-        keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
-        if others:  # the values the other keywords' grammar accepts (valid against them: it is sound)
-            keep = self.fitting(others, keep, path)
-        if "const" in schema and "enum" in schema:
-            keep = [v for v in keep if v == schema["const"]]
-        if not keep:
-            also = " and keywords" if others else ""
-            raise ConstraintError(f"{path}: no value of enum/const fits the schema's type{also}")
-        self.use("space")
-        decimal = not (self.resolver.draft == 4 and types is not None and "number" not in types)
-        texts = list(dict.fromkeys(t for v in keep for t in _spellings(v, decimal)))
-        self.budget.charge(sum(map(len, texts)), path)
-        if len(texts) > _FACTORED:
-            rules = word_trie(texts, lambda: self.fresh(f"{name}-enum" if name else "enum"))
-            for rule, node in rules.items():
-                self.rules[rule] = node_to_gbnf(node)
-            return f"{next(iter(rules))} space"
-        lits = [node_to_gbnf(Lit(t)) for t in texts]
-        return (lits[0] if len(lits) == 1 else "(" + " | ".join(lits) + ")") + " space"
-
-    def fitting(self, schema: dict, values: list, path: str) -> list:
-        """The `values` whose compact JSON text the grammar of `schema` accepts, so each is valid against it
-        (a value valid but outside a generation choice of that grammar is left out: a subset)."""
-        from .automaton import Automaton
-        from .compile import compile_grammar
-
-        automata: dict[str, Automaton] = {}  # per type: the keywords of other types constrain nothing there
-        out = []
-        for v in values:
-            t = "number" if isinstance(v, float) else value_type(v)
-            if t not in automata:
-                options = {"closed_objects": self.closed_objects, "anchored_patterns": self.anchored_patterns}
-                options["listed_order"] = self.listed_order
-                sub = SchemaCompiler(self.schema, self.strict, limits=self.budget, **options)
-                sub.resolver, sub.base = self.resolver, self.base
-                text = sub.text(sub.visit({**schema, "type": t}, "", path))
-                automata[t] = Automaton(compile_grammar(parse(text, limits=self.budget)))
-                self.ignored += sub.ignored
-                self.unknown_keywords += sub.unknown_keywords
-            text = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-            self.budget.charge(len(text), path)
-            if automata[t].accepts_bytes(text.encode()):
-                out.append(v)
-        return out
-
-    # -- strings and numbers ----------------------------------------------------------------------------------
-
-    def counts(self, schema: dict, lo_key: str, hi_key: str, path: str, cap: int | None) -> tuple[int, int | None]:
-        """(lower, upper) of a count pair like minLength / maxLength: the lower one must be reachable
-        (max_repeat); the upper one is lowered to the limit, or to the generation cap (never below the lower)."""
-        lo, hi = int(schema.get(lo_key, 0)), schema.get(hi_key)
-        hi = None if hi is None else int(hi)
-        if hi is not None and hi < lo:
-            raise ConstraintError(f"{path}: {hi_key} {hi} is below {lo_key} {lo}")
-        self.budget.check("max_repeat", lo, f"{path}/{lo_key}", lo_key)
-        limit = self.budget.limits.max_repeat
-        if hi is not None and hi > limit:
-            hi = limit  # >= lo, checked above
-        return lo, _capped(hi, cap, lo)
-
-    def string(self, schema: dict, path: str) -> str:
-        fmt, pattern = schema.get("format"), schema.get("pattern")
-        lo, hi = self.counts(schema, "minLength", "maxLength", path, self.max_string_length)
-        lengths = lo > 0 or schema.get("maxLength") is not None
-        self.use("space")
-        if fmt is not None and fmt not in FORMATS:  # an annotation only, as the spec says of unknown formats
-            self.unknown(path, f"format {fmt!r}", f" (formats known: {', '.join(FORMATS)})")
-            fmt = None
-        if pattern is not None:
-            if fmt is not None:
-                self.unsupported(path, "format", " together with pattern")
-            node = parse_pattern(pattern, f"{path}/pattern", self.budget, search=not self.anchored_patterns)
-            if lengths:
-                node = within_lengths(node, lo, hi) or self.no_lengths(node, path, "pattern")
-            if self.max_string_length is not None:
-                node = _cap_repeats(node, self.max_string_length)
-            return f'"\\"" ({pattern_gbnf(node)}) "\\"" space'
-        if fmt is not None:
-            short, long = format_lengths(fmt)
-            if short < lo or (schema.get("maxLength") is not None and (long is None or long > schema["maxLength"])):
-                self.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
-            self.use(fmt)
-            return f'"\\"" {fmt} "\\"" space'
-        if lo == 0 and hi is None:
-            return self.use("string")
-        unit = self.use("length-char" if lo > 0 else "char")
-        rep = f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-        return f'"\\"" {unit}{rep} "\\"" space'
-
-    def no_lengths(self, node: Node, path: str, what: str) -> Node:
-        self.unsupported(path, "minLength/maxLength", f" together with this {what} (its matches cannot all fit)")
-        return node
-
-    def number(self, schema: dict, t: str, path: str) -> str:
-        step = schema.get("multipleOf")
-        if step is not None:
-            if float(step).is_integer() and step > 0:
-                t = "integer"
-            else:
-                self.unsupported(path, "multipleOf", f" (only integers are: got {step})")
-                step = None
-        lo, hi = schema.get("minimum"), schema.get("maximum")
-        lo_x, hi_x = schema.get("exclusiveMinimum", False), schema.get("exclusiveMaximum", False)
-        if not isinstance(lo_x, bool):  # draft 6+: a number
-            lo, lo_x = (lo_x, True) if lo is None or lo_x >= lo else (lo, False)
-        if not isinstance(hi_x, bool):
-            hi, hi_x = (hi_x, True) if hi is None or hi_x <= hi else (hi, False)
-        self.use("space")
-        if step is not None and step != 1:
-            if lo is not None or hi is not None:
-                lo, lo_x, hi, hi_x = self.digits_within_limit(lo, lo_x, hi, hi_x, path)
-            return self.multiples(int(step), *integer_bounds(lo, lo_x, hi, hi_x), t, path)
-        if lo is None and hi is None:
-            return self.use(t)
-        lo, lo_x, hi, hi_x = self.digits_within_limit(lo, lo_x, hi, hi_x, path)
-        if t == "integer":
-            return integer_range(*integer_bounds(lo, lo_x, hi, hi_x)) + " space"
-        self.use("decimal-part")
-        return number_range(lo, lo_x, hi, hi_x) + " space"
-
-    def multiples(self, k: int, lo: int | None, hi: int | None, t: str, path: str) -> str:
-        """The integer multiples of k within lo..hi (integers: a number multiple of k that is one, too): every
-        one when there are few or no bound limits them to one sign (digits read by a k-state divisibility
-        automaton), else the _WINDOW nearest the lower bound (or the upper one): a subset."""
-        first = None if lo is None else -(-lo // k) * k
-        last = None if hi is None else hi // k * k
-        if first is not None and last is not None and first > last:
-            raise ConstraintError(f"{path}: no multiple of {k} within the bounds")
-        unsigned = (lo is None or lo <= 0) and (hi is None or hi >= 0) and (lo is None or hi is None)
-        if k <= _DIVISIBILITY and unsigned and (first is None or last is None):
-            rules, nonzero = divisible_by(k, lambda: self.fresh(f"multiple-of-{k}"))
-            self.rules.update(rules)
-            sign = "" if lo is not None else '"-" ' if hi is not None else '"-"? '  # (lo <= 0: the positive ones)
-            return f'("0" | {sign}{nonzero}) space'
-        if first is not None and (last is None or (last - first) // k >= _WINDOW):
-            last = first + (_WINDOW - 1) * k
-        elif first is None or (last - first) // k >= _WINDOW:
-            first = last - (_WINDOW - 1) * k
-        self.budget.charge((last - first) // k + 1, f"{path}/multipleOf")
-        return self.literals(list(range(first, last + 1, k)), {"type": t}, f"multiple-of-{k}", path)
-
-    def digits_within_limit(self, lo, lo_x: bool, hi, hi_x: bool, path: str) -> tuple:
-        """Bounds written with at most max_number_digits integral digits: a bound beyond them on the outer side
-        is lowered to the largest such number (every value generated stays within it); one that would force a
-        longer number is refused."""
-        digits = self.budget.limits.max_number_digits
-        top = 10**digits - 1
-        if hi is not None and hi > top:
-            hi, hi_x = top, False
-        if lo is not None and lo < -top:
-            lo, lo_x = -top, False
-        for bound, key in ((lo, "minimum"), (-hi if hi is not None else None, "maximum")):
-            if bound is not None and bound > top:
-                self.budget.check("max_number_digits", len(str(int(bound))), f"{path}/{key}", "digits of a bound")
-        return lo, lo_x, hi, hi_x
-
-    # -- objects and arrays -----------------------------------------------------------------------------------
-
-    def object(self, schema: dict, name: str, path: str) -> str:
-        return object_rule(self, schema, name, path)
-
-    def array(self, schema: dict, name: str, path: str) -> str:
-        items, prefix = schema.get("items"), schema.get("prefixItems")
-        rest = items
-        if isinstance(prefix, dict):  # llama.cpp accepts a single schema there, as `items`
-            prefix, rest = None, prefix
-        if isinstance(items, list):  # draft 7 tuples
-            prefix, rest = items, schema.get("additionalItems")
-        lo, hi = self.counts(schema, "minItems", "maxItems", path, self.max_items)
-        if schema.get("uniqueItems") is True and (hi is None or hi > 1):
-            if lo > 1:  # (two items may be equal: no grammar tells them apart)
-                self.unsupported(path, "uniqueItems", f" with minItems {lo} (arrays of one item at most are)")
-            hi = 1  # an approximation that is always unique: at most one item
-        self.use("space")
-        child = f"{name}-item" if name else "item"
-        if prefix is not None:
-            count = min(len(prefix), hi) if hi is not None else len(prefix)
-            refs = []
-            for i in range(count):
-                label = f"{name}-tuple-{i}" if name else f"tuple-{i}"
-                refs.append(self.named(self.visit(prefix[i], label, f"{path}/prefixItems/{i}"), label))
-            body = ' "," space '.join(refs)
-            extra = lo - count  # minItems beyond the tuple: that many more items of the rest's schema
-            if extra > 0:
-                sub = rest if rest is not None else True
-                more = self.named(self.visit(sub, child, f"{path}/items"), child)
-                tail = f'("," space {more}){{{extra - (0 if refs else 1)}}}'
-                body = f"{body} {tail}" if refs else f"{more} {tail}"
-            return f'"[" space {body} "]" space' if body else '"[" space "]" space'
-        if rest is False or hi == 0:
-            return '"[" space "]" space'
-        item = self.named(self.visit(True if rest is None else rest, child, f"{path}/items"), child)
-        more_lo, more_hi = max(lo - 1, 0), None if hi is None else hi - 1
-        rep = (
-            "*" if (more_lo, more_hi) == (0, None) else "+" if (more_lo, more_hi) == (1, None)
-            else "?" if (more_lo, more_hi) == (0, 1) else f"{{{more_lo},}}" if more_hi is None
-            else f"{{{more_lo}}}" if more_lo == more_hi else f"{{{more_lo},{more_hi}}}"
-        )  # fmt: skip
-        more = "" if more_hi == 0 else f' ("," space {item}){rep}'
-        body = f"{item}{more}"
-        return f'"[" space {body} "]" space' if lo > 0 else f'"[" space ({body})? "]" space'
+            return object_rule(self, schema, name, path)
+        return array(self, schema, name, path)
 
     # -- combinators ------------------------------------------------------------------------------------------
 
@@ -602,57 +471,58 @@ class SchemaCompiler:
         return out
 
 
-def _spellings(value: Any, decimal: bool = True) -> list[str]:
-    """The compact JSON texts written for an enum / const value: a number equal to an integer as that integer
-    and, when `decimal`, with ".0" (values compare by value: 2 and 2.0 are the same value; not where a draft-4
-    "integer" type is asked for, which 2.0 is not; not beyond 2**53), else its one text."""
-    exact = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53
-    if exact and float(value).is_integer():  # (beyond 2**53 a float reads back as another number)
-        n = int(value)
-        return [str(n), f"{n}.0"] if decimal else [str(n)]
-    return [json.dumps(value, ensure_ascii=False, separators=(",", ":"))]
+_RESERVED_BODY = Lit("\0reserved")  # the body of a rule name reserved until its body is set
 
 
-def _cap_repeats(node: Node, cap: int) -> Node:
-    """A pattern with its unbounded repetitions bounded by `cap` (a subset of its matches)."""
-    if isinstance(node, Repeat):
-        hi = max(node.min, cap) if node.max is None else node.max
-        return Repeat(_cap_repeats(node.item, cap), node.min, hi)
-    if isinstance(node, Seq):
-        return Seq(tuple(_cap_repeats(i, cap) for i in node.items))
-    if isinstance(node, Alt):
-        return Alt(tuple(_cap_repeats(o, cap) for o in node.options))
-    return node
+def _has_cycle(edges: dict[str, set[str]]) -> bool:
+    """Whether the graph has a cycle (iteratively: three colours)."""
+    color: dict[str, int] = {}
+    for start in edges:
+        if color.get(start):
+            continue
+        color[start] = 1
+        stack = [(start, iter(edges.get(start, ())))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = 2
+                stack.pop()
+            elif color.get(nxt) == 1:
+                return True
+            elif not color.get(nxt):
+                color[nxt] = 1
+                stack.append((nxt, iter(edges.get(nxt, ()))))
+    return False
 
 
-def _capped(hi: int | None, cap: int | None, lo: int) -> int | None:
-    """The upper bound with a generation cap applied (never below the lower bound)."""
-    if cap is None:
-        return hi
-    cap = max(cap, lo)
-    return cap if hi is None else min(hi, cap)
-
-
-def schema_to_gbnf(
-    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
-) -> str:
-    """GBNF text for `schema` (a dict or a JSON string); see the module docstring for what is supported.
-    `limits` (or a compilation's Budget) bounds the work; `options`: SchemaCompiler's (max_string_length,
-    max_items, closed_objects, refuse_unknown)."""
-    budget = budget_of(limits)
+def _loaded(schema: Any, budget: Budget) -> Any:
     if isinstance(schema, (str, bytes)):
         budget.charge(len(schema), "the JSON Schema text")
         try:
             text = schema.decode() if isinstance(schema, bytes) else schema
             budget.check("max_nesting", text_depth(text), "#", "JSON nesting depth")
-            schema = json.loads(text)
+            return json.loads(text)
         except ValueError as e:  # UnicodeDecodeError too
             raise ConstraintError(f"the JSON Schema is not valid JSON: {e}") from None
-    return SchemaCompiler(schema, strict, limits=budget, **options).gbnf()
+    return schema
 
 
 def schema_to_grammar(
     schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
 ) -> Grammar:
+    """The grammar of `schema` (a dict or a JSON string), its lazy rules built when first needed (compile it
+    with `compile_grammar`: lazily); see the module docstring for what is supported. `limits` (or a
+    compilation's Budget) bounds the work; `options`: SchemaCompiler's (max_string_length, max_items,
+    closed_objects, anchored_patterns, listed_order, refuse_unknown)."""
     budget = budget_of(limits)
-    return parse(schema_to_gbnf(schema, strict, budget, **options), limits=budget)
+    return SchemaCompiler(_loaded(schema, budget), strict, limits=budget, **options).schema_grammar()
+
+
+def schema_to_gbnf(
+    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
+) -> str:
+    """GBNF text for `schema`, every lazy rule built (an object of n properties in any order has a rule per set
+    of them written: a large one passes `max_work`; `listed_order=True` has none)."""
+    budget = budget_of(limits)
+    return SchemaCompiler(_loaded(schema, budget), strict, limits=budget, **options).gbnf()

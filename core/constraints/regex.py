@@ -1,10 +1,11 @@
 """JSON Schema `pattern` (ECMA-262 regular expressions) to grammar nodes over code points.
 
 Supported: literals and escapes (\\n \\t \\r \\f \\v \\0 \\xHH \\uHHHH \\u{H..} and identity escapes), `.`, classes with
-ranges and negation, \\d \\D \\w \\W \\s \\S (in and out of classes), groups `(...)` `(?:...)` `(?<name>...)`,
+ranges and negation, \\d \\D \\w \\W \\s \\S (in and out of classes; as sets true in ECMA's meaning and in
+Python's, which jsonschema uses: regex_classes.py), groups `(...)` `(?:...)` `(?<name>...)`,
 alternation, quantifiers `* + ? {n} {n,} {n,m}` (lazy forms too: same language), and the anchors `^` / `$` at
-the start / end of a top-level alternative. Lookarounds, backreferences and word boundaries have no grammar
-equivalent and are refused.
+the start / end of a top-level alternative (or of a group that is one: `^a$|(^b$)`). Lookarounds,
+backreferences and word boundaries have no grammar equivalent and are refused.
 
 `parse_pattern(..., search=True)` is JSON Schema's meaning: the string *contains* a match, so an unanchored
 start or end matches any text there (`"a"` is `.*a.*`; `"^a"` is `a.*`); without it a pattern is a
@@ -18,24 +19,10 @@ from __future__ import annotations
 from .errors import ConstraintError
 from .grammar import EMPTY, MAX_CODE_POINT, Alt, Chars, Lit, Node, Repeat, Seq, alt, seq, tree_shape
 from .limits import Budget, budget_of, count_of
+from .regex_classes import CLASS_ESCAPES
 from .utf8 import normalize
 
-DIGIT = ((0x30, 0x39),)
-WORD = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
-SPACE = (
-    (0x09, 0x0D),
-    (0x20, 0x20),
-    (0xA0, 0xA0),
-    (0x1680, 0x1680),
-    (0x2000, 0x200A),
-    (0x2028, 0x2029),
-    (0x202F, 0x202F),
-    (0x205F, 0x205F),
-    (0x3000, 0x3000),
-)  # fmt: skip  (ECMA's \s also has U+FEFF; jsonschema, through Python's re, does not: left out, as there)
 LINE_TERMINATORS = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
-_CLASS_ESCAPES = {"d": (DIGIT, False), "D": (DIGIT, True), "w": (WORD, False), "W": (WORD, True),
-                  "s": (SPACE, False), "S": (SPACE, True)}  # fmt: skip
 _CHAR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0"}
 
 
@@ -47,6 +34,8 @@ class _Regex:
         self.where = where
         self.budget = budget
         self.depth = 0  # groups open at the current position
+        self.ends = ("", "|")  # what may follow a `$` that ends a top-level branch
+        self.anchors = 0  # anchors met at the ends of top-level branches so far
 
     def error(self, msg: str) -> ConstraintError:
         return ConstraintError(f"{self.where}: pattern {self.p!r}, position {self.i}: {msg}")
@@ -59,20 +48,51 @@ class _Regex:
         return self.p[j] if j < len(self.p) else ""
 
     def top(self) -> Node:
-        options = [self.branch(top=True)]
+        options = [self.top_branch()]
         while self.peek() == "|":
             self.i += 1
-            options.append(self.branch(top=True))
+            options.append(self.top_branch())
         if self.i < len(self.p):
             raise self.error(f"unexpected {self.peek()!r}")
         return alt(*options)
+
+    def top_branch(self) -> Node:
+        """A top-level branch; one that is a whole group, `(^a$|^b)`, is its group's branches at the top level
+        (so their anchors are at the ends of the pattern)."""
+        start, depth = self.i, self.depth
+        if (
+            self.peek() == "("
+            and self.p[self.i : self.i + 3] not in ("(?=", "(?!")
+            and not self.p.startswith("(?<=", self.i)
+            and not self.p.startswith("(?<!", self.i)
+        ):
+            try:
+                self.atom_open()
+                ends, self.ends = self.ends, ("", "|", ")")
+                anchors = self.anchors
+                try:
+                    options = [self.top_branch()]
+                    while self.peek() == "|":
+                        self.i += 1
+                        options.append(self.top_branch())
+                finally:
+                    self.ends = ends
+                # (a group without an anchor is an ordinary atom: its words are factored there)
+                if self.peek() == ")" and self.peek(1) in ("", "|") and self.anchors > anchors:
+                    self.i += 1
+                    self.depth -= 1
+                    return alt(*options)
+            except ConstraintError:
+                pass
+            self.i, self.depth = start, depth
+        return self.branch(top=True)
 
     def alternation(self) -> Node:
         options = [self.branch(top=False)]
         while self.peek() == "|":
             self.i += 1
             options.append(self.branch(top=False))
-        return alt(*options)
+        return _factored(options)
 
     def branch(self, top: bool) -> Node:
         items: list[Node] = []
@@ -80,10 +100,12 @@ class _Regex:
         if top and self.peek() == "^":
             self.i += 1
             start = True
+            self.anchors += 1
         while self.peek() and self.peek() not in "|)":
-            if top and self.peek() == "$" and self.peek(1) in ("", "|"):
+            if top and self.peek() == "$" and self.peek(1) in self.ends:
                 self.i += 1
                 end = True
+                self.anchors += 1
                 break
             atom = self.atom()
             items.append(self.quantified(atom))
@@ -133,22 +155,26 @@ class _Regex:
         self.i = j + 1
         return lo, hi
 
+    def atom_open(self) -> None:
+        """Past a group's opening: `(`, `(?:` or `(?<name>`."""
+        self.depth += 1
+        self.budget.check("max_nesting", self.depth, self.at, "group nesting")
+        self.i += 1
+        if self.peek() == "?":
+            if self.p.startswith("?:", self.i):
+                self.i += 2
+            elif self.peek(1) == "<" and self.peek(2) not in ("=", "!"):
+                j = self.p.find(">", self.i)
+                if j < 0:
+                    raise self.error("unterminated group name")
+                self.i = j + 1
+            else:
+                raise self.error("lookaround assertions are not supported")
+
     def atom(self) -> Node:
         c = self.peek()
         if c == "(":
-            self.depth += 1
-            self.budget.check("max_nesting", self.depth, self.at, "group nesting")
-            self.i += 1
-            if self.peek() == "?":
-                if self.p.startswith("?:", self.i):
-                    self.i += 2
-                elif self.peek(1) == "<" and self.peek(2) not in ("=", "!"):
-                    j = self.p.find(">", self.i)
-                    if j < 0:
-                        raise self.error("unterminated group name")
-                    self.i = j + 1
-                else:
-                    raise self.error("lookaround assertions are not supported")
+            self.atom_open()
             inner = self.alternation()
             if self.peek() != ")":
                 raise self.error("expecting ')'")
@@ -175,9 +201,8 @@ class _Regex:
         if not e:
             raise self.error("pattern ends with a backslash")
         self.i += 1
-        if e in _CLASS_ESCAPES:
-            ranges, negated = _CLASS_ESCAPES[e]
-            return Chars(ranges, negated)
+        if e in CLASS_ESCAPES:  # (in a class, its caller picks the set: regex_classes.py)
+            return _ClassEscape(e) if in_class else Chars(CLASS_ESCAPES[e][0])
         if e in _CHAR_ESCAPES and not (e == "0" and self.peek().isdigit()):
             return Lit(_CHAR_ESCAPES[e])
         if e == "b" and in_class:
@@ -227,23 +252,19 @@ class _Regex:
         if negated:
             self.i += 1
         ranges: list[tuple[int, int]] = []
-        subtract: list[Chars] = []  # negated escapes inside a class (\D, \W, \S)
         first = True
         while first or self.peek() != "]":
             first = False
             if not self.peek():
                 raise self.error("unterminated character class")
             lo = self.class_char()
-            if isinstance(lo, Chars):
-                if lo.negated:
-                    subtract.append(lo)
-                else:
-                    ranges.extend(lo.ranges)
+            if isinstance(lo, _ClassEscape):  # what every meaning matches, or (negated class) what any may
+                ranges.extend(CLASS_ESCAPES[lo.letter][1 if negated else 0])
                 continue
             if self.peek() == "-" and self.peek(1) not in ("]", ""):
                 self.i += 1
                 hi = self.class_char()
-                if isinstance(hi, Chars):
+                if isinstance(hi, _ClassEscape):
                     raise self.error("a class escape cannot end a range")
                 a, b = ord(lo.text), ord(hi.text)
                 if b < a:
@@ -252,9 +273,16 @@ class _Regex:
             else:
                 ranges.append((ord(lo.text), ord(lo.text)))
         self.i += 1
-        for neg in subtract:  # [\D...]: add the complement of \d to the set
-            ranges.extend(normalize(neg.ranges, True))
         return Chars(tuple(normalize(tuple(ranges), False)), negated)
+
+
+class _ClassEscape:
+    """\\d, \\w, \\s or a negation, met in a character class (the class decides which set it stands for)."""
+
+    __slots__ = ("letter",)
+
+    def __init__(self, letter: str) -> None:
+        self.letter = letter
 
 
 def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = None, search: bool = False) -> Node:
@@ -268,6 +296,43 @@ def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = 
     budget.charge(size, where)
     budget.check("max_nesting", depth, where, "pattern nesting (groups and stacked quantifiers)")
     return node
+
+
+def _factored(options: list[Node]) -> Node:
+    """The alternatives with the plain words among them factored into a trie of nested groups (a word list of
+    200 zone names holds a branch per shared prefix alive, not one per word)."""
+    words = [w for w in map(_word, options) if w]
+    if len(words) < 8:
+        return alt(*options)
+    return alt(_trie(sorted(set(words))), *(o for o in options if not _word(o)))
+
+
+def _word(node: Node) -> str | None:
+    """The text of a node of literal characters only (the parser writes one literal per character)."""
+    if isinstance(node, Lit):
+        return node.text
+    if isinstance(node, Seq) and all(isinstance(i, Lit) for i in node.items):
+        return "".join(i.text for i in node.items)
+    return None
+
+
+def _trie(words: list[str]) -> Node:
+    """Sorted distinct words as nested groups by first character (iterative over the letters of a group)."""
+    groups: dict[str, list[str]] = {}
+    ends = False
+    for w in words:
+        if w:
+            groups.setdefault(w[0], []).append(w[1:])
+        else:
+            ends = True
+    options = [Lit("")] if ends else []
+    for ch, rest in groups.items():
+        prefix = ch
+        while len(rest) > 1 and all(r and r[0] == rest[0][0] for r in rest):  # (a shared run: one literal)
+            prefix += rest[0][0]
+            rest = [r[1:] for r in rest]
+        options.append(seq(Lit(prefix), _trie(rest)) if rest != [""] else Lit(prefix + rest[0]))
+    return alt(*options) if options else Lit("")
 
 
 def _nullable(node: Node) -> bool:

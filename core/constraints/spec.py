@@ -47,12 +47,12 @@ def json_schema(
 ) -> ConstraintSpec:
     """JSON valid against `schema` (a dict or JSON text); the schema is checked now, so a schema this package
     cannot compile is an error here, not at the first token."""
-    from . import json_schema_constraint, schema_to_gbnf
+    from . import json_schema_constraint, schema_to_grammar
 
     options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
                "closed_objects": closed_objects, "anchored_patterns": anchored_patterns,
                "listed_order": listed_order}  # fmt: skip
-    schema_to_gbnf(schema, strict, limits, **options)
+    schema_to_grammar(schema, strict, limits, **options)
     opts = {"strict": strict, **options, "limits": limits}
     return ConstraintSpec("json_schema", json_schema_constraint, (schema,), opts)
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from llamay.constraints import compile as compile_mod
-from llamay.constraints import compile_grammar, parse_gbnf, schema_to_gbnf
+from llamay.constraints import compile_grammar, parse_gbnf, schema_to_grammar
 from llamay.constraints.automaton import Automaton
 from llamay.constraints.compile import REP
 
@@ -60,7 +60,7 @@ def test_counted_repetition_accepts_what_copies_accept(name, monkeypatch):
 def test_bound_changes_no_program_size():
     sizes = set()
     for n in (100, 4096, 131072):
-        prog = compile_grammar(parse_gbnf(schema_to_gbnf({"type": "string", "maxLength": n, "minLength": n // 2})))
+        prog = compile_grammar(schema_to_grammar({"type": "string", "maxLength": n, "minLength": n // 2}))
         sizes.add((len(prog.kind), len(prog.rule_alts)))
     assert len(sizes) == 1
 

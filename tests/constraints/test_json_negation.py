@@ -35,3 +35,37 @@ def test_not_generates_only_what_the_negated_schema_rejects(schema, valid, inval
 def test_a_not_with_no_schema_for_what_it_rejects_is_refused_by_name():
     with pytest.raises(ConstraintError, match="'not' at # is not supported"):
         schema_to_gbnf({"type": "string", "not": {"pattern": "^a"}})
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "string", "not": {"enum": ["a", "bc"]}}, ["", "b", "bcd", "ab", "x"], ["a", "bc"]),
+        ({"not": {"const": "x"}}, ["", "xx", 1, None], ["x"]),
+        ({"type": "integer", "not": {"enum": [1, 3]}}, [0, 2, 4, -5], [1, 3]),
+        ({"type": "number", "not": {"const": 2.5}}, [2.4, 2.6, 3], [2.5]),
+        ({"type": "boolean", "not": {"const": True}}, [False], [True]),
+        ({"type": "integer", "oneOf": [{"const": 1}, {"const": 2}]}, [1, 2], [3]),
+        ({"oneOf": [{"type": "string", "enum": ["all", "x"]}, {"type": "string", "enum": ["none"]}]},
+         ["all", "none"], ["y"]),
+        ({"oneOf": [{"type": "string"}, {"enum": ["a"]}]}, ["b", ""], ["a", 1]),
+        ({"not": {"not": {"enum": ["a", 2]}}}, ["a", 2], ["b", 3]),
+    ],
+)  # fmt: skip
+def test_the_values_an_enum_leaves_out(schema, valid, invalid):
+    """`not` of an enum / const is the other types and the other values of its types: strings other than its
+    strings (written without escapes), numbers between and beyond its numbers, the other boolean; oneOf
+    branches of enums with no common value are told apart."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+def test_one_of_told_apart_by_a_listed_property_is_made_to_require_it():
+    """Branches that list one property with values no other branch allows: generated with it required (a
+    subset), each value then matches its branch alone; no negation needed (it once exceeded max_work)."""
+    schema = {"type": "object", "oneOf": [
+        {"properties": {"k": {"enum": ["a", "b"]}, "x": {"type": "integer"}}},
+        {"properties": {"k": {"const": "c"}, "x": {"type": "string"}}},
+    ]}  # fmt: skip
+    assert_sound(
+        schema, valid=[{"k": "a", "x": 1}, {"k": "c", "x": "s"}, {"k": "b"}], invalid=[{}, {"k": "a", "x": "s"}]
+    )

@@ -9,9 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from llamay.constraints import schema_to_gbnf
 from llamay.constraints.json_numbers import MAX_DIGITS
-from tests.constraints.helpers import assert_sound, automaton, schema_validator
+from tests.constraints.helpers import assert_sound, schema_automaton, schema_validator
 
 BOUNDS = [
     {"minimum": 0.25},
@@ -53,7 +52,7 @@ def test_number_bounds_accept_exactly_the_valid_decimals(bounds):
     pytest.importorskip("jsonschema")
     schema = {"type": "number", **bounds}
     check = schema_validator(schema)
-    a = automaton(schema_to_gbnf(schema))
+    a = schema_automaton(schema)
     wrong = []
     for t in _texts(schema):
         ok, valid = a.accepts_bytes(t.encode()), check.is_valid(float(t))
@@ -87,3 +86,20 @@ def test_sentences_of_fractional_ranges_validate():
 def test_integer_multiple_of(schema, valid, invalid):
     """Few multiples: all of them; one sign: a divisibility automaton; else a window near a bound (a subset)."""
     assert_sound(schema, valid=valid, invalid=invalid)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "number", "multipleOf": 0.01, "minimum": 0}, [0, 1230.55, 500.23, 10000.0, 8.25, 99.99],
+         [0.07, -1, 0.001]),  # (0.07 / 0.01 is 7.000000000000001 in floating point: jsonschema refuses it)
+        ({"type": "number", "multipleOf": 2.5}, [0, 2.5, -5, 10], [1, 3.5]),
+        ({"type": "number", "multipleOf": 0.1, "maximum": 1, "exclusiveMinimum": 0}, [0.1, 0.5, 1], [0, 1.1, 0.3]),
+        ({"type": "integer", "multipleOf": 0.5, "minimum": 3}, [3, 4, 100], [2, 3.5]),
+        ({"type": "number", "multipleOf": 0.0001, "minimum": -1, "maximum": 1}, [0.5, -0.0625, 0.0002],
+         [2, 0.00005, 0.0003]),
+    ],
+)  # fmt: skip
+def test_decimal_multiple_of_is_what_jsonschema_computes(schema, valid, invalid):
+    """A decimal step: numbers whose division by it is an integer in floating point, as jsonschema divides."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=40)

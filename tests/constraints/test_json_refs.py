@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from llamay.constraints import ConstraintError, ConstraintLimitError, compile_grammar, parse_gbnf, schema_to_gbnf
+from llamay.constraints import (
+    ConstraintError,
+    ConstraintLimitError,
+    compile_grammar,
+    schema_to_gbnf,
+    schema_to_grammar,
+)
 from tests.constraints.helpers import assert_sound
 
 D4 = "http://json-schema.org/draft-04/schema#"
@@ -112,7 +118,7 @@ def test_recursive_references_through_allof_compile_and_stay_valid():
 def test_references_that_only_refer_to_themselves_are_bounded(schema):
     """A refusal (or a grammar that validates), never RecursionError."""
     try:
-        compile_grammar(parse_gbnf(schema_to_gbnf(schema)))
+        compile_grammar(schema_to_grammar(schema))
     except ConstraintLimitError as e:
         assert e.limit in ("max_nesting", "max_work"), e
         return

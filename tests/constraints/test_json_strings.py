@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llamay.constraints import ConstraintError, schema_to_gbnf
-from llamay.constraints.json_strings import FORMATS, format_lengths
+from llamay.constraints.json_formats import FORMATS, format_lengths
 from tests.constraints.helpers import assert_sound
 
 EXAMPLES = {
@@ -37,7 +37,17 @@ EXAMPLES = {
         ["1a:b/%g0", "a b", "http://a/%"],
     ),
     "duration": (["P1Y2M3DT4H5M6S", "PT1H", "P2W", "P3D"], ["P", "1Y", "PT"]),
-}
+    "regex": (["^[a-zA-Z0-9_]{3,16}$", "^[a-zA-Z0-9]+$", "a|b", "(?:x)*", "\\d{2}\\.[^a-z]"],
+              ["*", "\\", "a{2,1}", "(a", "[a"]),
+    "uri-template": (["http://example.com/resource/{name}", "/a{?x,y}", "{+path}/x", "{a.b:3}"],
+                     ["http://example.com/resource/{", "{a b}", "}"]),
+    "json-pointer": (["", "/a/b", "/a~1b/~0", "/"], ["a", "/~2"]),
+    "relative-json-pointer": (["0#", "1/a", "2/"], ["#", "a", "-1"]),
+    "iri": (["https://example.com/x"], ["example.com"]),
+    "iri-reference": (["//x/y", "a/b"], ["a b"]),
+    "idn-email": (["a@example.com"], ["ab"]),
+    "idn-hostname": (["example.com"], ["-a.com"]),
+}  # fmt: skip
 
 
 def _checked(fmt: str) -> None:
@@ -51,6 +61,20 @@ def test_formats_generate_only_valid_strings(fmt):
     _checked(fmt)
     valid, invalid = EXAMPLES[fmt]
     assert_sound({"type": "string", "format": fmt}, valid=valid, invalid=invalid, n=80, budget=60)
+
+
+def test_regex_format_strings_compile():
+    """jsonschema checks the regex format with Python's `re`: every string the format writes compiles there."""
+    import json
+    import random
+    import re
+
+    from llamay.constraints import compile_grammar, schema_to_grammar
+    from tests.constraints.helpers import sentences
+
+    program = compile_grammar(schema_to_grammar({"type": "string", "format": "regex"}))
+    for s in sentences(program, random.Random(0), 300, budget=40):
+        re.compile(json.loads(s))
 
 
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
@@ -77,6 +101,11 @@ def test_unknown_formats_are_annotations():
         ({"pattern": "^(ab)*c$", "maxLength": 6}, ["c", "ababc"], ["abababc", "abab"]),
         ({"pattern": "^[0-9]{3}-[0-9]{2,}$", "minLength": 6, "maxLength": 8}, ["123-45", "123-4567"], ["123-45678"]),
         ({"pattern": "^x{2,4}$", "minLength": 2, "maxLength": 10}, ["xx", "xxxx"], ["x", "xxxxx"]),
+        # minLength beyond the pattern's shortest: too-short alternatives left out, repetitions made longer
+        ({"pattern": "^$|^[a-z][a-z0-9A-Z]*$", "minLength": 1}, ["a", "aB1"], ["", "1a"]),
+        ({"pattern": "^[a-z]*$", "minLength": 3, "maxLength": 5}, ["abc", "abcde"], ["ab", "abcdef"]),
+        ({"pattern": "^x-[0-9]+$", "minLength": 6}, ["x-1234"], ["x-12"]),
+        ({"pattern": "[0-9]", "minLength": 4}, ["1abc", "12345"], ["a1"]),
     ],
 )
 def test_patterns_with_lengths_keep_both(schema, valid, invalid):

@@ -1,8 +1,8 @@
 """A fixed sample of JSONSchemaBench (../shared/fixtures/jsonschemabench, read in place from its archive;
 skipped when absent): every schema of the sample that compiles accepts none of its invalid test instances,
 its random sentences validate with `jsonschema`, and the valid instances are accepted (compact JSON: at least
-90% of them over the sample; llamay writes properties in their listed order and other keys without escapes,
-so a few are refused)."""
+98% of them over the sample, and at least 90% of the schemas compile; the subsets llamay generates, docs/
+constraints.md, may refuse a few)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from functools import cache
 
 import pytest
 
-from llamay.constraints import ConstraintError, compile_grammar, parse_gbnf, schema_to_gbnf
+from llamay.constraints import ConstraintError, compile_grammar, schema_to_grammar
 from llamay.constraints.automaton import Automaton
 from tests.constraints.helpers import schema_validator, sentences
 from tests.paths import FIXTURES
@@ -42,7 +42,7 @@ def outcome(i: int) -> tuple[str, list[tuple[bool, bool]]] | None:
     """(name, [(valid, accepted) per test instance]) of the i-th schema, None when it is refused."""
     name, data = sample()[i]
     try:
-        prog = compile_grammar(parse_gbnf(schema_to_gbnf(data["schema"])))
+        prog = compile_grammar(schema_to_grammar(data["schema"]))
     except ConstraintError:
         return None
     a = Automaton(prog)
@@ -69,7 +69,7 @@ def test_sentences_validate(i):
         check.is_valid(None)
     except (jsonschema.exceptions.SchemaError, jsonschema.exceptions._WrappedReferencingError) as e:
         pytest.skip(f"jsonschema cannot check it: {type(e).__name__}")
-    prog = compile_grammar(parse_gbnf(schema_to_gbnf(data["schema"])))
+    prog = compile_grammar(schema_to_grammar(data["schema"]))
     bad = [s for s in sentences(prog, random.Random(name), 10, budget=200) if not check.is_valid(json.loads(s))]
     assert bad == [], name
 
@@ -79,5 +79,5 @@ def test_most_valid_instances_are_accepted_and_most_schemas_compile():
     compiled = [g for g in got if g is not None]
     valid = [(name, ok) for name, results in compiled for v, ok in results if v]
     refused = [name for name, ok in valid if not ok]
-    assert len(compiled) >= 0.75 * len(got), f"{len(compiled)} of {len(got)} compile"
-    assert len(refused) <= 0.1 * len(valid), refused
+    assert len(compiled) >= 0.9 * len(got), f"{len(compiled)} of {len(got)} compile"
+    assert len(refused) <= 0.02 * len(valid), refused

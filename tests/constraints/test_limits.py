@@ -26,6 +26,7 @@ from llamay.constraints import (
     lexicon_grammar,
     parse_gbnf,
     schema_to_gbnf,
+    schema_to_grammar,
 )
 from llamay.constraints.automaton import Automaton
 from llamay.constraints.limits import DEFAULT_LIMITS, Budget
@@ -53,7 +54,7 @@ def compile_all(kind: str, source, limits: ConstraintLimits | None = None) -> tu
     """Every stage a builder runs, on one Budget (so the test can read the work done)."""
     budget = Budget(limits)
     if kind == "schema":
-        grammar = parse_gbnf(schema_to_gbnf(source, limits=budget), limits=budget)
+        grammar = schema_to_grammar(source, limits=budget)
     elif kind == "gbnf":
         grammar = parse_gbnf(source, limits=budget)
     else:
@@ -93,8 +94,7 @@ def test_hostile_inputs_are_refused_quickly_naming_the_limit(kind, source, limit
     budget = Budget()
     with pytest.raises(ConstraintLimitError) as e:
         if kind == "schema":
-            text = schema_to_gbnf(source, limits=budget)
-            compile_grammar(parse_gbnf(text, limits=budget), budget)
+            compile_grammar(schema_to_grammar(source, limits=budget), budget)
         elif kind == "gbnf":
             Automaton(compile_grammar(parse_gbnf(source, limits=budget), budget))
         else:
@@ -156,7 +156,7 @@ def test_huge_enums_and_consts_are_refused_by_work():
     for schema in ({"enum": [f"v{i}" for i in range(20_000)]}, {"const": "x" * 200_000}):
         budget = Budget(limits)
         with pytest.raises(ConstraintLimitError) as e:
-            compile_grammar(parse_gbnf(schema_to_gbnf(schema, limits=budget), limits=budget), budget)
+            compile_grammar(schema_to_grammar(schema, limits=budget), budget)
         assert e.value.limit == "max_work" and budget.work <= 100_000 + 200_000
 
 

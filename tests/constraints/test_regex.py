@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from llamay.constraints import ConstraintError, compile_grammar, parse_gbnf, schema_to_gbnf
-from tests.constraints.helpers import automaton, sentences
+from llamay.constraints import ConstraintError, compile_grammar, schema_to_gbnf, schema_to_grammar
+from tests.constraints.helpers import assert_sound, schema_automaton, sentences
 
 PATTERNS = [
     # (pattern, strings that match, strings that do not)
@@ -40,7 +40,7 @@ def string_schema(pattern: str) -> dict:
 
 @pytest.mark.parametrize(("pattern", "yes", "no"), PATTERNS, ids=[p[0] for p in PATTERNS])
 def test_pattern_strings(pattern, yes, no):
-    a = automaton(schema_to_gbnf(string_schema(pattern)))
+    a = schema_automaton(string_schema(pattern))
     assert [s for s in yes if not a.accepts_bytes(json.dumps(s, ensure_ascii=False).encode())] == []
     assert [s for s in no if a.accepts_bytes(json.dumps(s, ensure_ascii=False).encode())] == []
 
@@ -54,12 +54,12 @@ def python_pattern(pattern: str) -> str | None:
 
 @pytest.mark.parametrize(("pattern", "yes", "no"), PATTERNS, ids=[p[0] for p in PATTERNS])
 def test_generated_strings_are_json_and_match(pattern, yes, no):
-    prog = compile_grammar(parse_gbnf(schema_to_gbnf(string_schema(pattern))))
+    prog = compile_grammar(schema_to_grammar(string_schema(pattern)))
     py = python_pattern(pattern)
     for s in sentences(prog, random.Random(pattern), 60, budget=30):
         text = json.loads(s)
         assert py is None or re.search(py, text), (pattern, s)
-    whole = compile_grammar(parse_gbnf(schema_to_gbnf(string_schema(pattern), anchored_patterns=True)))
+    whole = compile_grammar(schema_to_grammar(string_schema(pattern), anchored_patterns=True))
     for s in sentences(whole, random.Random(pattern), 60, budget=30):
         text = json.loads(s)
         assert py is None or re.fullmatch(py, text) or re.fullmatch(py.lstrip("^").rstrip("$"), text), (pattern, s)
@@ -91,8 +91,69 @@ NULLABLE_STARS = ["^([a-c]*)*$", "^(a?b*)+x$", "^(|a)*$", "^(a{0,3}){2,}$", "^(a
 @pytest.mark.parametrize("pattern", NULLABLE_STARS)
 def test_a_nullable_item_repeated_forever_is_no_left_recursion(pattern):
     """`([\\w.-]*)*` (seen in a real URL pattern) was refused as left recursion: same language as Python's re."""
-    a = automaton(schema_to_gbnf(string_schema(pattern)))
+    a = schema_automaton(string_schema(pattern))
     rng = random.Random(pattern)
     texts = {"".join(rng.choice("abcdx") for _ in range(rng.randrange(7))) for _ in range(400)}
     wrong = [t for t in texts if a.accepts_bytes(json.dumps(t).encode()) != bool(re.search(pattern, t))]
     assert wrong == []
+
+
+def test_class_escapes_hold_in_ecma_and_python_meanings():
+    """LOW sets: every character matches the escape in ECMA-262 and in Python's re; outside HIGH: in neither."""
+    import re
+
+    from llamay.constraints.regex_classes import CLASS_ESCAPES
+
+    ecma = {
+        "d": lambda c: "0" <= c <= "9",
+        "w": lambda c: c.isascii() and (c.isalnum() or c == "_"),
+        "s": lambda c: c in "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" or "\u2000" <= c <= "\u200a",
+    }
+    for letter, (low, high) in CLASS_ESCAPES.items():
+        base = letter.lower()
+        python = re.compile(f"\\{letter}")
+
+        def means(c, base=base, letter=letter, python=python):  # (ECMA's answer, Python's answer)
+            e = ecma[base](c)
+            return (e if letter == base else not e), python.match(c) is not None
+
+        def inside(c, ranges):
+            return any(lo <= ord(c) <= hi for lo, hi in ranges)
+
+        for cp in [*range(0x3000), *range(0xFE00, 0x10000), *range(0x10000, 0x110000, 97)]:
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            c = chr(cp)
+            e, p = means(c)
+            assert not inside(c, low) or (e and p), (letter, hex(cp))
+            assert inside(c, high) or not (e or p), (letter, hex(cp))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "valid", "invalid"),
+    [
+        ("^[^\\s]+$", ["ab", "é"], ["a\u001cb", "a b"]),
+        ("^\\S+$", ["ab"], ["\u001c", "\u0085x"]),
+        ("^\\D+$", ["ab"], ["1", "\u0663"]),
+        ("^\\W+$", ["-+", "©"], ["a", "é", "\u00b2"]),
+        ("^[\\w-]+$", ["a-b_1"], [" ", "a.b"]),
+        ("^$|(^(?:\\S+\\s+){0,3}\\S+$)", ["", "a b c", "ab"], [" a", "a b c d e"]),
+    ],
+)
+def test_class_escapes_are_sound_in_python_and_ecma(pattern, valid, invalid):
+    """Sentences validate with jsonschema (Python's re) whatever the escape; characters either meaning rejects are
+    never generated."""
+    assert_sound({"type": "string", "pattern": pattern}, valid=valid, invalid=invalid, n=80, budget=60)
+    if "s" in pattern.lower():  # U+001C (Python's space) and U+FEFF (ECMA's): generated for neither meaning
+        a = schema_automaton({"type": "string", "pattern": pattern})
+        assert not any(a.accepts_bytes(json.dumps(f"a{c}b").encode()) for c in ("\u001c", "\ufeff"))
+
+
+def test_word_alternations_are_factored_into_a_trie():
+    """200 words in an unanchored alternation: a state holds the branches sharing the prefix so far, not one per
+    word per start position (a real schema's zone list went past max_stacks)."""
+    words = [f"zone{i}-az{j}" for i in range(50) for j in range(4)]
+    pattern = "(" + "|".join(words) + ")"
+    assert_sound({"type": "string", "pattern": pattern}, valid=["zone7-az2", "x zone49-az3 y"], invalid=["zone", "az1"])
+    a = schema_automaton({"type": "string", "pattern": pattern})
+    assert a.accepts_bytes(json.dumps("zone1-az1" * 30).encode())

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llamay.constraints import DEFAULT_LIMITS, compile_grammar, parse_gbnf, schema_to_gbnf
+from llamay.constraints import DEFAULT_LIMITS, compile_grammar, schema_to_grammar
 from llamay.constraints.limits import Budget
 from tests.constraints.helpers import sentences
 
@@ -108,7 +108,7 @@ def validator(schema):
 def test_schemas_within_the_limits_compile_and_their_sentences_validate(body, shared, seed):
     schema = {"$defs": {"shared": shared}, **body} if isinstance(body, dict) else body
     budget = Budget()
-    program = compile_grammar(parse_gbnf(schema_to_gbnf(schema, limits=budget), limits=budget), budget)
+    program = compile_grammar(schema_to_grammar(schema, limits=budget), budget)
     assert budget.work <= DEFAULT_LIMITS.max_work
     check = validator(schema)
     for s in sentences(program, random.Random(seed), 4, budget=200):

@@ -1,0 +1,99 @@
+"""The checks a lazily compiled grammar needs before its first step, read from its nodes (compile.py makes them
+on the program when it compiles a grammar whole): no rule reaches itself without consuming a byte (left
+recursion), and the start rule derives some finite string. A lazy rule is read through its `witness`.
+
+The nodes are flattened into the program's shape (alternatives of elements: a byte, a rule, a counted rule),
+one element per literal or class rather than per byte, and handed to the program's own checks.
+"""
+
+from __future__ import annotations
+
+from .compile import BYTES, REF, REP, _check_left_recursion, _derives
+from .errors import ConstraintError
+from .grammar import Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq
+from .limits import Budget
+from .utf8 import normalize
+
+
+class _Flat:
+    def __init__(self, grammar: Grammar, budget: Budget) -> None:
+        self.grammar = grammar
+        self.budget = budget
+        self.ids: dict[str, int] = {}
+        self.names: list[str] = []
+        self.bodies: list[list] = []
+        self.reps: list[tuple[int, int, int]] = []
+        self.nothing: int | None = None  # a rule with no alternative (what an empty class stands for)
+
+    def rule(self, name: str) -> int:
+        rid = self.ids.get(name)
+        if rid is None:
+            rid = self.ids[name] = self.new(name)
+            node = self.grammar.rules.get(name)
+            if node is None:
+                lazy = self.grammar.lazy.get(name)
+                if lazy is None:
+                    raise ConstraintError(f"the grammar refers to undefined rule {name!r}")
+                node = lazy.witness
+            self.todo.append((rid, node))
+        return rid
+
+    def new(self, name: str) -> int:
+        self.names.append(name)
+        self.bodies.append([])
+        return len(self.names) - 1
+
+    def run(self, root: str) -> None:
+        self.todo: list[tuple[int, Node]] = []
+        start = self.rule(root)
+        while self.todo:
+            rid, node = self.todo.pop()
+            options = node.options if isinstance(node, Alt) else (node,)
+            self.bodies[rid] = [self.elements(o, self.names[rid]) for o in options]
+        nullable = _derives(self.bodies, self.reps, nullable=True)
+        _check_left_recursion(self.bodies, self.reps, nullable, self.names)
+        if not _derives(self.bodies, self.reps, nullable=False)[start]:
+            raise ConstraintError(
+                f"the start rule {root!r} derives no finite string (every way through it recurses forever)"
+            )
+
+    def elements(self, node: Node, base: str) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            self.budget.charge(1, f"rule {base!r}")
+            if isinstance(n, Seq):
+                todo.extend(reversed(n.items))
+            elif isinstance(n, Lit):
+                if n.text:
+                    out.append((BYTES, 1))
+            elif isinstance(n, Chars):
+                if n.negated or normalize(n.ranges, False):
+                    out.append((BYTES, 1))
+                else:
+                    out.append((REF, self.empty()))
+            elif isinstance(n, Ref):
+                out.append((REF, self.rule(n.name)))
+            elif isinstance(n, Alt):
+                rid = self.new(base)
+                self.todo.append((rid, n))
+                out.append((REF, rid))
+            elif isinstance(n, Repeat):
+                if n.max == 0:
+                    continue
+                rid = self.new(base)
+                self.todo.append((rid, n.item))
+                self.reps.append((rid, n.min, n.max if n.max is not None else n.min + 1))
+                out.append((REP, len(self.reps) - 1))
+        return out
+
+    def empty(self) -> int:
+        if self.nothing is None:
+            self.nothing = self.new("(an empty character class)")
+        return self.nothing
+
+
+def check_grammar(grammar: Grammar, budget: Budget) -> None:
+    """Refuse left recursion and a start rule that derives no finite string (ConstraintError)."""
+    _Flat(grammar, budget).run(grammar.root)

@@ -1,0 +1,92 @@
+"""Keys of the other members of an object with `patternProperties`: exact, as lazy rules. A key is followed,
+character by character, through each pattern's automaton (patterns are searches: a key matches when it
+contains a match) and the trie of the listed names; at its closing quote the patterns it matched decide its
+value: all of their schemas (a listed name is never such a key: it is its listed property); a key no pattern
+matches takes `additionalProperties` (when allowed); with a propertyNames pattern, every key must match it.
+Characters are taken by classes: the intervals between the patterns' and the trie's boundaries, in which
+every character leads every automaton to the same state, so a rule has a handful of alternatives whatever the
+alphabet. Keys are written without escapes (a subset).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .grammar import Alt, Chars, Lit, Node, Repeat, Seq
+from .utf8 import normalize
+
+KEY_OUT = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x7F))  # not in a key written as is
+DEAD = -1
+
+
+class PatternKeys:
+    """The patterns' automata and the value of each set of patterns a key may match. `values(set of pattern
+    indexes)`: the value node (None: no value fits); `additional`: the value of a key no pattern matches (None:
+    not allowed); `names`: a pattern every key must match (propertyNames), or None. A key's states: one per
+    pattern, then (with `names`) that of `names`."""
+
+    def __init__(self, c: Any, nodes: list[Node], values, additional: Node | None, names: Node | None = None) -> None:
+        from .json_objects import pattern_automaton
+
+        self.n = len(nodes)
+        every = [*nodes, names] if names is not None else nodes
+        self.automata = [pattern_automaton(c, n) for n in every]
+        self.values, self.additional, self.names = values, additional, names is not None
+        # (and where UTF-8 lengths change: a class's characters then take as many bytes each)
+        self.bounds = sorted({0x80, 0x800, 0x10000, *(b for n in every for b in _boundaries(n))})
+
+    def start(self) -> tuple[int, ...]:
+        return tuple(a.initial.id for a in self.automata)
+
+    def step(self, states: tuple[int, ...], ch: str) -> tuple[int, ...]:
+        data = ch.encode("utf-8", "surrogatepass")
+        out = []
+        for a, s in zip(self.automata, states, strict=True):
+            st = a.push_bytes(a.by_id[s], data) if s != DEAD else None
+            out.append(st.id if st is not None else DEAD)
+        return tuple(out)
+
+    def value(self, states: tuple[int, ...]) -> Node | None:
+        """The value of a key that ends here (None: no key may end here)."""
+        if self.names and (states[-1] == DEAD or not self.automata[-1].by_id[states[-1]].complete):
+            return None
+        matched = frozenset(i for i, (a, s) in enumerate(zip(self.automata[: self.n], states, strict=False))
+                            if s != DEAD and a.by_id[s].complete)  # fmt: skip
+        return self.values(matched) if matched else self.additional
+
+    def alive(self, states: tuple[int, ...]) -> bool:
+        if self.names and states[-1] == DEAD:
+            return False
+        return self.additional is not None or any(s != DEAD for s in states[: self.n])
+
+    def classes(self, points: list[int]) -> list[tuple[int, int]]:
+        """The key-character intervals between the patterns' boundaries and `points` (single characters)."""
+        cuts = sorted({*self.bounds, *(p for q in points for p in (q, q + 1))})
+        out, lo = [], 0
+        for cut in [*cuts, 0x110000]:
+            if cut > lo:
+                out.append((lo, cut - 1))
+                lo = cut
+        keep = normalize(KEY_OUT, True)  # (what a key may hold as it is; no surrogates)
+        return [(max(a, x), min(b, y)) for a, b in out for x, y in keep if max(a, x) <= min(b, y)]
+
+
+def _boundaries(node: Node) -> set[int]:
+    """Code points where a pattern's classes start or stop (the characters between two are alike to it)."""
+    out: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Lit):
+            for ch in n.text:
+                out |= {ord(ch), ord(ch) + 1}
+        elif isinstance(n, Chars):
+            for lo, hi in normalize(n.ranges, False):
+                out |= {lo, hi + 1}
+        elif isinstance(n, (Seq, Alt)):
+            todo.extend(n.items if isinstance(n, Seq) else n.options)
+        elif isinstance(n, Repeat):
+            todo.append(n.item)
+        else:  # (a pattern is characters, sequences, alternatives and repetitions only)
+            raise TypeError(f"unexpected node in a pattern: {n!r}")
+    return out

@@ -1,0 +1,360 @@
+"""The members of a JSON object, in any order, each listed property at most once: exact, and built lazily.
+
+    object  ::= "{" space M({},0) "}" space
+    M(S,k)  ::= "," space KEYS(S,k) | ""             (the "" only when S holds every required property,
+                                                      their dependencies, and enough members)
+    KEYS(S,k) ::= "\\"" T(S,k,"")  |  pattern-kv M(S,k+1)
+    T(S,k,w)  ::= c T(S,k,wc) ...                     (a child of w in the trie of the listed names)
+               |  "\\"" space ":" space value-p M(S+p,k)   (w is the listed name p, not in S)
+               |  [^children "\\\\ controls] other-key-rest M(S,k+1)   (another key: any other character)
+               |  "\\"" space ":" space additional M(S,k+1)             (w is no listed name: another key)
+
+S is the set of listed properties written so far (a bit set), k the other members (capped where counts stop
+mattering); the first member has no comma (M at the start is FIRST). Every rule above is a `LazyRule`: built
+the first time the automaton reaches it, so an object of 40 properties costs the sets a document visits, not
+2^40 rules. The key trie is that of the listed names as JSON text (escapes written as JSON writes them); other
+keys are written without escapes (a subset of the keys), so none decodes to a listed name. `required`,
+`dependentRequired` (made listed properties when absent), `minProperties` and `maxProperties` are exact on
+the listed properties; other members count at most once towards `minProperties` (two may share a key) and
+each towards `maxProperties` (a bound on the distinct ones). With `patternProperties` the other members are
+`pattern-kv` (json_objects.py), never the trie's other keys.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .grammar import EMPTY, Chars, LazyRule, Lit, Node, Ref, Repeat, alt, seq
+
+SPACE = Ref("space")
+COLON = seq(SPACE, Lit(":"), SPACE)
+QUOTE = Lit('"')
+_RAW_OUT = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x7F))  # what a key character written as is is not
+KEY_CHAR = Chars(_RAW_OUT, negated=True)
+
+
+def _is_raw(ch: str) -> bool:
+    c = ord(ch)
+    return not (c < 0x20 or c in (0x22, 0x5C, 0x7F))
+
+
+class Members:
+    """Builds the lazy member rules of one object. `items`: (name, value rule) of the listed properties that
+    may be written; `excluded`: names never written (neither listed nor other keys); `extra`: ("additional",
+    value), ("patterns", json_keys.PatternKeys), ("pattern", key-value node), ("string", None: json_values.py's
+    strings other than the names) or None; `deps`: name -> names required with it."""
+
+    def __init__(
+        self,
+        c: Any,
+        base: str,
+        items: list[tuple[str, Node]],
+        excluded: list[str],
+        required: set[str],
+        deps: dict[str, list[str]],
+        extra: tuple[str, Node] | None,
+        min_props: int,
+        max_props: int | None,
+        max_extra: int | None,
+        standalone: bool = False,
+    ) -> None:
+        self.c = c
+        self.standalone = standalone  # one member, what follows it the caller's (other_keys)
+        self.base = base
+        self.names = [n for n, _ in items]
+        self.values = [v for _, v in items]
+        index = {n: i for i, n in enumerate(self.names)}
+        self.required = sum(1 << index[r] for r in required)
+        self.deps = {index[p]: sum(1 << index[d] for d in ds) for p, ds in deps.items() if p in index}
+        self.excluded = excluded
+        self.extra = extra
+        self.min_props, self.max_props, self.max_extra = min_props, max_props, max_extra
+        # k beyond this many changes nothing (maxProperties, the cap on other members, or "one more" for min)
+        self.k_cap = max(max_props or 0, max_extra or 0, 1 if min_props else 0)
+        self.trie: list[dict[str, int]] | None = None  # built on first use: children by character, per node
+        self.ends: dict[int, int] = {}  # trie node -> the listed property (index) whose name ends there
+        self.plain: list[bool] = []  # per trie node: its prefix holds no character another key cannot hold
+        self.rules: dict[tuple, str] = {}
+        self.viable_memo: dict[tuple[int, int], bool] = {}
+        # no names to tell apart: another key is any string, escapes too (exact)
+        self.any_key = extra is not None and extra[0] == "additional" and not self.names and not excluded
+        if self.any_key:
+            c.use("string")
+        self.offered_memo: dict[tuple[int, int], int] = {}
+        self.pattern_memo: dict[tuple, bool] = {}  # (json_keys.py) whether a key can end from a state
+
+    # -- the object ---------------------------------------------------------------------------------------------
+
+    def entry(self) -> Node:
+        """What follows "{" space: the members (lazily) then nothing (the caller writes "}")."""
+        needed = [self.values[i] for i in range(len(self.names)) if self.required >> i & 1]
+        witness = seq(*needed) if needed else EMPTY
+        return Ref(self.rule(("first", 0, 0), lambda: self.first(), witness))
+
+    def rule(self, key: tuple, build, witness: Node = EMPTY) -> str:
+        name = self.rules.get(key)
+        if name is None:
+            name = self.rules[key] = self.c.fresh_lazy(f"{self.base}-{'-'.join(map(str, key))}")
+            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), witness)
+        return name
+
+    def members(self, done: int, k: int) -> Node:
+        if self.standalone:
+            return EMPTY
+        return Ref(self.rule(("m", f"{done:x}", k), lambda: self.after(done, k)))
+
+    def first(self) -> Node:
+        return _alt([*[EMPTY] * self.closable(0, 0), *self.keys(0, 0)])
+
+    def after(self, done: int, k: int) -> Node:
+        keys = self.keys(done, k)
+        more = [seq(Lit(","), SPACE, alt(*keys))] if keys else []
+        return _alt([*[EMPTY] * self.closable(done, k), *more])
+
+    # -- counts: a member is offered only when the object can still be completed after it ----------------------
+
+    def count(self, done: int, k: int) -> int:
+        return done.bit_count() + k
+
+    def closable(self, done: int, k: int) -> bool:
+        return self.needed(done) == done and done.bit_count() + min(k, 1) >= self.min_props
+
+    def needed(self, done: int) -> int:
+        """`done` with the required properties and the dependencies of all of them (transitively)."""
+        out, grown = done | self.required, True
+        while grown:
+            grown = False
+            for p, need in self.deps.items():
+                if out >> p & 1 and need & ~out:
+                    out |= need
+                    grown = True
+        return out
+
+    def viable(self, done: int, k: int) -> bool:
+        """Whether some completion of (done, k) closes the object: the needed members, then (for minProperties)
+        one other member while none is written, then optional listed ones, fewest dependencies first, all within
+        maxProperties (a greedy test: a member it cannot place is not offered, a subset)."""
+        key = (done, k)
+        known = self.viable_memo.get(key)
+        if known is not None:
+            return known
+        full = self.needed(done)
+        distinct = full.bit_count() + min(k, 1)
+        total = full.bit_count() + k
+        if distinct < self.min_props and k == 0 and self.extra is not None and self.max_extra != 0:
+            distinct, total = distinct + 1, total + 1
+        if distinct < self.min_props:
+            for p in sorted(range(len(self.names)), key=lambda p: self.needed(1 << p).bit_count()):
+                if not full >> p & 1:
+                    more = self.needed(full | 1 << p)
+                    distinct += (more & ~full).bit_count()
+                    total += (more & ~full).bit_count()
+                    full = more
+                    if distinct >= self.min_props:
+                        break
+        ok = distinct >= self.min_props and (self.max_props is None or total <= self.max_props)
+        self.viable_memo[key] = ok
+        return ok
+
+    def offered(self, done: int, k: int) -> int:
+        """The listed properties that may be written next (as a bit set)."""
+        out = self.offered_memo.get((done, k))
+        if out is None:
+            out = 0
+            if self.max_props is None or self.count(done, k) < self.max_props:
+                for p in range(len(self.names)):
+                    if not done >> p & 1 and self.viable(done | 1 << p, k):
+                        out |= 1 << p
+            self.offered_memo[done, k] = out
+        return out
+
+    def extra_offered(self, done: int, k: int) -> bool:
+        if self.extra is None or (self.max_extra is not None and k >= self.max_extra):
+            return False
+        if self.max_props is not None and self.count(done, k) >= self.max_props:
+            return False
+        return self.viable(done, self.next_k(k))
+
+    def next_k(self, k: int) -> int:
+        return min(k + 1, self.k_cap)
+
+    # -- keys ---------------------------------------------------------------------------------------------------
+
+    def keys(self, done: int, k: int) -> list[Node]:
+        """The ways a next member begins (its key), after `done` listed ones and k others."""
+        out: list[Node] = []
+        extra = self.extra_offered(done, k)
+        if self.extra is not None and self.extra[0] == "patterns":
+            start = self.extra[1].start()
+            if self.trie is None:
+                self.build_trie()
+            if _pattern_viable(self, done, k, 0, start, self.offered(done, k)):
+                out.append(seq(QUOTE, Ref(self.pattern_rule(done, k, 0, start))))
+            return out
+        if self.any_key and extra:
+            out.append(seq(Ref("string"), Lit(":"), SPACE, self.extra[1], self.members(done, self.next_k(k))))
+        elif self.offered(done, k) or (extra and self.extra[0] != "pattern"):
+            out.append(seq(QUOTE, Ref(self.trie_rule(done, k, 0))))
+        if extra and self.extra[0] == "pattern":
+            out.append(seq(self.extra[1], self.members(done, self.next_k(k))))
+        return out
+
+    def build_trie(self) -> None:
+        """The trie of the listed and excluded names, as JSON writes them (inside the quotes)."""
+        self.trie, self.plain = [{}], [True]
+        for i, name in enumerate([*self.names, *self.excluded]):
+            at = 0
+            for ch in json.dumps(name, ensure_ascii=False)[1:-1]:
+                nxt = self.trie[at].get(ch)
+                if nxt is None:
+                    nxt = self.trie[at][ch] = len(self.trie)
+                    self.trie.append({})
+                    self.plain.append(self.plain[at] and _is_raw(ch))
+                at = nxt
+            if i < len(self.names):
+                self.ends[at] = i
+            else:
+                self.ends.setdefault(at, -1)  # (excluded: never written; a listed name of the same text wins)
+        self.c.budget.charge(len(self.trie), f"{self.base} (property names)")
+        self.live = [0] * len(self.trie)  # per node: the listed properties whose name is at or below it
+        for at in range(len(self.trie) - 1, -1, -1):  # (children are numbered after their parent)
+            mask = 1 << self.ends[at] if self.ends.get(at, -1) >= 0 else 0
+            for child in self.trie[at].values():
+                mask |= self.live[child]
+            self.live[at] = mask
+
+    def pattern_rule(self, done: int, k: int, at: int, states: tuple[int, ...]) -> str:
+        key = ("p", f"{done:x}", k, at, *states)
+        return self.rule(key, lambda: _pattern_node(self, done, k, at, states))
+
+    def trie_rule(self, done: int, k: int, at: int) -> str:
+        return self.rule(("t", f"{done:x}", k, at), lambda: self.trie_node(done, k, at))
+
+    def trie_node(self, done: int, k: int, at: int) -> Node:
+        if self.trie is None:
+            self.build_trie()
+        offered = self.offered(done, k)
+        extra = self.extra is not None and self.extra[0] != "pattern" and self.extra_offered(done, k)
+        extra = extra and self.plain[at]
+        children = self.trie[at]
+        options: list[Node] = []
+        # (the order changes no language: the names still needed first, so a search for a short way to close
+        # the object, like the tests' sentence generator, finds one)
+        end = self.ends.get(at)
+        if end is not None and end >= 0 and offered >> end & 1:
+            options.append(seq(QUOTE, COLON, self.values[end], self.members(done | 1 << end, k)))
+        needed = self.needed(done) & ~done
+        for ch, child in sorted(children.items(), key=lambda c: not self.live[c[1]] & needed):
+            if self.live[child] & offered or (extra and self.plain[child]):
+                options.append(seq(Lit(ch), Ref(self.trie_rule(done, k, child))))
+        if extra:
+            others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
+            options.append(seq(Chars((*_RAW_OUT, *others), negated=True), Ref(self.other_rest(done, k))))
+            if end is None:
+                options.append(seq(QUOTE, self.other_end(done, k)))
+        self.c.budget.charge(len(options) + len(children), f"{self.base} (members)")
+        return _alt(options)
+
+    def other_end(self, done: int, k: int) -> Node:
+        """What follows another key's closing quote."""
+        return SPACE if self.extra[0] == "string" else seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
+
+    def other_rest(self, done: int, k: int) -> str:
+        """The rest of another key after its first character, and what follows it (one rule per (done, k))."""
+        more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
+        return self.rule(("o", f"{done:x}", k), lambda: seq(more, QUOTE, self.other_end(done, k)))
+
+
+def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node:
+    """A key's next character or its end, at trie node `at` (-1: no listed name begins so) with the patterns'
+    automata in `states` (json_keys.py); a next character only toward an end (`_pattern_viable`)."""
+    offered = m.offered(done, k)
+    options: list[Node] = []
+    end = _pattern_end(m, done, k, at, states)
+    if end is not None:
+        options.append(end)
+    groups: dict[tuple, list[tuple[int, int]]] = {}
+    for ranges, child, nxt in _pattern_steps(m, done, k, at, states):
+        if _pattern_viable(m, done, k, child, nxt, offered):
+            groups.setdefault((child, nxt), []).extend(ranges)
+    m.c.budget.charge(len(options) + len(groups), f"{m.base} (members)")
+    for (child, nxt), ranges in groups.items():
+        first = Lit(chr(ranges[0][0])) if ranges == [(ranges[0][0],) * 2] else Chars(tuple(ranges))
+        options.append(seq(first, Ref(m.pattern_rule(done, k, child, nxt))))
+    return _alt(options)
+
+
+def _pattern_end(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node | None:
+    """The closing quote here, and what follows: a listed name's property, or another key's value."""
+    if m.trie is None:
+        m.build_trie()
+    end = m.ends.get(at) if at >= 0 else None
+    if end is not None:
+        if end >= 0 and m.offered(done, k) >> end & 1:
+            return seq(QUOTE, COLON, m.values[end], m.members(done | 1 << end, k))
+        return None
+    if (at < 0 or m.plain[at]) and m.extra_offered(done, k):
+        value = m.extra[1].value(states)
+        if value is not None:
+            return seq(QUOTE, COLON, value, m.members(done, m.next_k(k)))
+    return None
+
+
+def _pattern_steps(m: Members, done: int, k: int, at: int, states: tuple[int, ...]):
+    """(character ranges, next trie node, next automata states) for the characters a key may go on with."""
+    keys = m.extra[1]
+    if m.trie is None:
+        m.build_trie()
+    children = m.trie[at] if at >= 0 else {}
+    plain = at < 0 or m.plain[at]
+    out = []
+    for ch, child in children.items():
+        nxt = keys.step(states, ch) if plain and _is_raw(ch) else (-1,) * len(states)
+        out.append(([(ord(ch), ord(ch))], child, nxt))
+    if plain and m.extra_offered(done, k):
+        for lo, hi in keys.classes([ord(ch) for ch in children]):
+            if not (lo == hi and chr(lo) in children):
+                out.append(([(lo, hi)], -1, keys.step(states, chr(lo))))
+    return out
+
+
+_SEARCH = 256  # product states a viability search visits at most (beyond: not viable, a subset)
+
+
+def _pattern_viable(m: Members, done: int, k: int, at: int, states: tuple[int, ...], offered: int) -> bool:
+    """Whether some key goes on from here to an end: a listed name still offered below, or another key a
+    pattern (or additionalProperties) values, found within _SEARCH states (a key that ends nowhere is never
+    begun)."""
+    key = (done, k, at, states)
+    known = m.pattern_memo.get(key)
+    if known is not None:
+        return known
+    seen, todo, found = {(at, states)}, [(at, states)], False
+    while todo and not found and len(seen) <= _SEARCH:
+        a, st = todo.pop()
+        if (a >= 0 and m.live[a] & offered) or _pattern_end(m, done, k, a, st) is not None:
+            found = True
+            break
+        if a < 0 and not m.extra[1].alive(st):
+            continue
+        for _, child, nxt in _pattern_steps(m, done, k, a, st):
+            if (child, nxt) not in seen:
+                seen.add((child, nxt))
+                todo.append((child, nxt))
+    m.c.budget.charge(len(seen), f"{m.base} (members)")
+    m.pattern_memo[key] = found
+    return found
+
+
+def _alt(options: list[Node]) -> Node:
+    return alt(*options) if options else Chars(())  # (no option: matches nothing)
+
+
+def other_keys(c: Any, base: str, names: list[str], value: Node | None, keys: Any = None) -> Node:
+    """One member whose key is none of `names` (written without escapes): `"key" space ":" space value`, the
+    key trie built lazily (the listed-order layout's other members); value None: the string alone, then space
+    (a string other than the names: json_values.py); `keys`: the patterns' (json_keys.PatternKeys) instead."""
+    extra = ("patterns", keys) if keys is not None else ("additional", value) if value is not None else ("string", None)
+    m = Members(c, f"{base}-other", [], names, set(), {}, extra, 0, None, None, standalone=True)
+    return alt(*m.keys(0, 0))
