@@ -477,3 +477,16 @@ def isum(typingctx, v):
         return builder.sext(_halves_sum(builder, args[0], builder.add), I64)
 
     return types.int64(i32x8), codegen
+
+
+@intrinsic
+def prefetch(typingctx, ary, offset):
+    """A hint to bring the cache line of ary[offset] into the caches for reading (no fault if out of bounds)."""
+
+    def codegen(context, builder, sig, args):
+        ptr = builder.bitcast(_address(context, builder, sig.args[0], args[0], args[1]), I8.as_pointer())
+        hint = [ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)]  # read, keep in all levels, data
+        _call(builder, "llvm.prefetch.p0i8", ir.VoidType(), [ptr, *hint])
+        return context.get_dummy_value()
+
+    return types.none(ary, offset), codegen

@@ -41,6 +41,7 @@ from .simd import (
     load_f16x8,
     load_f32x8,
     load_u8x32,
+    prefetch,
     store_f32x8,
 )
 
@@ -52,6 +53,10 @@ NIBBLES, NIBBLES_IQ4, BYTES = 0, 1, 2  # how a record holds its quants
 SCALES = 2 * ROWS  # bytes of eight fp16 scales
 ACC = 2 * ROWS  # floats of scratch per token: the rows' sums and their mins' sums
 CHUNK_ROWS = 4096  # rows repacked at a time
+# bytes ahead of the record in use whose cache lines the matmul asks for: a weight streams from memory once per
+# token, and the hardware prefetcher alone leaves the loads waiting (a qwen3moe's Q4_0 decode: 1.25x at 1 thread,
+# 1.1x at 2 against no prefetch; 1024 and 4096 bytes gained less than 2048)
+PREFETCH_AHEAD = 2048
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,13 @@ def matmul_strips(out, ws, fmt, offset, has_min, n_out, x, n, n_in, xq, xd, xs, 
                 store_f32x8(a, ACC * i + ROWS, fzero())
             for b in range(nb):
                 o = (s * nb + b) * rb
+                ahead = o + PREFETCH_AHEAD  # the record's bytes there, a cache line (64 bytes) at a time
+                prefetch(ws, ahead)
+                prefetch(ws, ahead + 64)
+                if rb > 128:
+                    prefetch(ws, ahead + 128)
+                if rb > 192:
+                    prefetch(ws, ahead + 192)
                 if fmt == BYTES:  # the eight lane vectors, in registers for every token
                     l0, l1, l2, l3 = (
                         load_u8x32(ws, o),
