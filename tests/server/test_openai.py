@@ -226,10 +226,11 @@ def test_response_format_json_schema(server, client):
     r = client.post("/v1/completions", json={"model": STORIES_ID, "prompt": "x", "max_tokens": 8,
                                              "response_format": {"type": "json_object"}})  # fmt: skip
     assert r.status_code == 200 and r.json()["choices"][0]["text"].lstrip().startswith("{")
-    bad = {"type": "json_schema", "json_schema": {"schema": {"type": "object", "propertyNames": {"maxLength": 3}}}}
+    bad = {"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "(a)\\1"}}}  # backreference
     r = client.post("/v1/chat/completions", json={"model": STORIES_ID, "messages": [{"role": "user", "content": "x"}],
                                                   "response_format": bad})  # fmt: skip
     assert r.status_code == 400 and r.json()["error"]["param"] == "response_format"
+    assert "backreferences" in r.json()["error"]["message"]
 
 
 # -- without the /v1 prefix -------------------------------------------------------------------------------------
