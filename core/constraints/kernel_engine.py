@@ -343,6 +343,14 @@ class KernelState:
     def __repr__(self) -> str:
         return f"KernelState({self.id})"
 
+    # a state is an interned value of its arena (shared with the compiled constraint): a forked sampler's copy of
+    # a generation's state is the same state, not a copy of the arena and the backend behind it
+    def __copy__(self) -> KernelState:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> KernelState:
+        return self
+
 
 class KernelEngine:
     """A compiled grammar over a vocabulary, run by the backend's `pda` kernel op."""
