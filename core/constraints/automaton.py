@@ -41,7 +41,20 @@ UNSET, DEAD = -2, -1  # State.trans entries besides state ids
 _UNSET_ROW = array("i", [UNSET]) * 256
 
 
-class State:
+class Interned:
+    """A generation state interned in its engine's tables (shared by every sequence of the compiled constraint):
+    a copy is the state itself, so a forked sampler's deep copy of its generation does not copy the tables."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> Interned:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Interned:
+        return self
+
+
+class State(Interned):
     """An interned set of stacks, with its transitions filled in as they are taken."""
 
     __slots__ = ("advance", "complete", "exit", "first", "id", "loop", "mask", "only_exit", "stacks", "tables", "trans")

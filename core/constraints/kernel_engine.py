@@ -25,6 +25,7 @@ import weakref
 from array import array
 
 from ..kernels import pda_layout as L
+from .automaton import Interned
 from .compile import Program
 from .limits import ConstraintLimitError, ConstraintLimits
 from .vocab import ConstraintVocab
@@ -328,7 +329,7 @@ class Arena:
         self.hint[:] = [max(a, b) for a, b in zip(self.hint, self.caps, strict=True)]
 
 
-class KernelState:
+class KernelState(Interned):
     """A state of a kernel arena (an id in its tables), with its mask once computed."""
 
     __slots__ = ("__weakref__", "arena", "complete", "id", "mask", "only_exit")
@@ -342,14 +343,6 @@ class KernelState:
 
     def __repr__(self) -> str:
         return f"KernelState({self.id})"
-
-    # a state is an interned value of its arena (shared with the compiled constraint): a forked sampler's copy of
-    # a generation's state is the same state, not a copy of the arena and the backend behind it
-    def __copy__(self) -> KernelState:
-        return self
-
-    def __deepcopy__(self, memo: dict) -> KernelState:
-        return self
 
 
 class KernelEngine:
