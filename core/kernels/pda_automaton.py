@@ -445,6 +445,27 @@ def closure(A, pos, parent):  # noqa: C901 (one loop over the element kinds, as 
 
 
 @jit
+def find_list(A, rh, rr, w, hk, rp, at, n, h):
+    """Lists interned by hash table rh over the records of region rr (w words a record: the list's offset in pool
+    region rp, its length, and its hash at word hk): the record holding A[at : at+n] (hash h), else -1 - the free
+    slot of rh where it goes."""
+    ho, hmask, ro, po = off(A, rh), cap(A, rh) - 1, off(A, rr), off(A, rp)
+    slot = h & hmask
+    while A[ho + slot] >= 0:
+        rec = ro + w * A[ho + slot]
+        if A[rec + hk] == h and A[rec + 1] == n:
+            same = 1
+            for j in range(n):
+                if A[po + A[rec] + j] != A[at + j]:
+                    same = 0
+                    break
+            if same:
+                return A[ho + slot]
+        slot = (slot + 1) & hmask
+    return -1 - slot
+
+
+@jit
 def partition(A, at, n):  # noqa: C901 (lookup, then the classes by refinement)
     """The partition of the bytes by the byte sets of stacks A[at : at+n] (tops of a state's stacks): the
     classes of bytes every top takes or refuses alike, interned by the sets' rows."""
@@ -461,18 +482,10 @@ def partition(A, at, n):  # noqa: C901 (lookup, then the classes by refinement)
     m = sort_unique(A, so, m)
     h = list_hash(A, so, m)
     ho, hmask, po, qo = off(A, R_PHASH), cap(A, R_PHASH) - 1, off(A, R_PARTS), off(A, R_PPOOL)
-    slot = h & hmask
-    while A[ho + slot] >= 0:
-        rec = po + PT_W * A[ho + slot]
-        if A[rec + 2] == h and A[rec + 1] == m:
-            same = 1
-            for j in range(m):
-                if A[qo + A[rec] + j] != A[so + j]:
-                    same = 0
-                    break
-            if same:
-                return A[ho + slot]
-        slot = (slot + 1) & hmask
+    found = find_list(A, R_PHASH, R_PARTS, PT_W, 2, R_PPOOL, so, m, h)
+    if found >= 0:
+        return found
+    slot = -1 - found
     p = used(A, R_PARTS)
     if p >= cap(A, R_PARTS):
         return grow(A, R_PARTS)
@@ -555,25 +568,17 @@ def first_at(A, p):
 
 
 @jit
-def state_of(A, at, n):  # noqa: C901 (lookup, then a new state's record, stacks, partition and row)
+def state_of(A, at, n):
     """The state whose sorted stacks are A[at : at+n], interned (its row of TRANS started)."""
     if n > A[H_MAX_STACKS]:
         last = A[at + n - 1]
         return limit(A, LIM_STACKS, n, npos(A, last) if last > EXIT else 0)
     h = list_hash(A, at, n)
     ho, hmask, so, po = off(A, R_SHASH), cap(A, R_SHASH) - 1, off(A, R_STATES), off(A, R_SPOOL)
-    slot = h & hmask
-    while A[ho + slot] >= 0:
-        rec = so + ST_W * A[ho + slot]
-        if A[rec + 3] == h and A[rec + 1] == n:
-            same = 1
-            for j in range(n):
-                if A[po + A[rec] + j] != A[at + j]:
-                    same = 0
-                    break
-            if same:
-                return A[ho + slot]
-        slot = (slot + 1) & hmask
+    found = find_list(A, R_SHASH, R_STATES, ST_W, 3, R_SPOOL, at, n, h)
+    if found >= 0:
+        return found
+    slot = -1 - found
     p = partition(A, at, n)
     if p < 0:
         return p
