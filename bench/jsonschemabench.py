@@ -25,9 +25,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from constraint_masks import default_model
 from workers import Timeout, WorkerProcess, alarm
 
-MODEL = Path.home() / ".cache/llamay/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL = default_model()
 
 
 def compile_one(path: str) -> tuple[dict, object]:
@@ -60,22 +61,12 @@ def compile_one(path: str) -> tuple[dict, object]:
 
 def walk_masks(path: str, prog: object, tok, vocab) -> list[float]:
     """Seconds per mask over the schema's first valid instance (see the module docstring)."""
-    from llamay.constraints.constraint import GrammarConstraint
+    from json_schema_pyodide import masks
 
     tests = [t for t in json.loads(Path(path).read_text()).get("tests", []) if t.get("valid")]
     if not tests:
         return []
-    c = GrammarConstraint(prog, vocab)
-    st = c.start()
-    out = []
-    for t in tok.encode(json.dumps(tests[0]["data"], separators=(",", ":"), ensure_ascii=False)):
-        t0 = time.perf_counter()
-        mask = c.allowed(st)
-        out.append(time.perf_counter() - t0)
-        if t not in mask:
-            break
-        st = c.advance(st, t)
-    return out
+    return masks(prog, vocab, tok.encode(json.dumps(tests[0]["data"], separators=(",", ":"), ensure_ascii=False)))
 
 
 def worker(timeout: float, memory_gb: float) -> None:
