@@ -282,8 +282,10 @@ def _pattern_keys(c: Any, patterns: dict, nodes: dict, addl: Any, child, path: s
     schemas = list(patterns.values())
     values: dict[frozenset, Node | None] = {}
     every = range(len(schemas))
-    sets = [frozenset(q) for n in range(1, len(schemas) + 1) for q in combinations(every, n)]
-    for q in sets if len(schemas) <= _EXACT_SETS else [frozenset(every)]:
+    exact = len(schemas) <= _EXACT_SETS
+    # every set of patterns only when they are few: there are 2^n - 1 (40 patterns took all memory)
+    sets = [frozenset(q) for n in range(1, len(schemas) + 1) for q in combinations(every, n)] if exact else []
+    for q in sets or [frozenset(every)]:
         mark = c.checkpoint()
         parts = [schemas[i] for i in sorted(q)]
         try:
@@ -296,7 +298,6 @@ def _pattern_keys(c: Any, patterns: dict, nodes: dict, addl: Any, child, path: s
             c.rollback(mark)
             c.left_out.append(f"{path}/patternProperties: keys matching {len(q)} of them: {e}")
             values[q] = None
-    exact = len(schemas) <= _EXACT_SETS
     additional = None
     if addl is True or isinstance(addl, dict):
         additional = c.named(c.visit(addl, child("additional-value"), f"{path}/additionalProperties"), child("add"))
