@@ -271,8 +271,15 @@ class Members:
             at = on[0][1]
 
     def other_key(self, at: int) -> str:
-        """Another key's characters from trie node `at` on (the same rule for every set of members): any key
-        written without escapes that is no listed or excluded name (the caller writes the closing quote)."""
+        """Another key's characters from trie node `at` on (the same rule for every set of members, and for
+        every object of the same names): any key written without escapes that is no listed or excluded name
+        (the caller writes the closing quote)."""
+        owner = self.c.key_tries.setdefault(frozenset([*self.names, *self.excluded]), self)
+        if owner is not self:
+            return owner.other_key(at)
+        name = self.rules.get(("o", at))
+        if name is not None and not (name in self.c.lazy or name in self.c.rules):
+            del self.rules["o", at]  # (rolled back with a part left out: made again)
         return self.rule(("o", at), lambda: self.other_node(at))
 
     def other_node(self, at: int) -> Node:
