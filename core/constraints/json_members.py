@@ -3,17 +3,22 @@
     object  ::= "{" space M({},0) "}" space
     M(S,k)  ::= "," space KEYS(S,k) | ""             (the "" only when S holds every required property,
                                                       their dependencies, and enough members)
-    KEYS(S,k) ::= "\\"" T(S,k,"")  |  pattern-kv M(S,k+1)
-    T(S,k,w)  ::= c T(S,k,wc) ...                     (a child of w in the trie of the listed names)
-               |  "\\"" space ":" space value-p M(S+p,k)   (w is the listed name p, not in S)
-               |  [^children "\\\\ controls] other-key-rest M(S,k+1)   (another key: any other character)
-               |  "\\"" space ":" space additional M(S,k+1)             (w is no listed name: another key)
+    KEYS(S,k) ::= "\\"" T(S,k,"")  |  "\\"" O("") "\\"" space ":" space additional M(S,k+1)
+               |  pattern-kv M(S,k+1)
+    T(S,k,w)  ::= c..c T(S,k,wc..c) ...               (a branching node below w in the trie of the offered
+                                                      names: a run of nodes with one way on is one literal)
+               |  c..c "\\"" space ":" space value-p M(S+p,k)   (p the one offered name below: written whole)
+               |  "\\"" space ":" space value-p M(S+p,k)        (w is the offered name p)
+    O(w)      ::= c O(wc) | [^children "\\\\ controls] other-key-rest | ""   (another key: no name; the "" only
+                                                      where no name ends; one rule per trie node, whatever S)
 
 S is the set of listed properties written so far (a bit set), k the other members (capped where counts stop
 mattering); the first member has no comma (M at the start is FIRST). Every rule above is a `LazyRule`: built
 the first time the automaton reaches it, so an object of 40 properties costs the sets a document visits, not
-2^40 rules. The key trie is that of the listed names as JSON text (escapes written as JSON writes them); other
-keys are written without escapes (a subset of the keys), so none decodes to a listed name. `required`,
+2^40 rules; the other keys' rules O are the same for every S (and for every object of the same names), so a set
+of members adds only the branching nodes of its names' trie that a walk reaches. The key trie is that of the
+listed names as JSON text (escapes written as JSON writes them); other keys are written without escapes (a
+subset of the keys), so none decodes to a listed name. `required`,
 `dependentRequired` (made listed properties when absent), `minProperties` and `maxProperties` are exact on
 the listed properties; other members count at most once towards `minProperties` (two may share a key) and
 each towards `maxProperties` (a bound on the distinct ones). With `patternProperties` the other members are
