@@ -4,7 +4,8 @@ with llguidance): the masks of json_schema_bench.py's walks (json_schema_pyodide
 each token of each valid instance, one program per schema so its lazy rules are compiled once), with the time
 spent compiling the rules the automaton reaches (kernel_engine.Arena.compile_rule, split into the schema's lazy
 rule bodies built, `Grammar.body`; their lowering to the program, `_Compiler.compile_rule` without them; and the
-program written into the arena) apart from the rest (the `pda` op's walks and steps).
+program written into the arena) apart from the rest (the `pda` op's walks and steps; of them, the calls that
+stopped at a rule not compiled yet: the op then starts over).
 
     tar xzf ../shared/fixtures/jsonschemabench/maskbench-dev.tgz -C /tmp/jsb
     python bench/json_schema_split.py /tmp/jsb [--every 10 [--offset 3]] [--top 8]
@@ -42,6 +43,24 @@ def timed(owner: object, name: str, key: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def stopped(backend: type) -> None:
+    """backend.pda wrapped: the seconds of its calls that stopped at a rule not compiled yet in SPENT["stopped"]
+    (the op starts over once the host compiled it: a walk that reaches n such rules is begun n + 1 times)."""
+    from llamay.kernels.pda_layout import NEED_RULE
+
+    f = backend.pda
+    SPENT["stopped"] = 0.0
+
+    def wrapper(self, vocab, arena):
+        t0 = time.perf_counter()
+        status = f(self, vocab, arena)
+        if status == NEED_RULE:
+            SPENT["stopped"] += time.perf_counter() - t0
+        return status
+
+    backend.pda = wrapper
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", help="the unpacked maskbench folder (one SPLIT---ID.json per schema)")
@@ -55,12 +74,14 @@ def main() -> None:
     from llamay.constraints import grammar, kernel_engine
     from llamay.constraints.vocab import ConstraintVocab
     from llamay.gguf import open_gguf
+    from llamay.kernels import get_backend
     from llamay.tokenizer import load_tokenizer
 
     tok = load_tokenizer(open_gguf(str(default_model())))
     vocab = ConstraintVocab.for_tokenizer(tok)
     warm = C.compile_grammar(C.schema_to_grammar({"type": "object", "properties": {"a": {"type": "string"}}}))
     masks(warm, vocab, tok.encode('{"a":"xyz"}', add_special=False))  # (the kernel loaded, outside the timings)
+    stopped(type(get_backend(None)))
     timed(kernel_engine.Arena, "compile_rule", "rules")
     timed(compile_mod._Compiler, "compile_rule", "lowered")
     timed(grammar.Grammar, "body", "bodies")
@@ -93,6 +114,7 @@ def main() -> None:
         ("  lowered to the program (without the bodies)", lowered - bodies),
         ("  written into the arena", rules - lowered),
         ("the rest (pda walks and steps)", total - rules),
+        ("  pda calls stopped at a rule not compiled", SPENT["stopped"]),
     ):
         print(f"{what:48} {secs:8.2f} s  {secs / total:4.0%}")
     for secs, in_rules, name in sorted(per, reverse=True)[: args.top]:
