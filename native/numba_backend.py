@@ -351,7 +351,10 @@ class NumbaBackend:
         if max(n_embd, k * n_ff) > self._cap or self._scratch_threads != self.n_threads or self._scratch_tokens < 2:
             self._grow(max(k, 2), max(n_embd, n_ff))
         xq, xd, xs, xsum, acc = self._scratch[STRIPS]
-        work = 3 * k * n_embd * n_ff
+        # the policy judges a parallel loop: the larger of the kernel's two (all gate and up rows), so that on a busy
+        # machine it backs off to one thread as the per-expert matmuls it replaces did (counted whole, 3 k e f, it was
+        # always 'big': a stalled thread at each of its two barriers took decode from ~150 to 5 tok/s under load)
+        work = 2 * k * n_embd * n_ff
         self._parallel(st.moe_strips, work, out, mats, downs, f.fmt, f.offset, f.has_min, weights, k, x, n_embd,
                        n_ff, h, xq, xd, xs, xsum, acc)  # fmt: skip
 
