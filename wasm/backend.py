@@ -27,6 +27,7 @@ from ..errors import LlamayError, UnsupportedTypeError
 from ..ggml_types import GGMLType, block_size
 from ..kernels.gelu import gelu_table
 from ..kernels.interface import BatchView, Weight
+from ..kernels.moe import compose_experts
 from ..kernels.ops import OPS as KERNEL_OPS
 from ..kernels.ops import Op
 from .runtime import OPS, RUNNABLE, SIGNATURES, Runtime, load_runtime
@@ -71,6 +72,7 @@ class WasmBackend:
         self._scratch, self._scratch_bytes = 0, 0
         self._act_bytes: dict[tuple[int, int, int], int] = {}  # (type, n, k) -> scratch bytes of a matmul
         self._ids = self.rt.alloc(F32)  # one int32: the row id when a vector is decoded at bind
+        self._zero = self.rt.alloc(F32)  # row id 0: a queued copy's (threads), `moe_experts`' one row
         self._topk = (0, 0, 0)  # (capacity, indices address, values address)
         self._gelu_addr = 0  # ggml's fp16 GELU table in linear memory, written on first use
         self._exec = self.fn["llamay_exec"]
@@ -285,6 +287,12 @@ class WasmBackend:
         key = (_TOP_K, x + F32 * offset, n, k, idx, val)
         got = self._exec(self._cmds.get(key) or self._command(key))
         return list(zip(self._view(idx, got, "i").tolist(), self._view(val, got, "f").tolist(), strict=True))
+
+    def moe_experts(
+        self, out: int, gate: tuple, up: tuple, down: tuple, x: int, ids: int, weights: int, k: int, h: int, y: int
+    ) -> None:
+        chosen = array("i", self.read_bytes(ids, 0, k)).tolist()
+        compose_experts(self, out, gate, up, down, x, chosen, weights, h, y, self._zero, lambda b, i: b + F32 * i)
 
     def pda(self, vocab: int, arena: int) -> int:
         key = (_PDA, vocab, arena)

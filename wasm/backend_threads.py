@@ -97,7 +97,6 @@ class ThreadsBackend(WasmBackend):
         self._exec = self._queue.append  # a kernel call queues its command (None: no error code yet)
         self._run = self.fn["llamay_run_list"]
         self._list, self._list_cap = 0, 0
-        self._zero = self.rt.alloc(F32)  # the row id 0 of a queued copy (get_rows of one F32 row)
 
     # -- the queue ------------------------------------------------------------------------------------------
 
@@ -149,6 +148,11 @@ class ThreadsBackend(WasmBackend):
         if self._queue:
             self.sync()
         return array("f", self.rt.read(buf + F32 * offset, F32 * n)).tolist()
+
+    def read_bytes(self, buf: int, offset: int, n: int) -> bytes:
+        if self._queue:
+            self.sync()
+        return self.rt.read(buf + F32 * offset, F32 * n)
 
     def copy(self, dst: int, dst_off: int, src: int, src_off: int, n: int) -> None:
         d, s = dst + F32 * dst_off, src + F32 * src_off

@@ -10,7 +10,8 @@ rows. This reuses the backends' matmul over an expert's matrix (a zero-copy slic
 `model._experts`): a matmul over k gathered rows is the same kernel, with the same threading and activation
 rounding, as any other k-row matmul, so a dedicated MUL_MAT_ID kernel would only save the gather copy (n_embd
 floats per routed row, against n_embd · n_ff_exp multiply-adds per row in the matmuls). A decode step (one row)
-reads only the weights of its chosen experts.
+reads only the weights of its chosen experts, all in one `moe_experts` call: there the per-expert calls, not the
+copies, were the cost (16 backend calls a layer, each its own parallel loop and activation rounding).
 """
 
 from __future__ import annotations
@@ -160,6 +161,9 @@ SCRATCH = (
     Buffer("moe_a", "f32", ("n_batch", "n_ff_moe"), "gate activations"),
     Buffer("moe_b", "f32", ("n_batch", "n_ff_moe"), "up activations"),
     Buffer("moe_y", "f32", ("n_batch", "n_embd", "moe_on"), "the expert's output rows"),
+    Buffer("moe_ids", "i32", ("n_expert_used",), "one token's chosen experts (moe_experts)"),
+    Buffer("moe_weights", "f32", ("n_expert_used",), "their weights"),
+    Buffer("moe_h", "f32", (2, "n_expert_used", "n_ff_exp"), "their gate and up activations"),
 )
 
 
@@ -207,6 +211,13 @@ def moe_ffn(p: Pass, m: MoEWeights, inp: Any, out: Any) -> None:
     if m.router_bias is not None:
         be.add_bias(sc.moe_logits, m.router_bias, n)
     groups = route(be.read_f32(sc.moe_logits, 0, n * cfg.n_expert), n, cfg.params)
+    if n == 1 and m.up_bias is None and not cfg.params.swiglu_limit:  # decode: all chosen experts in one op
+        be.write_i32(sc.moe_ids, list(groups))
+        be.write_f32(sc.moe_weights, [scales[0] for _, scales in groups.values()])
+        be.moe_experts(out, m.gate, m.up, m.down, inp, sc.moe_ids, sc.moe_weights, len(groups), sc.moe_h, sc.moe_y)
+        if m.shared is not None:
+            shared_expert(p, m, inp, out)
+        return
     be.scale(out, 0.0, n * e)
     for expert, (rows, scales) in groups.items():
         k = len(rows)

@@ -24,6 +24,7 @@ from ..ggml_types import GGMLType
 
 Buf = Any  # a float32 buffer of the backend
 IBuf = Any  # an int32 buffer of the backend
+Experts = tuple  # an MoE layer's 3-D tensor bound as one Weight per expert (`model._experts`)
 
 
 @dataclass
@@ -193,6 +194,25 @@ class Backend(Protocol):
     def add_rows_scaled(self, out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int) -> None:
         """out[rows[j]] += scales[j] · x[j] for j < n, rows (n, dim) of x; the product rounded to float32 before the
         sum, as ggml multiplies an expert's output by its weight, then adds."""
+
+    def moe_experts(
+        self,
+        out: Buf,
+        gate: Experts,
+        up: Experts,
+        down: Experts,
+        x: Buf,
+        ids: IBuf,
+        weights: Buf,
+        k: int,
+        h: Buf,
+        y: Buf,
+    ) -> None:
+        """One token's mixture of experts: out (n_embd) = Σ_j weights[j] · down[e]·swiglu(gate[e]·x, up[e]·x),
+        e = ids[j], for j = 0 .. k-1 in that order from 0 (the products rounded to float32 before each sum, as
+        add_rows_scaled), x (n_embd) one row; every matmul rounds its input as `matmul` does. Bit for bit the
+        gather / matmul / swiglu / add_rows_scaled sequence of `arch.moe` over one row. Scratch: h (2, k, n_ff)
+        the gate and up activations, y (n_embd) one expert's output."""
 
     def clamp(self, x: Buf, lo: float, hi: float, count: int) -> None:
         """x[0..count) clamped to [lo, hi] in place (lo and hi float32, as ggml_clamp)."""

@@ -11,7 +11,8 @@ Everything else is made from or checked against this table:
   without a method of their own (`PLAIN`).
 
 Kinds are the interface's annotations: `Buf` / `IBuf` (a float32 / int32 buffer of the backend), `int`, `float`,
-`bool`, `Weight`, `Weight | None`, `BatchView`. An export is its C prototype: pointers and `int32_t` are one i32
+`bool`, `Weight`, `Weight | None`, `BatchView`, `Experts` (a tuple of Weights: an MoE layer's matrices, one per
+expert). An export is its C prototype: pointers and `int32_t` are one i32
 word of a command, `float` an f32 word, `double` two.
 """
 
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 PLAIN = frozenset({"Buf", "IBuf", "int", "float", "bool"})  # kinds a backend passes to its kernel as they are
-KINDS = PLAIN | {"Weight", "Weight | None", "BatchView"}
+KINDS = PLAIN | {"Weight", "Weight | None", "BatchView", "Experts"}
 EXPORT_PREFIX = "llamay_"
 _PROTOTYPE = re.compile(r"(?P<result>\w+) (?P<name>\w+)\((?P<params>.*)\)")
 _C_PARAM = re.compile(r"(?P<type>(const )?\w+( \*)?) ?(?P<name>\w+)")
@@ -160,6 +161,9 @@ OPS: tuple[Op, ...] = (
     op("add_rows_scaled", "out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int",
        "void llamay_add_rows_scaled(float *out, const float *x, const int32_t *rows, const float *scales, int32_t n, "
        "int32_t dim)"),
+    # one token's chosen experts in one call (decode): wasm runs it as the matmuls and row kernels above
+    op("moe_experts", "out: Buf, gate: Experts, up: Experts, down: Experts, x: Buf, ids: IBuf, weights: Buf, k: int, "
+       "h: Buf, y: Buf", None),
     # clamped Q, K and V (olmo's attention.clamp_kqv, ggml_clamp)
     op("clamp", "x: Buf, lo: float, hi: float, count: int",
        "void llamay_clamp(float *x, double lo, double hi, int32_t count)"),

@@ -341,5 +341,29 @@ class PortableBackend:
             products = array("f", (scales[j] * v for v in x[j * dim : (j + 1) * dim]))  # float32, as ggml_mul
             out[r : r + dim] = array("f", map(operator.add, out[r : r + dim], products))
 
+    def moe_experts(
+        self,
+        out: array,
+        gate: tuple,
+        up: tuple,
+        down: tuple,
+        x: array,
+        ids: array,
+        weights: array,
+        k: int,
+        h: array,
+        y: array,
+    ) -> None:
+        f, dim = gate[0].n_out, down[0].n_out
+        a, b = array("f", bytes(4 * f)), array("f", bytes(4 * f))
+        out[:dim] = array("f", bytes(4 * dim))
+        for j in range(k):  # the sequence arch.moe runs for one row, expert by expert
+            e = ids[j]
+            self.matmul(a, gate[e], x, 1)
+            self.matmul(b, up[e], x, 1)
+            self.swiglu(a, a, b, f)
+            self.matmul(y, down[e], a, 1)
+            self.add_rows_scaled(out, y, array("i", [0]), weights[j : j + 1], 1, dim)
+
     def pda(self, vocab: array, arena: array) -> int:
         return _pda(vocab, arena)

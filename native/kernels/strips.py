@@ -29,6 +29,7 @@ from numba import njit, prange
 from llamay.quants.layout import Block
 
 from .activations import QK8_0, quantize_q8
+from .elementwise import swiglu
 from .quantops import bits_of, dot4_add, iadd, iq4_levels_biased, isplat, splat_quad
 from .simd import (
     fadd_rows,
@@ -151,62 +152,99 @@ def _block_sums(l0, l1, l2, l3, l4, l5, l6, l7, xq, xo, correction):
     return iadd(s0, s1)
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _strip(dst, at, stride, ws, s, fmt, offset, has_min, t0, n, n_in, xq, xd, xs, xsum, a):
+    """Rows 8s .. 8s+7 of w (repacked: ws, fmt / offset / has_min) dotted with tokens t0 .. t0+n-1 of the
+    quantised x (xq, xd, xs, xsum: `quantize_q8`'s, rows of n_in), into dst[at + (i - t0)·stride ..]; a (n·ACC)
+    holds the sums. Per block: the lane vectors unpacked once, then every token."""
+    nb = n_in // QK
+    qb = LANE * (LANES if fmt == BYTES else LANES // 2)
+    rb = qb + SCALES * (2 if has_min else 1)
+    for i in range(n):
+        store_f32x8(a, ACC * i, fzero())
+        store_f32x8(a, ACC * i + ROWS, fzero())
+    for b in range(nb):
+        o = (s * nb + b) * rb
+        ahead = o + PREFETCH_AHEAD  # the record's bytes there, a cache line (64 bytes) at a time
+        prefetch(ws, ahead)
+        prefetch(ws, ahead + 64)
+        if rb > 128:
+            prefetch(ws, ahead + 128)
+        if rb > 192:
+            prefetch(ws, ahead + 192)
+        if fmt == BYTES:  # the eight lane vectors, in registers for every token
+            l0, l1, l2, l3 = (
+                load_u8x32(ws, o),
+                load_u8x32(ws, o + LANE),
+                load_u8x32(ws, o + 2 * LANE),
+                load_u8x32(ws, o + 3 * LANE),
+            )
+            l4, l5, l6, l7 = (
+                load_u8x32(ws, o + 4 * LANE),
+                load_u8x32(ws, o + 5 * LANE),
+                load_u8x32(ws, o + 6 * LANE),
+                load_u8x32(ws, o + 7 * LANE),
+            )
+        else:
+            l0, l4 = _nibble_lanes(ws, o, 0, fmt)
+            l1, l5 = _nibble_lanes(ws, o, 1, fmt)
+            l2, l6 = _nibble_lanes(ws, o, 2, fmt)
+            l3, l7 = _nibble_lanes(ws, o, 3, fmt)
+        d = load_f16x8(ws, o + qb)
+        for i in range(n):
+            k = (t0 + i) * nb + b
+            sums = _block_sums(l0, l1, l2, l3, l4, l5, l6, l7, xq, (t0 + i) * n_in + QK * b, -offset * xsum[k])
+            scale = fmul(d, fsplat(xd[k]))
+            store_f32x8(a, ACC * i, fma_i32_rows(load_f32x8(a, ACC * i), sums, scale))
+        if has_min:
+            m = load_f16x8(ws, o + qb + SCALES)
+            for i in range(n):
+                k = ACC * i + ROWS
+                store_f32x8(a, k, fma_rows(m, fsplat(xs[(t0 + i) * nb + b]), load_f32x8(a, k)))
+    for i in range(n):
+        store_f32x8(dst, at + i * stride, fadd_rows(load_f32x8(a, ACC * i), load_f32x8(a, ACC * i + ROWS)))
+
+
 @njit(cache=True, fastmath=False, parallel=True)
 def matmul_strips(out, ws, fmt, offset, has_min, n_out, x, n, n_in, xq, xd, xs, xsum, acc):
     """out (n, n_out) = x (n, n_in) · wᵀ for a weight repacked by `repack` (ws, its format's fmt / offset /
     has_min). x is quantised into xq (n, n_in) int8, xd / xs (n, nb) (Q8_0 / Q8_1: d, and fp16(d·Σq)) and
-    xsum (n, nb) int32 (Σq, for the -K·Σq term); acc (threads, n·ACC) float32 holds each thread's sums. Per
-    strip, per block: the lane vectors unpacked once, then every token."""
+    xsum (n, nb) int32 (Σq, for the -K·Σq term); acc (threads, n·ACC) float32 holds each thread's sums."""
     quantize_q8(x, n, n_in, xq, xd, xs, xsum)
-    nb = n_in // QK
-    qb = LANE * (LANES if fmt == BYTES else LANES // 2)
-    rb = qb + SCALES * (2 if has_min else 1)
     n_strips = n_out // ROWS
+    n_chunks = min(acc.shape[0], n_strips)
+    for c in prange(n_chunks):
+        for s in range(c * n_strips // n_chunks, (c + 1) * n_strips // n_chunks):
+            _strip(out, s * ROWS, n_out, ws, s, fmt, offset, has_min, 0, n, n_in, xq, xd, xs, xsum, acc[c])
+
+
+@njit(cache=True, fastmath=False, parallel=True)
+def moe_strips(out, mats, downs, fmt, offset, has_min, weights, k, x, n_embd, n_ff, h, xq, xd, xs, xsum, acc):
+    """One token's chosen experts (`Backend.moe_experts`) over repacked weights: mats (2k): the k experts' gate
+    strips then their up strips, downs (k): their down strips. x (n_embd) is quantised once; the rows of all 2k
+    gate and up matrices are shared among the threads in one parallel loop (h (2, k, n_ff) gets them), SwiGLU
+    and the k rows of its output quantised, then the down matrices' rows, each strip's k expert rows weighted
+    and summed in expert order by the thread that made them. The same `_strip` as `matmul_strips`, so each
+    value is bit for bit what k separate matmuls give."""
+    quantize_q8(x, 1, n_embd, xq, xd, xs, xsum)
+    per = n_ff // ROWS
+    units = 2 * k * per
+    n_chunks = min(acc.shape[0], units)
+    for c in prange(n_chunks):
+        for u in range(c * units // n_chunks, (c + 1) * units // n_chunks):
+            m, s = u // per, u % per
+            _strip(h, m * n_ff + s * ROWS, 0, mats[m], s, fmt, offset, has_min, 0, 1, n_embd, xq, xd, xs, xsum, acc[c])
+    swiglu(h, h, h[k * n_ff :], k * n_ff)
+    quantize_q8(h, k, n_ff, xq, xd, xs, xsum)
+    n_strips = n_embd // ROWS
     n_chunks = min(acc.shape[0], n_strips)
     for c in prange(n_chunks):
         a = acc[c]
         for s in range(c * n_strips // n_chunks, (c + 1) * n_strips // n_chunks):
-            for i in range(n):
-                store_f32x8(a, ACC * i, fzero())
-                store_f32x8(a, ACC * i + ROWS, fzero())
-            for b in range(nb):
-                o = (s * nb + b) * rb
-                ahead = o + PREFETCH_AHEAD  # the record's bytes there, a cache line (64 bytes) at a time
-                prefetch(ws, ahead)
-                prefetch(ws, ahead + 64)
-                if rb > 128:
-                    prefetch(ws, ahead + 128)
-                if rb > 192:
-                    prefetch(ws, ahead + 192)
-                if fmt == BYTES:  # the eight lane vectors, in registers for every token
-                    l0, l1, l2, l3 = (
-                        load_u8x32(ws, o),
-                        load_u8x32(ws, o + LANE),
-                        load_u8x32(ws, o + 2 * LANE),
-                        load_u8x32(ws, o + 3 * LANE),
-                    )
-                    l4, l5, l6, l7 = (
-                        load_u8x32(ws, o + 4 * LANE),
-                        load_u8x32(ws, o + 5 * LANE),
-                        load_u8x32(ws, o + 6 * LANE),
-                        load_u8x32(ws, o + 7 * LANE),
-                    )
-                else:
-                    l0, l4 = _nibble_lanes(ws, o, 0, fmt)
-                    l1, l5 = _nibble_lanes(ws, o, 1, fmt)
-                    l2, l6 = _nibble_lanes(ws, o, 2, fmt)
-                    l3, l7 = _nibble_lanes(ws, o, 3, fmt)
-                d = load_f16x8(ws, o + qb)
-                for i in range(n):
-                    k = i * nb + b
-                    sums = _block_sums(l0, l1, l2, l3, l4, l5, l6, l7, xq, i * n_in + QK * b, -offset * xsum[k])
-                    scale = fmul(d, fsplat(xd[k]))
-                    store_f32x8(a, ACC * i, fma_i32_rows(load_f32x8(a, ACC * i), sums, scale))
-                if has_min:
-                    m = load_f16x8(ws, o + qb + SCALES)
-                    for i in range(n):
-                        k = ACC * i + ROWS
-                        store_f32x8(a, k, fma_rows(m, fsplat(xs[i * nb + b]), load_f32x8(a, k)))
-            for i in range(n):
-                rows = fadd_rows(load_f32x8(a, ACC * i), load_f32x8(a, ACC * i + ROWS))
-                store_f32x8(out, i * n_out + s * ROWS, rows)
+            for r in range(ROWS):
+                out[s * ROWS + r] = np.float32(0.0)
+            for j in range(k):
+                _strip(a, ACC, 0, downs[j], s, fmt, offset, has_min, j, 1, n_ff, xq, xd, xs, xsum, a)
+                w = np.float32(weights[j])
+                for r in range(ROWS):
+                    out[s * ROWS + r] = out[s * ROWS + r] + np.float32(w * a[ACC + r])
