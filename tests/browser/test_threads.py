@@ -7,8 +7,10 @@ isolated runs on 1 thread and says why."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
+import jsonschema
 import pytest
 
 from tests import paths
@@ -16,6 +18,15 @@ from tests.browser.native import STORIES_PROMPT, STORIES_TEXT, STORIES_TOKENS
 
 pytestmark = pytest.mark.native_only
 TIMEOUT_MS = 900_000
+THREADS_SCHEMA = {  # web/test/threads.html's SCHEMA
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
 
 
 def run_threads(page, web_app, model: str, threads: str, n: int, prompt: str) -> dict:
@@ -42,6 +53,13 @@ def test_two_threads_give_one_threads_tokens(web_app, site, model):
     assert one["greedyTokens"] == two["greedyTokens"] == n
     assert two["greedy"] == one["greedy"] and one["greedy"]
     assert two["sampled"] == one["sampled"] and one["sampled"] != one["greedy"]  # a sample, not greedy again
+    # held to a JSON Schema (the masks read back from the threads' memory): a valid document, the same on both
+    assert two["json"] == one["json"] and two["jsonFinish"] == one["jsonFinish"]
+    if model == paths.SMOLLM2:  # stories260K's characters run on in the whitespace JSON allows
+        assert one["jsonFinish"] == "stop"
+        jsonschema.validate(json.loads(one["json"]), THREADS_SCHEMA)
+    else:
+        assert one["json"].startswith('{ "name"'), one["json"]
     if model.startswith("stories"):
         assert STORIES_PROMPT + one["greedy"] == STORIES_TEXT
     assert site.errors == []
