@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from llamay.ggml_types import GGMLType
 from tests import paths
 from tests.browser.server import place
+from tests.models.tiny import write_tiny
+
+TINY_MOE = "tiny-qwen3moe-q8_0.gguf"
 
 WEB = paths.REPO / "web"
 DIST = WEB / "dist"
@@ -101,8 +105,8 @@ def write_unsupported_architecture(src: Path, out: Path, arch: str = "mamba") ->
 
 @pytest.fixture(scope="session")
 def web_models(tmp_path_factory) -> Path:
-    """The folder served at /models/: stories260K (f32, q8_0), SmolLM2 when the store has it, a text file named
-    .gguf and a GGUF of an unsupported architecture."""
+    """The folder served at /models/: stories260K (f32, q8_0), SmolLM2 when the store has it, a tiny qwen3moe
+    (Q8_0: the experts' decode op), a text file named .gguf and a GGUF of an unsupported architecture."""
     d = tmp_path_factory.mktemp("models")
     for t in ("f32", "q8_0"):
         place(paths.stories(t), d)
@@ -110,6 +114,7 @@ def web_models(tmp_path_factory) -> Path:
     if smol is not None:
         place(smol, d, paths.SMOLLM2)
     place(paths.MINILM, d)
+    write_tiny("qwen3moe", d / TINY_MOE, ggml_type=GGMLType.Q8_0)
     (d / "notes.gguf").write_bytes(NOT_A_MODEL)
     write_unsupported_architecture(paths.stories("q8_0"), d / "mamba.gguf")
     return d

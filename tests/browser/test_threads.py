@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from tests import paths
+from tests.browser.conftest import TINY_MOE
 from tests.browser.native import STORIES_PROMPT, STORIES_TEXT, STORIES_TOKENS
 
 pytestmark = pytest.mark.native_only
@@ -38,11 +39,11 @@ def run_threads(page, web_app, model: str, threads: str, n: int, prompt: str) ->
     return result
 
 
-@pytest.mark.parametrize("model", ["stories260K-f32.gguf", paths.SMOLLM2])
+@pytest.mark.parametrize("model", ["stories260K-f32.gguf", paths.SMOLLM2, TINY_MOE])
 def test_two_threads_give_one_threads_tokens(web_app, site, model):
     if model == paths.SMOLLM2:
         paths.registry_model(paths.SMOLLM2)  # skipped locally when absent; CI fetches it
-    n = STORIES_TOKENS if model.startswith("stories") else 48
+    n = STORIES_TOKENS if model.startswith("stories") else 16 if model == TINY_MOE else 48
     prompt = STORIES_PROMPT if model.startswith("stories") else "The history of Paris begins"
     r = run_threads(site, web_app, f"/models/{model}", "1,2", n, prompt)
     assert r["isolated"] is True
@@ -55,11 +56,11 @@ def test_two_threads_give_one_threads_tokens(web_app, site, model):
     assert two["sampled"] == one["sampled"] and one["sampled"] != one["greedy"]  # a sample, not greedy again
     # held to a JSON Schema (the masks read back from the threads' memory): a valid document, the same on both
     assert two["json"] == one["json"] and two["jsonFinish"] == one["jsonFinish"]
-    if model == paths.SMOLLM2:  # stories260K's characters run on in the whitespace JSON allows
+    if model == paths.SMOLLM2:
         assert one["jsonFinish"] == "stop"
         jsonschema.validate(json.loads(one["json"]), THREADS_SCHEMA)
-    else:
-        assert one["json"].startswith('{ "name"'), one["json"]
+    else:  # stories260K's and the random weights' characters run on in the whitespace JSON allows
+        assert one["json"].startswith("{"), one["json"]
     if model.startswith("stories"):
         assert STORIES_PROMPT + one["greedy"] == STORIES_TEXT
     assert site.errors == []
