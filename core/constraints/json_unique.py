@@ -4,10 +4,11 @@ so far used up: only the sets a document visits are built).
     A(S) ::= "" (when |S| >= minItems) | "," space ITEM-not-in-S A(S + it)      (no comma before the first item)
 
 - items of an enum / const (and booleans): exact, each value at most once (S: the values written);
-- plain strings (lengths only): a subset, items that differ in their first character, as written (S: the
-  first characters used; the empty string is one, a character beyond ASCII one more; no escape first). Two
-  strings with different first characters are different, so the array is unique; ["tag1", "tag2"] is not
-  generated;
+- plain strings (lengths only): a subset, items that differ in their first or their last character, as
+  written (`UniqueStrings`; S: the (first, last) pairs used; the empty string is one more; every character
+  beyond ASCII counts as one; no escape first or last, so the written characters are the string's). Two
+  strings with different first or last characters are different, so the array is unique; ["tag1", "tag2"]
+  and ["size", "mode"] are generated, ["a1b", "a2b"] is not;
 - any other items: no rule here (json_values.py writes at most one item, a subset).
 """
 
@@ -22,7 +23,8 @@ SPACE = Ref("space")
 QUOTE = Lit('"')
 COMMA = seq(Lit(","), SPACE)
 _FIRST = [chr(b) for b in range(0x20, 0x7F) if chr(b) not in '"\\']  # first characters told apart
-_EMPTY_STRING, _BEYOND_ASCII = "", "\x80"  # the other two "first characters"
+_SYMBOLS: list[Node] = [*map(Lit, _FIRST), Chars(((0, 0x7F),), negated=True)]  # a first / last character
+_MAX_STRINGS = 256  # unique strings written at most (each adds about 190 lazy rules to the program)
 _MAX_VALUES = 64  # enums of more values: at most one item (a rule per set of values is 2^n)
 
 
@@ -86,18 +88,74 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
     elif item.get("type") == "string" and keys <= {"type", "minLength", "maxLength"}:
         low, high = int(item.get("minLength", 0)), item.get("maxLength")
         high = capped(None if high is None else int(high), c.max_string_length, low)
-        unit = c.use("length-char" if low > 0 else "char")
-        rest = seq(Repeat(unit, max(low - 1, 0), None if high is None else high - 1), QUOTE, SPACE)
-        if high == 0:
-            options = {}
-        else:
-            options = {ch: (seq(QUOTE, Lit(ch)), rest) for ch in _FIRST}
-            options[_BEYOND_ASCII] = (seq(QUOTE, Chars(((0, 0x7F),), negated=True)), rest)
-        if low == 0:
-            options[_EMPTY_STRING] = (seq(QUOTE, QUOTE), SPACE)
+        c.use("space")
+        strings = UniqueStrings(c, c.prefix("unique"), low, high, lo, hi)
+        return strings.entry() if strings.hi >= lo else None
     else:
         return None
     c.use("space")
     if len(options) < lo:
         return None
     return UniqueArray(c, c.prefix("unique"), options, lo, hi).entry()
+
+
+class UniqueStrings(UniqueArray):
+    """Unique strings told apart by their (first, last) characters: bit f * len(_SYMBOLS) + l of `used` is the
+    pair (f, l) written (a one-character string is (f, f)), the last bit the empty string.
+
+        A(S) ::= "" | "," space '"' F-f B(S, f)   for a symbol f with a pair left
+        B(S, f) ::= '"' space A(S + (f, f)) | middle-char{..} L-l '"' space A(S + (f, l))   for (f, l) not in S
+    """
+
+    def __init__(self, c: Any, base: str, low: int, high: int | None, lo: int, hi: int | None) -> None:
+        n = len(_SYMBOLS)
+        self.single, self.longer = low <= 1 and high != 0, high is None or high >= 2
+        self.empty = n * n  # (the bit of the empty string)
+        total = min((n * n if self.longer else n if self.single else 0) + (low == 0), _MAX_STRINGS)
+        super().__init__(c, base, {}, lo, hi)
+        self.hi = min(hi, total) if hi is not None else total
+        unit = c.use("length-char" if low > 0 else "char")  # (no surrogate pair in a minLength: json_any.py)
+        self.middle = Repeat(unit, max(low - 2, 0), None if high is None else high - 2) if self.longer else None
+        self.low = low
+
+    def lazy(self, key: tuple, build) -> str:
+        """(Named by number: `used` has up to 94 * 94 bits.)"""
+        name = self.names.get(key)
+        if name is None:
+            name = self.names[key] = self.c.fresh_lazy(f"{self.base}-{len(self.names)}")
+            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), EMPTY)
+        return name
+
+    def pairs(self, used: int, f: int) -> list[int]:
+        """The bits of the pairs (f, l) still free."""
+        n = len(_SYMBOLS)
+        return [f * n + l for l in range(n) if not used >> (f * n + l) & 1 and (self.longer or l == f)]
+
+    def body(self, used: int, first: bool) -> Node:
+        count = used.bit_count()
+        options: list[Node] = [EMPTY] if count >= self.lo else []
+        if count < self.hi:
+            items: list[Node] = []
+            if self.low == 0 and not used >> self.empty & 1:
+                items.append(seq(QUOTE, QUOTE, SPACE, Ref(self.rule(used | 1 << self.empty, False))))
+            for f, sym in enumerate(_SYMBOLS):
+                if self.pairs(used, f):
+                    items.append(seq(QUOTE, sym, Ref(self.lazy((used, f, "first"), lambda f=f: self.last(used, f)))))
+            self.c.budget.charge(len(items), self.base)
+            if items:
+                options.append(alt(*items) if first else seq(COMMA, alt(*items)))
+        return alt(*options) if options else Chars(())
+
+    def last(self, used: int, f: int) -> Node:
+        """After the first character f: the closing quote (a one-character string) or more, then the last one."""
+        n, options, ends = len(_SYMBOLS), [], []
+        for bit in self.pairs(used, f):
+            nxt = Ref(self.rule(used | 1 << bit, False))
+            if bit % n == f and self.single:
+                options.append(seq(QUOTE, SPACE, nxt))
+            if self.middle is not None:
+                ends.append(seq(_SYMBOLS[bit % n], QUOTE, SPACE, nxt))
+        self.c.budget.charge(len(options) + len(ends), self.base)
+        if ends:
+            options.append(seq(self.middle, alt(*ends)))
+        return alt(*options) if options else Chars(())
