@@ -25,7 +25,8 @@ COMMA = seq(Lit(","), SPACE)
 _FIRST = [chr(b) for b in range(0x20, 0x7F) if chr(b) not in '"\\']  # first characters told apart
 _SYMBOLS: list[Node] = [*map(Lit, _FIRST), Chars(((0, 0x7F),), negated=True)]  # a first / last character
 _MAX_STRINGS = 256  # unique strings written at most (each adds about 190 lazy rules to the program)
-_MAX_VALUES = 64  # enums of more values: at most one item (a rule per set of values is 2^n)
+_MAX_VALUES = 2048  # enums of more values: at most one item (the rules of the sets written list the rest)
+_VALUE_TEXT = 200_000  # enum text the rules of one array list at most (an item's rule lists the values left)
 
 
 class UniqueArray:
@@ -83,6 +84,10 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
             return None
         groups = literal_texts(c, values, item, path)
         options = {g[0]: (alt(*map(Lit, g)), SPACE) for g in groups}
+        size = sum(len(t) for g in groups for t in g) + len(groups)  # (each item's rule lists every value left)
+        c.budget.charge(size, path)
+        most = max(1, _VALUE_TEXT // size)
+        hi = most if hi is None else min(hi, most)
     elif item.get("type") == "boolean" and keys <= {"type"}:
         options = {"true": (Lit("true"), SPACE), "false": (Lit("false"), SPACE)}
     elif item.get("type") == "string" and keys <= {"type", "minLength", "maxLength"}:
@@ -94,7 +99,7 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
     else:
         return None
     c.use("space")
-    if len(options) < lo:
+    if len(options) < lo or (hi is not None and hi < lo):
         return None
     return UniqueArray(c, c.prefix("unique"), options, lo, hi).entry()
 

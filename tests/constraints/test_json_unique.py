@@ -63,6 +63,13 @@ def test_a_long_array_of_unique_strings_is_accepted():
     assert a.accepts_bytes(json.dumps(doc, separators=(",", ":")).encode())
 
 
+def test_a_large_enum_keeps_its_items_unique():
+    """An enum of 300 values (past the 64 once allowed): the lazy rule of each set written lists the rest."""
+    words = [f"w{i:03d}" for i in range(300)]
+    schema = {"type": "array", "items": {"enum": words}, "uniqueItems": True, "minItems": 2}
+    assert_sound(schema, valid=[words[:5], words[::-60]], invalid=[["w001", "w001"], ["x"], ["w001"]], n=20)
+
+
 def test_other_items_keep_at_most_one_and_more_are_refused():
     schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
     a = schema_automaton(schema)
