@@ -35,12 +35,27 @@ _SURROGATES = ((0xD800, 0xDFFF),)
 def string_product(c: Any, pattern: Node | None, fmt: str | None, lo: int, hi: int | None, path: str) -> Node | None:
     """The string (quotes and the space after included) matching `pattern` and `fmt` with lo..hi characters, or
     None when the product is too large to explore (the caller then approximates or refuses)."""
+    if lo > _MAX_LOW:
+        return None
+    product = explored(c, pattern, fmt, path)
+    if product is None:
+        return None
+    rules = _Rules(c, product, lo, hi)
+    if not rules.viable(0, 0):
+        what = " and ".join(x for x, v in (("pattern", pattern), (f"format {fmt!r}", fmt)) if v is not None)
+        raise ConstraintError(f"{path}: no string matches the {what} with {lo} to {hi} characters")
+    return seq(QUOTE, Ref(rules.rule(0, 0)))
+
+
+def explored(c: Any, pattern: Node | None, fmt: str | None, path: str, points: tuple = ()) -> _Product | None:
+    """The product automaton of `pattern` and `fmt`, explored (None: too large, or a regex format), its classes
+    cut at `points` too (characters that must be told apart)."""
     from .json_formats import format_nodes
     from .json_objects import pattern_automaton
 
-    if lo > _MAX_LOW or fmt == "regex":  # (a regex nests groups: no finite automaton; written with escapes)
+    if fmt == "regex":  # (a regex nests groups: no finite automaton; written with escapes)
         return None
-    automata, bounds = [], {0x80, 0x800, 0x10000}
+    automata, bounds = [], {0x80, 0x800, 0x10000, *points}
     if pattern is not None:
         automata.append(pattern_automaton(c, pattern))
         bounds |= _boundaries([pattern])
@@ -50,13 +65,7 @@ def string_product(c: Any, pattern: Node | None, fmt: str | None, lo: int, hi: i
         bounds |= _boundaries(list(rules.values()))
     allowed = normalize((*KEY_OUT, *_SURROGATES), True) if fmt is not None else normalize(_SURROGATES, True)
     product = _Product(c, automata, _classes(bounds, allowed), path)
-    if not product.explore():
-        return None
-    rules = _Rules(c, product, lo, hi)
-    if not rules.viable(0, 0):
-        what = " and ".join(x for x, v in (("pattern", pattern), (f"format {fmt!r}", fmt)) if v is not None)
-        raise ConstraintError(f"{path}: no string matches the {what} with {lo} to {hi} characters")
-    return seq(QUOTE, Ref(rules.rule(0, 0)))
+    return product if product.explore() else None
 
 
 def _format_automaton(c: Any, fmt: str, rules: dict[str, Node]) -> Any:

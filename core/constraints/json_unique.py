@@ -96,6 +96,8 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
         c.use("space")
         strings = UniqueStrings(c, c.prefix("unique"), low, high, lo, hi)
         return strings.entry() if strings.hi >= lo else None
+    elif item.get("type") == "string" and keys <= {"type", "format", "pattern"} and lo <= 1:
+        return _matches_array(c, item, lo, hi, path)
     else:
         return None
     c.use("space")
@@ -164,3 +166,108 @@ class UniqueStrings(UniqueArray):
         if ends:
             options.append(seq(self.middle, alt(*ends)))
         return alt(*options) if options else Chars(())
+
+
+def _matches_array(c: Any, item: dict, lo: int, hi: int | None, path: str) -> Node | None:
+    """Unique strings of a pattern and / or a format (UniqueMatches), or None when their automaton is too large."""
+    from .json_formats import FORMATS
+    from .json_string_product import explored
+    from .regex import parse_pattern
+
+    fmt = item.get("format") if item.get("format") in FORMATS else None
+    pattern = item.get("pattern")
+    node = None
+    if isinstance(pattern, str):
+        node = parse_pattern(pattern, f"{path}/pattern", c.budget, search=not c.anchored_patterns)
+    if node is None and fmt is None:
+        return None
+    points = tuple(p for ch in _FIRST for p in (ord(ch), ord(ch) + 1))  # (each first / last character apart)
+    product = explored(c, node, fmt, path, points)
+    if product is None:
+        return None
+    c.use("space")
+    array = UniqueMatches(c, c.prefix("unique"), product, lo, hi)
+    return array.entry() if array.possible() or not lo else None
+
+
+class UniqueMatches(UniqueArray):
+    """Unique strings of a pattern and / or a format (json_string_product.py's automaton, `product`), told apart
+    like UniqueStrings by their (first, last) characters, both printable ASCII as written. An item goes on only
+    toward an end whose last character still makes a free pair with its first (`ends`: per state, the last
+    characters of the ends it reaches), so generation never walks into a dead end.
+
+        A(S) ::= "" | "," space '"' f R(S, q after f, f)
+        R(S, q, f) ::= l '"' space A(S + (f, l))  (l ends a match, (f, l) free) | class R(S, q after class, f)
+    """
+
+    lazy = UniqueStrings.lazy
+
+    def __init__(self, c: Any, base: str, product: Any, lo: int, hi: int | None) -> None:
+        n = len(_FIRST)
+        super().__init__(c, base, {}, lo, hi)
+        self.hi = min(hi if hi is not None else _MAX_STRINGS, n * n, _MAX_STRINGS)
+        self.p = product
+        index = {ord(ch): i for i, ch in enumerate(_FIRST)}
+        self.singles = [{index[lo]: j for j, ranges in out.items() for lo, hi in ranges if lo == hi and lo in index}
+                        for out in product.edges]  # fmt: skip
+        last = [sum(1 << i for i, j in s.items() if product.final[j]) for s in self.singles]
+        self.ends = _reaching(c, product.edges, last, base)
+
+    def free(self, used: int, f: int) -> int:
+        """The last characters l whose pair (f, l) is not written yet, as a bit set."""
+        n = len(_FIRST)
+        return ~(used >> (f * n)) & ((1 << n) - 1)
+
+    def body(self, used: int, first: bool) -> Node:
+        options: list[Node] = [EMPTY] if used or not self.lo else []  # (minItems at most 1)
+        if used.bit_count() < self.hi:
+            items: list[Node] = []
+            for f, q in self.singles[0].items():
+                free = self.free(used, f)
+                if self.p.final[q] and free >> f & 1:
+                    items.append(seq(QUOTE, Lit(_FIRST[f]), QUOTE, SPACE, Ref(self.after(used, f, f))))
+                if self.ends[q] & free:
+                    items.append(seq(QUOTE, Lit(_FIRST[f]), Ref(self.lazy((used, q, f), lambda q=q, f=f:
+                                                                           self.rest(used, q, f)))))  # fmt: skip
+            self.c.budget.charge(len(items), self.base)
+            if items:
+                options.append(alt(*items) if first else seq(COMMA, alt(*items)))
+        return alt(*options) if options else Chars(())
+
+    def possible(self) -> bool:
+        """Whether some string is an item (the first has every pair free)."""
+        return any(self.p.final[q] or self.ends[q] for q in self.singles[0].values())
+
+    def after(self, used: int, f: int, last: int) -> str:
+        return self.rule(used | 1 << (f * len(_FIRST) + last), False)
+
+    def rest(self, used: int, q: int, f: int) -> Node:
+        """The item's characters after its first, from product state q."""
+        from .json_strings import json_encoded
+
+        free, options = self.free(used, f), []
+        for l, j in self.singles[q].items():
+            if self.p.final[j] and free >> l & 1:
+                options.append(seq(Lit(_FIRST[l]), QUOTE, SPACE, Ref(self.after(used, f, l))))
+        for j, ranges in self.p.edges[q].items():
+            if self.ends[j] & free:
+                nxt = self.lazy((used, j, f), lambda j=j: self.rest(used, j, f))
+                options.append(seq(json_encoded(Chars(tuple(ranges))), Ref(nxt)))
+        self.c.budget.charge(len(options), self.base)
+        return alt(*options) if options else Chars(())
+
+
+def _reaching(c: Any, edges: list[dict], last: list[int], where: str) -> list[int]:
+    """Per state, the union of `last` over the states it reaches (itself included): a fixpoint."""
+    out = list(last)
+    changed = True
+    while changed:
+        changed = False
+        c.budget.charge(sum(map(len, edges)), where)
+        for i in range(len(edges) - 1, -1, -1):
+            bits = out[i]
+            for j in edges[i]:
+                bits |= out[j]
+            if bits != out[i]:
+                out[i], changed = bits, True
+    return out

@@ -70,6 +70,24 @@ def test_a_large_enum_keeps_its_items_unique():
     assert_sound(schema, valid=[words[:5], words[::-60]], invalid=[["w001", "w001"], ["x"], ["w001"]], n=20)
 
 
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "format": "uri"}},
+         [["https://example.com/resource1", "https://example.com/resource2"], []],
+         [["https://a.b/x", "https://a.b/x"], ["not a uri"]]),
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[a-z]+[0-9]$"},
+          "maxItems": 3}, [["abc1", "abc2", "x1"]], [["abc1", "abc1"], ["abc"], ["a1", "b1", "c1", "d1"]]),
+        # every match ends in "x": the pairs left decide, never a dead end
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[ab]+x$"}, "minItems": 1},
+         [["ax", "bx"], ["abx"]], [["ax", "ax"], []]),
+    ],
+)  # fmt: skip
+def test_unique_strings_of_a_pattern_or_format(schema, valid, invalid):
+    """Told apart by their first and last characters (a subset), the strings the pattern / format allows."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=150)
+
+
 def test_other_items_keep_at_most_one_and_more_are_refused():
     schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
     a = schema_automaton(schema)
