@@ -26,8 +26,9 @@ from .json_strings import json_encoded
 from .utf8 import normalize
 
 QUOTE, SPACE = Lit('"'), Ref("space")
-_STATES = 2000  # product states explored at most
+_STATES = 2000  # product states explored at most (when all are needed at once: json_unique.py)
 _STEPS = 40_000  # automaton steps of the exploration at most (states times classes times automata)
+_SEARCH = 512  # states one search for the nearest end visits at most (beyond: no end, a subset)
 _MAX_LOW = 200  # minLength handled exactly at most (a layer of states per character below it)
 _SURROGATES = ((0xD800, 0xDFFF),)
 
@@ -42,19 +43,26 @@ def string_product(c: Any, pattern: Node | None, fmt: str | None, lo: int, hi: i
         return None
     rules = _Rules(c, product, lo, hi)
     if not rules.viable(0, 0):
+        if product.cut:  # (not known to match nothing: the caller's approximation)
+            return None
         what = " and ".join(x for x, v in (("pattern", pattern), (f"format {fmt!r}", fmt)) if v is not None)
         raise ConstraintError(f"{path}: no string matches the {what} with {lo} to {hi} characters")
     return seq(QUOTE, Ref(rules.rule(0, 0)))
 
 
-def explored(c: Any, pattern: Node | None, fmt: str | None, path: str, points: tuple = ()) -> _Product | None:
-    """The product automaton of `pattern` and `fmt`, explored (None: too large, or a regex format), its classes
-    cut at `points` too (characters that must be told apart)."""
+def explored(c: Any, pattern: Node | None, fmt: str | None, path: str, points: tuple = (),
+             whole: bool = False) -> _Product | None:  # fmt: skip
+    """The product automaton of `pattern` and `fmt` (None: a regex format), its classes cut at `points` too
+    (characters that must be told apart); `whole`: every state reached now (None: too many)."""
     from .json_formats import format_nodes
     from .json_objects import pattern_automaton
 
     if fmt == "regex":  # (a regex nests groups: no finite automaton; written with escapes)
         return None
+    key = ("product", pattern, fmt, points)  # (one per compilation: properties often share a pattern)
+    known = c.patterns.get(key)
+    if known is not None:
+        return known if not whole or known.explore() else None
     automata, bounds = [], {0x80, 0x800, 0x10000, *points}
     if pattern is not None:
         automata.append(pattern_automaton(c, pattern))
@@ -64,8 +72,8 @@ def explored(c: Any, pattern: Node | None, fmt: str | None, path: str, points: t
         automata.append(_format_automaton(c, fmt, rules))
         bounds |= _boundaries(list(rules.values()))
     allowed = normalize((*KEY_OUT, *_SURROGATES), True) if fmt is not None else normalize(_SURROGATES, True)
-    product = _Product(c, automata, _classes(bounds, allowed), path)
-    return product if product.explore() else None
+    product = c.patterns[key] = _Product(c, automata, _classes(bounds, allowed), path)
+    return product if not whole or product.explore() else None
 
 
 def _format_automaton(c: Any, fmt: str, rules: dict[str, Node]) -> Any:
@@ -80,39 +88,48 @@ def _format_automaton(c: Any, fmt: str, rules: dict[str, Node]) -> Any:
 
 
 class _Product:
-    """The product automaton's reachable states (tuples of automaton state ids, numbered from 0, the start), their
-    edges by class and each one's fewest characters to an end (None: no end)."""
+    """The product automaton's states (tuples of automaton state ids, numbered from 0, the start) as they are
+    reached: each one's edges by class (`out(i)`, stepped once), whether it accepts (`final`) and its fewest
+    characters to an end (`dist(i)`, a search forwards). `explore()` reaches them all at once (json_unique.py)."""
 
     def __init__(self, c: Any, automata: list, classes: list[tuple[int, int]], path: str) -> None:
         self.c, self.automata, self.classes, self.path = c, automata, classes, path
         self.states: list[tuple[int, ...]] = []
-        self.edges: list[dict[int, list[tuple[int, int]]]] = []  # state -> next state -> its classes
+        self.index: dict[tuple[int, ...], int] = {}
+        self.edges: dict[int, dict[int, list[tuple[int, int]]]] = {}  # state -> next state -> its classes
         self.final: list[bool] = []
-        self.dist: list[int | None] = []
+        self.dists: dict[int, int | None] = {}
+        self.cut = False  # whether a search stopped at _SEARCH states (an end it did not find may exist)
+        self.add(tuple(a.initial.id for a in automata))
+
+    def add(self, states: tuple[int, ...]) -> int:
+        i = self.index.get(states)
+        if i is None:
+            i = self.index[states] = len(self.states)
+            self.states.append(states)
+            self.final.append(all(a.by_id[s].complete for a, s in zip(self.automata, states, strict=True)))
+        return i
+
+    def out(self, i: int) -> dict[int, list[tuple[int, int]]]:
+        """The states after each class from state i (stepped the first time asked)."""
+        edges = self.edges.get(i)
+        if edges is None:
+            self.c.budget.charge(len(self.classes) * len(self.automata), self.path)
+            edges = self.edges[i] = {}
+            for lo, hi in self.classes:
+                nxt = self.step(self.states[i], chr(lo))
+                if nxt is not None:
+                    edges.setdefault(self.add(nxt), []).append((lo, hi))
+        return edges
 
     def explore(self) -> bool:
-        start = tuple(a.initial.id for a in self.automata)
-        index = {start: 0}
-        self.states.append(start)
+        """Every reachable state's edges now (False: more than _STATES states or _STEPS steps)."""
         i, steps = 0, len(self.classes) * len(self.automata)
         while i < len(self.states):
             if len(self.states) > _STATES or (i + 1) * steps > _STEPS:
                 return False
-            self.c.budget.charge(steps, self.path)
-            here, out = self.states[i], {}
-            for lo, hi in self.classes:
-                nxt = self.step(here, chr(lo))
-                if nxt is None:
-                    continue
-                j = index.get(nxt)
-                if j is None:
-                    j = index[nxt] = len(self.states)
-                    self.states.append(nxt)
-                out.setdefault(j, []).append((lo, hi))
-            self.edges.append(out)
-            self.final.append(all(a.by_id[s].complete for a, s in zip(self.automata, here, strict=True)))
+            self.out(i)
             i += 1
-        self.distances()
         return True
 
     def step(self, states: tuple[int, ...], ch: str) -> tuple[int, ...] | None:
@@ -125,22 +142,35 @@ class _Product:
             out.append(st.id)
         return tuple(out)
 
-    def distances(self) -> None:
-        """Fewest characters from each state to an accepting one (a search backwards from those)."""
-        back: list[list[int]] = [[] for _ in self.states]
-        for i, out in enumerate(self.edges):
-            for j in out:
-                back[j].append(i)
-        self.dist = [0 if f else None for f in self.final]
-        todo = [i for i, f in enumerate(self.final) if f]
-        while todo:
+    def dist(self, i: int) -> int | None:
+        """Fewest characters from state i to an accepting one: a search forwards over at most _SEARCH states
+        (None: none found; the states on the way found know theirs, so a string begun goes on to its end)."""
+        if i in self.dists:
+            return self.dists[i]
+        parent: dict[int, int] = {i: -1}
+        layer, found = [i], None
+        while layer and found is None and len(parent) <= _SEARCH:
             nxt = []
-            for j in todo:
-                for i in back[j]:
-                    if self.dist[i] is None:
-                        self.dist[i] = self.dist[j] + 1
-                        nxt.append(i)
-            todo = nxt
+            for j in layer:
+                if self.final[j] or self.dists.get(j) is not None:
+                    found = j
+                    break
+                for k in self.out(j):
+                    if k not in parent:
+                        parent[k] = j
+                        nxt.append(k)
+            layer = nxt
+        if found is None:
+            self.cut = self.cut or len(parent) > _SEARCH
+            self.dists[i] = None
+            return None
+        path = [found]
+        while parent[path[-1]] != -1:
+            path.append(parent[path[-1]])
+        base = 0 if self.final[found] else self.dists[found]
+        for steps, j in enumerate(path):  # (found first: its own distance, then one more per state back)
+            self.dists.setdefault(j, base + steps)
+        return self.dists[i]
 
 
 class _Rules:
@@ -165,7 +195,7 @@ class _Rules:
     def viable(self, state: int, n: int) -> bool:
         """Whether a string goes on from `state`, n characters written, to an end within lo..hi characters: past
         lo, its shortest way fits; below, some state reached at exactly lo characters has one that fits."""
-        dist = self.p.dist[state]
+        dist = self.p.dist(state)
         if dist is None or (self.hi is not None and n + dist > self.hi):
             return False
         if n >= self.lo:
@@ -173,8 +203,9 @@ class _Rules:
         key = (state, n)
         known = self.memo.get(key)
         if known is None:  # (n < lo <= _MAX_LOW: the recursion is that deep at most)
-            self.c.budget.charge(len(self.p.edges[state]), self.p.path)
-            known = self.memo[key] = any(self.viable(j, n + 1) for j in self.p.edges[state])
+            edges = self.p.out(state)
+            self.c.budget.charge(len(edges), self.p.path)
+            known = self.memo[key] = any(self.viable(j, n + 1) for j in edges)
         return known
 
     def body(self, state: int, n: int) -> Node:
@@ -182,7 +213,7 @@ class _Rules:
         if self.p.final[state] and n >= self.lo:
             options.append(seq(QUOTE, SPACE))
         if self.hi is None or n < self.hi:
-            for j, ranges in self.p.edges[state].items():
+            for j, ranges in self.p.out(state).items():
                 if self.viable(j, n + 1):
                     options.append(seq(self.chars(ranges), Ref(self.rule(j, n + 1))))
         self.c.budget.charge(len(options), self.p.path)

@@ -182,7 +182,7 @@ def _matches_array(c: Any, item: dict, lo: int, hi: int | None, path: str) -> No
     if node is None and fmt is None:
         return None
     points = tuple(p for ch in _FIRST for p in (ord(ch), ord(ch) + 1))  # (each first / last character apart)
-    product = explored(c, node, fmt, path, points)
+    product = explored(c, node, fmt, path, points, whole=True)
     if product is None:
         return None
     c.use("space")
@@ -207,11 +207,12 @@ class UniqueMatches(UniqueArray):
         super().__init__(c, base, {}, lo, hi)
         self.hi = min(hi if hi is not None else _MAX_STRINGS, n * n, _MAX_STRINGS)
         self.p = product
+        edges = [product.out(i) for i in range(len(product.states))]  # (all of them: explored)
         index = {ord(ch): i for i, ch in enumerate(_FIRST)}
         self.singles = [{index[lo]: j for j, ranges in out.items() for lo, hi in ranges if lo == hi and lo in index}
-                        for out in product.edges]  # fmt: skip
+                        for out in edges]  # fmt: skip
         last = [sum(1 << i for i, j in s.items() if product.final[j]) for s in self.singles]
-        self.ends = _reaching(c, product.edges, last, base)
+        self.ends = _reaching(c, edges, last, base)
 
     def free(self, used: int, f: int) -> int:
         """The last characters l whose pair (f, l) is not written yet, as a bit set."""
@@ -249,7 +250,7 @@ class UniqueMatches(UniqueArray):
         for l, j in self.singles[q].items():
             if self.p.final[j] and free >> l & 1:
                 options.append(seq(Lit(_FIRST[l]), QUOTE, SPACE, Ref(self.after(used, f, l))))
-        for j, ranges in self.p.edges[q].items():
+        for j, ranges in self.p.out(q).items():
             if self.ends[j] & free:
                 nxt = self.lazy((used, j, f), lambda j=j: self.rest(used, j, f))
                 options.append(seq(json_encoded(Chars(tuple(ranges))), Ref(nxt)))

@@ -44,8 +44,8 @@ def test_no_string_fits_is_a_clear_refusal(schema):
         schema_to_grammar(schema)
 
 
-def test_a_large_product_keeps_the_approximation():
-    """Past the explored states (a pattern with many counted parts), the repetitions are capped as before: a
-    subset, compiled within the budget."""
+def test_a_large_product_is_explored_as_it_is_reached():
+    """A pattern with many counted parts (2,000 and more product states): its states are stepped as strings
+    reach them, each search for an end bounded; compiled within the budget, sound."""
     pattern = "^" + "".join(f"[a-z]{{0,{i}}}-" for i in range(40, 80)) + "$"
     assert_sound({"type": "string", "pattern": pattern, "maxLength": 200}, valid=["-" * 40], n=5, budget=60)
