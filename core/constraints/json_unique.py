@@ -72,12 +72,15 @@ class UniqueArray:
 
 def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -> Node | None:
     """The array node, or None when its items are of no kind handled here."""
+    from .json_formats import FORMATS
     from .json_values import capped, literal_texts
 
     item = c.deref(item_schema, path)
     if not isinstance(item, dict):
         return None
     keys = set(item) & VOCABULARY
+    if "format" in keys and item["format"] not in FORMATS:  # (an unknown format is an annotation)
+        keys.discard("format")
     if "enum" in item or "const" in item:
         values = [item["const"]] if "const" in item else item["enum"]
         if not isinstance(values, list) or len(values) > _MAX_VALUES:

@@ -78,6 +78,9 @@ def test_a_large_enum_keeps_its_items_unique():
          [["https://a.b/x", "https://a.b/x"], ["not a uri"]]),
         ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[a-z]+[0-9]$"},
           "maxItems": 3}, [["abc1", "abc2", "x1"]], [["abc1", "abc1"], ["abc"], ["a1", "b1", "c1", "d1"]]),
+        # an unknown format is an annotation: plain strings
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "format": "URI"}},
+         [["https://example.com/resource1", "https://example.com/resource2"]], [["a", "a"]]),
         # every match ends in "x": the pairs left decide, never a dead end
         ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[ab]+x$"}, "minItems": 1},
          [["ax", "bx"], ["abx"]], [["ax", "ax"], []]),
