@@ -3,17 +3,22 @@
     object  ::= "{" space M({},0) "}" space
     M(S,k)  ::= "," space KEYS(S,k) | ""             (the "" only when S holds every required property,
                                                       their dependencies, and enough members)
-    KEYS(S,k) ::= "\\"" T(S,k,"")  |  pattern-kv M(S,k+1)
-    T(S,k,w)  ::= c T(S,k,wc) ...                     (a child of w in the trie of the listed names)
-               |  "\\"" space ":" space value-p M(S+p,k)   (w is the listed name p, not in S)
-               |  [^children "\\\\ controls] other-key-rest M(S,k+1)   (another key: any other character)
-               |  "\\"" space ":" space additional M(S,k+1)             (w is no listed name: another key)
+    KEYS(S,k) ::= "\\"" T(S,k,"")  |  "\\"" O("") "\\"" space ":" space additional M(S,k+1)
+               |  pattern-kv M(S,k+1)
+    T(S,k,w)  ::= c..c T(S,k,wc..c) ...               (a branching node below w in the trie of the offered
+                                                      names: a run of nodes with one way on is one literal)
+               |  c..c "\\"" space ":" space value-p M(S+p,k)   (p the one offered name below: written whole)
+               |  "\\"" space ":" space value-p M(S+p,k)        (w is the offered name p)
+    O(w)      ::= c O(wc) | [^children "\\\\ controls] other-key-rest | ""   (another key: no name; the "" only
+                                                      where no name ends; one rule per trie node, whatever S)
 
 S is the set of listed properties written so far (a bit set), k the other members (capped where counts stop
 mattering); the first member has no comma (M at the start is FIRST). Every rule above is a `LazyRule`: built
 the first time the automaton reaches it, so an object of 40 properties costs the sets a document visits, not
-2^40 rules. The key trie is that of the listed names as JSON text (escapes written as JSON writes them); other
-keys are written without escapes (a subset of the keys), so none decodes to a listed name. `required`,
+2^40 rules; the other keys' rules O are the same for every S (and for every object of the same names), so a set
+of members adds only the branching nodes of its names' trie that a walk reaches. The key trie is that of the
+listed names as JSON text (escapes written as JSON writes them); other keys are written without escapes (a
+subset of the keys), so none decodes to a listed name. `required`,
 `dependentRequired` (made listed properties when absent), `minProperties` and `maxProperties` are exact on
 the listed properties; other members count at most once towards `minProperties` (two may share a key) and
 each towards `maxProperties` (a bound on the distinct ones). With `patternProperties` the other members are
@@ -194,8 +199,11 @@ class Members:
             return out
         if self.any_key and extra:
             out.append(seq(Ref("string"), Lit(":"), SPACE, self.extra[1], self.members(done, self.next_k(k))))
-        elif self.offered(done, k) or (extra and self.extra[0] != "pattern"):
-            out.append(seq(QUOTE, Ref(self.trie_rule(done, k, 0))))
+        else:
+            if self.offered(done, k):
+                out.append(seq(QUOTE, Ref(self.trie_rule(done, k, 0))))
+            if extra and self.extra[0] != "pattern":  # (another key: its characters alike for every set)
+                out.append(seq(QUOTE, Ref(self.other_key(0)), QUOTE, self.other_end(done, k)))
         if extra and self.extra[0] == "pattern":
             out.append(seq(self.extra[1], self.members(done, self.next_k(k))))
         return out
@@ -232,12 +240,12 @@ class Members:
         return self.rule(("t", f"{done:x}", k, at), lambda: self.trie_node(done, k, at))
 
     def trie_node(self, done: int, k: int, at: int) -> Node:
+        """The listed names still offered below trie node `at` (never another key: `other_key`). A run of
+        nodes with one way on is one literal, and a name alone below a node is written whole with its member,
+        so a set of members has a rule per branching node it reaches, not per character."""
         if self.trie is None:
             self.build_trie()
         offered = self.offered(done, k)
-        extra = self.extra is not None and self.extra[0] != "pattern" and self.extra_offered(done, k)
-        extra = extra and self.plain[at]
-        children = self.trie[at]
         options: list[Node] = []
         # (the order changes no language: the names still needed first, so a search for a short way to close
         # the object, like the tests' sentence generator, finds one)
@@ -245,25 +253,56 @@ class Members:
         if end is not None and end >= 0 and offered >> end & 1:
             options.append(seq(QUOTE, COLON, self.values[end], self.members(done | 1 << end, k)))
         needed = self.needed(done) & ~done
+        children = self.trie[at]
         for ch, child in sorted(children.items(), key=lambda c: not self.live[c[1]] & needed):
-            if self.live[child] & offered or (extra and self.plain[child]):
-                options.append(seq(Lit(ch), Ref(self.trie_rule(done, k, child))))
-        if extra:
-            others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
-            options.append(seq(Chars((*_RAW_OUT, *others), negated=True), Ref(self.other_rest(done, k))))
-            if end is None:
-                options.append(seq(QUOTE, self.other_end(done, k)))
+            if self.live[child] & offered:
+                options.append(self.names_from(done, k, ch, child, offered))
         self.c.budget.charge(len(options) + len(children), f"{self.base} (members)")
+        return _alt(options)
+
+    def names_from(self, done: int, k: int, text: str, at: int, offered: int) -> Node:
+        """`text` (the way to trie node `at`), on along the nodes with one offered way on, then their member (a
+        name alone) or the rule of the node where the ways part."""
+        while True:
+            end = self.ends.get(at)
+            here = end is not None and end >= 0 and offered >> end & 1
+            on = [(ch, child) for ch, child in self.trie[at].items() if self.live[child] & offered]
+            if here and not on:
+                return seq(Lit(text), QUOTE, COLON, self.values[end], self.members(done | 1 << end, k))
+            if here or len(on) != 1:
+                return seq(Lit(text), Ref(self.trie_rule(done, k, at)))
+            self.c.budget.charge(1, f"{self.base} (members)")
+            text += on[0][0]
+            at = on[0][1]
+
+    def other_key(self, at: int) -> str:
+        """Another key's characters from trie node `at` on (the same rule for every set of members, and for
+        every object of the same names): any key written without escapes that is no listed or excluded name
+        (the caller writes the closing quote)."""
+        owner = self.c.key_tries.setdefault(frozenset([*self.names, *self.excluded]), self)
+        if owner is not self:
+            return owner.other_key(at)
+        name = self.rules.get(("o", at))
+        if name is not None and not (name in self.c.lazy or name in self.c.rules):
+            del self.rules["o", at]  # (rolled back with a part left out: made again)
+        return self.rule(("o", at), lambda: self.other_node(at))
+
+    def other_node(self, at: int) -> Node:
+        if self.trie is None:
+            self.build_trie()
+        children = self.trie[at]
+        options = [seq(Lit(ch), Ref(self.other_key(child))) for ch, child in children.items() if self.plain[child]]
+        others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
+        more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
+        options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more))
+        if self.ends.get(at) is None:
+            options.append(EMPTY)
+        self.c.budget.charge(len(options) + len(children), f"{self.base} (other keys)")
         return _alt(options)
 
     def other_end(self, done: int, k: int) -> Node:
         """What follows another key's closing quote."""
         return SPACE if self.extra[0] == "string" else seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
-
-    def other_rest(self, done: int, k: int) -> str:
-        """The rest of another key after its first character, and what follows it (one rule per (done, k))."""
-        more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
-        return self.rule(("o", f"{done:x}", k), lambda: seq(more, QUOTE, self.other_end(done, k)))
 
 
 def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node:

@@ -123,6 +123,7 @@ class SchemaCompiler:
         self.budget = budget_of(limits)
         self.rules: dict[str, Node] = {}
         self.lazy: dict[str, LazyRule] = {}  # rules built on first use (json_members.py)
+        self.key_tries: dict[frozenset, object] = {}  # listed names -> the Members whose other-key rules serve
         self.used: set[str] = set()  # primitives and format rules referenced
         self.ignored: list[str] = []  # keywords skipped (strict=False only)
         self.left_out: list[str] = []  # optional properties and anyOf / oneOf branches not generated, and why

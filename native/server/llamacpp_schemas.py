@@ -172,4 +172,5 @@ class RerankBody(_Native):
 
 
 class SlotFile(_Native):
-    filename: str = Field(pattern=FILENAME_PATTERN, description="a name in the server's snapshot folder")
+    # optional here so that erase takes a body of `{}` as llama-server does; save and restore require it by name
+    filename: str | None = Field(None, pattern=FILENAME_PATTERN, description="a name in the server's snapshot folder")

@@ -123,7 +123,7 @@ async def slot_action(id_slot: SlotId, service: ServiceDep,
             service.contexts.drop(ctx.name)
         service.slot_params.pop(id_slot, None)
         return {"id_slot": id_slot, "n_erased": len(ctx.tokens) if ctx is not None else 0}
-    if body is None:
+    if body is None or body.filename is None:
         raise bad_request(f"action={action} needs a body with `filename`", "filename", "conflicting_fields")
     if action == "save":
         return await _save(service, id_slot, body.filename)

@@ -1,6 +1,7 @@
 """A local Ray cluster over loopback for the Ray tests: started by the first test that needs it, stopped at the end
 of the session, shared by every test (tests/ray/cluster.py deploys the application on it). Skipped where the
-`[ray]` extra is not installed.
+`[ray]` extra is not installed: each test module skips itself (`importorskip` here, at a conftest's import,
+stops `pytest tests/ray` with an error instead).
 
 The machine is small and shared: the cluster gets 2 logical CPUs, each replica half of one and one kernel thread;
 every wait is bounded."""
@@ -14,10 +15,6 @@ import pytest
 
 from tests.paths import SMOLLM2, registry_model
 
-ray = pytest.importorskip("ray")
-serve = pytest.importorskip("ray.serve")
-pytest.importorskip("httpx")
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -27,6 +24,9 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator:
+    import ray
+    from ray import serve
+
     from tests.ray.cluster import Cluster
 
     registry_model(SMOLLM2)  # skips before a cluster is started when the model is absent

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+pytest.importorskip("ray")
+
 from llamay.native.ray.prefix_key import prefix_key
 from llamay.native.ray.relay import REPLICA_HEADER
 from llamay.native.ray.router import rendezvous

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+pytest.importorskip("ray")
+
 from llamay.native.ray.relay import MAX_BODY, REPLICA_HEADER
 from tests.paths import SMOLLM2, registry_model
 from tests.ray.cluster import MAIN, Streamed

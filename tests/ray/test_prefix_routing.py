@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+pytest.importorskip("ray")
+
 from llamay.kv.cache import DEFAULT_PAGE_SIZE as PAGE
 from llamay.native.ray.prefix_key import prefix_key
 from llamay.native.ray.relay import REPLICA_HEADER

@@ -9,6 +9,10 @@ import signal
 import threading
 import time
 
+import pytest
+
+pytest.importorskip("ray")
+
 from llamay.native.ray.relay import REPLICA_HEADER, RETRY_HEADER
 from tests.ray.cluster import MAIN, WAIT_S, Streamed, wait_for
 

@@ -3,6 +3,10 @@ what their requests held on the replica."""
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("ray")
+
 from llamay.native.ray.prefix_key import prefix_key
 from llamay.native.ray.relay import REPLICA_HEADER, RETRY_HEADER
 from llamay.native.ray.router import rendezvous

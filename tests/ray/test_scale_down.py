@@ -4,6 +4,10 @@ running when Ray starts stopping a replica, and resumed once it has."""
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("ray")
+
 from ray import serve
 
 from tests.ray.cluster import APP, MAIN, Streamed, wait_for

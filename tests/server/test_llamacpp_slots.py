@@ -73,6 +73,7 @@ def test_slot_cache_save_restore_erase(server, client):
         ("/slots/0?action=save", {"filename": "empty.bin"}, 400, "id_slot"),  # nothing cached in slot 0
         ("/slots/0?action=restore", {"filename": "never-saved.bin"}, 404, "filename"),
         ("/slots/0?action=restore", None, 400, "filename"),
+        ("/slots/0?action=save", {}, 400, "filename"),
         ("/slots/9?action=erase", None, 400, "id_slot"),
         ("/slots/0?action=explode", None, 400, "action"),
         ("/slots/0", None, 400, "action"),
@@ -84,6 +85,13 @@ def test_slot_actions_refused_clearly(client, url, body, status, param):
     assert r.status_code == status, r.text
     err = r.json()["error"]
     assert param in (err["param"] or "") or param in err["message"], err
+
+
+def test_slot_erase_takes_an_empty_body(client):
+    # llama-server's erase reads no body; clients that always send JSON send `{}`
+    r = client.post("/slots/0?action=erase", json={})
+    assert r.status_code == 200, r.text
+    assert r.json()["id_slot"] == 0
 
 
 def test_slots_fail_on_no_slot(client):
