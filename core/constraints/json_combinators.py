@@ -154,6 +154,7 @@ def discriminated(c: Any, subs: list, path: str, required: bool = True) -> str |
     for s in subs:
         if not isinstance(s, dict):
             return None
+        c.budget.charge(len(s.get("required", ()) if required else s.get("properties", ())), path)  # (its loop)
         props, fixed = s.get("properties", {}), {}
         for k in s.get("required", []) if required else props:
             values = _fixed(c, props.get(k), path)
@@ -181,13 +182,19 @@ def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return False
     props_a, props_b = a.get("properties", {}), b.get("properties", {})
-    for p in a.get("required", []):
+    required_a, required_b = a.get("required", []), b.get("required", [])
+    # (called for every pair of oneOf branches: a long `required` shared through $refs costs per pair)
+    c.budget.charge(len(required_a) + len(required_b), path)
+    required_b = {p for p in required_b if isinstance(p, str)}
+    for p in required_a:
+        if not isinstance(p, str):
+            continue
         if p in props_b:
             if matches_nothing(c, c.deref(props_b[p], path), path):
                 return True
         elif b.get("additionalProperties") is False and not b.get("patternProperties"):
             return True
-        if p in b.get("required", []):
+        if p in required_b:
             va, vb = _fixed(c, props_a.get(p), path), _fixed(c, props_b.get(p), path)
             if va is not None and vb is not None and not va & vb:
                 return True

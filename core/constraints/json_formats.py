@@ -132,7 +132,12 @@ FORMATS: dict[str, dict[str, str]] = {
     # the ASCII ones are in the sets: an IRI / IDN form that is a URI / hostname / email is one
     "iri": {"iri": "uri", **_URI},
     "iri-reference": {"iri-reference": "uri-reference", **_URI_REFERENCE},
-    "idn-hostname": {"idn-hostname": "hostname", **_HOST},
+    # (IDNA refuses a label with "--" at its third and fourth characters, as an A-label "xn--" has: the third
+    # is never a hyphen here; a hostname allows them)
+    "idn-hostname": {
+        "idn-hostname": 'fmt-idn-label ("." fmt-idn-label){0,4}',
+        "fmt-idn-label": "[a-z0-9] ([a-z0-9-] [a-z0-9] ([a-z0-9-]{0,18} [a-z0-9])? | [a-z0-9])?",
+    },
     "idn-email": {"idn-email": "email", **_EMAIL},
 }
 

@@ -78,6 +78,7 @@ def _broken(c: Any, key: str, value: Any, schema: dict, path: str, depth: int) -
     if key == "exclusiveMaximum" and not isinstance(value, bool):
         return {"type": "number", "minimum": value}
     if key == "required" and isinstance(value, list):
+        c.budget.charge(len(value), path)  # (a schema negated once per oneOf branch it overlaps)
         return _any([{"type": "object", "properties": {r: False}} for r in value if isinstance(r, str)])
     if key == "properties" and isinstance(value, dict):
         ways = []

@@ -46,7 +46,8 @@ def pattern_automaton(c: Any, node: Node) -> Any:
 
 
 def _matches(node: Node, name: str, c: Any) -> bool:
-    """Whether the pattern matches `name`."""
+    """Whether the pattern matches `name` (charged by its length: every pattern meets every listed name)."""
+    c.budget.charge(1 + len(name) // 8, "patternProperties")  # (a step is about 8 bytes of the automaton)
     return pattern_automaton(c, node).accepts_bytes(name.encode("utf-8", "surrogatepass"))
 
 

@@ -4,10 +4,11 @@ so far used up: only the sets a document visits are built).
     A(S) ::= "" (when |S| >= minItems) | "," space ITEM-not-in-S A(S + it)      (no comma before the first item)
 
 - items of an enum / const (and booleans): exact, each value at most once (S: the values written);
-- plain strings (lengths only): a subset, items that differ in their first character, as written (S: the
-  first characters used; the empty string is one, a character beyond ASCII one more; no escape first). Two
-  strings with different first characters are different, so the array is unique; ["tag1", "tag2"] is not
-  generated;
+- plain strings (lengths only): a subset, items that differ in their first or their last character, as
+  written (`UniqueStrings`; S: the (first, last) pairs used; the empty string is one more; every character
+  beyond ASCII counts as one; no escape first or last, so the written characters are the string's). Two
+  strings with different first or last characters are different, so the array is unique; ["tag1", "tag2"]
+  and ["size", "mode"] are generated, ["a1b", "a2b"] is not;
 - any other items: no rule here (json_values.py writes at most one item, a subset).
 """
 
@@ -22,8 +23,10 @@ SPACE = Ref("space")
 QUOTE = Lit('"')
 COMMA = seq(Lit(","), SPACE)
 _FIRST = [chr(b) for b in range(0x20, 0x7F) if chr(b) not in '"\\']  # first characters told apart
-_EMPTY_STRING, _BEYOND_ASCII = "", "\x80"  # the other two "first characters"
-_MAX_VALUES = 64  # enums of more values: at most one item (a rule per set of values is 2^n)
+_SYMBOLS: list[Node] = [*map(Lit, _FIRST), Chars(((0, 0x7F),), negated=True)]  # a first / last character
+_MAX_STRINGS = 256  # unique strings written at most (each adds about 190 lazy rules to the program)
+_MAX_VALUES = 2048  # enums of more values: at most one item (the rules of the sets written list the rest)
+_VALUE_TEXT = 200_000  # enum text the rules of one array list at most (an item's rule lists the values left)
 
 
 class UniqueArray:
@@ -69,35 +72,206 @@ class UniqueArray:
 
 def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -> Node | None:
     """The array node, or None when its items are of no kind handled here."""
+    from .json_formats import FORMATS
     from .json_values import capped, literal_texts
 
     item = c.deref(item_schema, path)
     if not isinstance(item, dict):
         return None
     keys = set(item) & VOCABULARY
+    if "format" in keys and item["format"] not in FORMATS:  # (an unknown format is an annotation)
+        keys.discard("format")
     if "enum" in item or "const" in item:
         values = [item["const"]] if "const" in item else item["enum"]
         if not isinstance(values, list) or len(values) > _MAX_VALUES:
             return None
         groups = literal_texts(c, values, item, path)
         options = {g[0]: (alt(*map(Lit, g)), SPACE) for g in groups}
+        size = sum(len(t) for g in groups for t in g) + len(groups)  # (each item's rule lists every value left)
+        c.budget.charge(size, path)
+        most = max(1, _VALUE_TEXT // size)
+        hi = most if hi is None else min(hi, most)
     elif item.get("type") == "boolean" and keys <= {"type"}:
         options = {"true": (Lit("true"), SPACE), "false": (Lit("false"), SPACE)}
     elif item.get("type") == "string" and keys <= {"type", "minLength", "maxLength"}:
         low, high = int(item.get("minLength", 0)), item.get("maxLength")
         high = capped(None if high is None else int(high), c.max_string_length, low)
-        unit = c.use("length-char" if low > 0 else "char")
-        rest = seq(Repeat(unit, max(low - 1, 0), None if high is None else high - 1), QUOTE, SPACE)
-        if high == 0:
-            options = {}
-        else:
-            options = {ch: (seq(QUOTE, Lit(ch)), rest) for ch in _FIRST}
-            options[_BEYOND_ASCII] = (seq(QUOTE, Chars(((0, 0x7F),), negated=True)), rest)
-        if low == 0:
-            options[_EMPTY_STRING] = (seq(QUOTE, QUOTE), SPACE)
+        c.use("space")
+        strings = UniqueStrings(c, c.prefix("unique"), low, high, lo, hi)
+        return strings.entry() if strings.hi >= lo else None
+    elif item.get("type") == "string" and keys <= {"type", "format", "pattern"} and lo <= 1:
+        return _matches_array(c, item, lo, hi, path)
     else:
         return None
     c.use("space")
-    if len(options) < lo:
+    if len(options) < lo or (hi is not None and hi < lo):
         return None
     return UniqueArray(c, c.prefix("unique"), options, lo, hi).entry()
+
+
+class UniqueStrings(UniqueArray):
+    """Unique strings told apart by their (first, last) characters: bit f * len(_SYMBOLS) + l of `used` is the
+    pair (f, l) written (a one-character string is (f, f)), the last bit the empty string.
+
+        A(S) ::= "" | "," space '"' F-f B(S, f)   for a symbol f with a pair left
+        B(S, f) ::= '"' space A(S + (f, f)) | middle-char{..} L-l '"' space A(S + (f, l))   for (f, l) not in S
+    """
+
+    def __init__(self, c: Any, base: str, low: int, high: int | None, lo: int, hi: int | None) -> None:
+        n = len(_SYMBOLS)
+        self.single, self.longer = low <= 1 and high != 0, high is None or high >= 2
+        self.empty = n * n  # (the bit of the empty string)
+        total = min((n * n if self.longer else n if self.single else 0) + (low == 0), _MAX_STRINGS)
+        super().__init__(c, base, {}, lo, hi)
+        self.hi = min(hi, total) if hi is not None else total
+        unit = c.use("length-char" if low > 0 else "char")  # (no surrogate pair in a minLength: json_any.py)
+        self.middle = Repeat(unit, max(low - 2, 0), None if high is None else high - 2) if self.longer else None
+        self.low = low
+
+    def lazy(self, key: tuple, build) -> str:
+        """(Named by number: `used` has up to 94 * 94 bits.)"""
+        name = self.names.get(key)
+        if name is None:
+            name = self.names[key] = self.c.fresh_lazy(f"{self.base}-{len(self.names)}")
+            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), EMPTY)
+        return name
+
+    def pairs(self, used: int, f: int) -> list[int]:
+        """The bits of the pairs (f, l) still free."""
+        n = len(_SYMBOLS)
+        return [f * n + l for l in range(n) if not used >> (f * n + l) & 1 and (self.longer or l == f)]
+
+    def body(self, used: int, first: bool) -> Node:
+        count = used.bit_count()
+        options: list[Node] = [EMPTY] if count >= self.lo else []
+        if count < self.hi:
+            items: list[Node] = []
+            if self.low == 0 and not used >> self.empty & 1:
+                items.append(seq(QUOTE, QUOTE, SPACE, Ref(self.rule(used | 1 << self.empty, False))))
+            for f, sym in enumerate(_SYMBOLS):
+                if self.pairs(used, f):
+                    items.append(seq(QUOTE, sym, Ref(self.lazy((used, f, "first"), lambda f=f: self.last(used, f)))))
+            self.c.budget.charge(len(items), self.base)
+            if items:
+                options.append(alt(*items) if first else seq(COMMA, alt(*items)))
+        return alt(*options) if options else Chars(())
+
+    def last(self, used: int, f: int) -> Node:
+        """After the first character f: the closing quote (a one-character string) or more, then the last one."""
+        n, options, ends = len(_SYMBOLS), [], []
+        for bit in self.pairs(used, f):
+            nxt = Ref(self.rule(used | 1 << bit, False))
+            if bit % n == f and self.single:
+                options.append(seq(QUOTE, SPACE, nxt))
+            if self.middle is not None:
+                ends.append(seq(_SYMBOLS[bit % n], QUOTE, SPACE, nxt))
+        self.c.budget.charge(len(options) + len(ends), self.base)
+        if ends:
+            options.append(seq(self.middle, alt(*ends)))
+        return alt(*options) if options else Chars(())
+
+
+def _matches_array(c: Any, item: dict, lo: int, hi: int | None, path: str) -> Node | None:
+    """Unique strings of a pattern and / or a format (UniqueMatches), or None when their automaton is too large."""
+    from .json_formats import FORMATS
+    from .json_string_product import explored
+    from .regex import parse_pattern
+
+    fmt = item.get("format") if item.get("format") in FORMATS else None
+    pattern = item.get("pattern")
+    node = None
+    if isinstance(pattern, str):
+        node = parse_pattern(pattern, f"{path}/pattern", c.budget, search=not c.anchored_patterns)
+    if node is None and fmt is None:
+        return None
+    points = tuple(p for ch in _FIRST for p in (ord(ch), ord(ch) + 1))  # (each first / last character apart)
+    product = explored(c, node, fmt, path, points, whole=True)
+    if product is None:
+        return None
+    c.use("space")
+    array = UniqueMatches(c, c.prefix("unique"), product, lo, hi)
+    return array.entry() if array.possible() or not lo else None
+
+
+class UniqueMatches(UniqueArray):
+    """Unique strings of a pattern and / or a format (json_string_product.py's automaton, `product`), told apart
+    like UniqueStrings by their (first, last) characters, both printable ASCII as written. An item goes on only
+    toward an end whose last character still makes a free pair with its first (`ends`: per state, the last
+    characters of the ends it reaches), so generation never walks into a dead end.
+
+        A(S) ::= "" | "," space '"' f R(S, q after f, f)
+        R(S, q, f) ::= l '"' space A(S + (f, l))  (l ends a match, (f, l) free) | class R(S, q after class, f)
+    """
+
+    lazy = UniqueStrings.lazy
+
+    def __init__(self, c: Any, base: str, product: Any, lo: int, hi: int | None) -> None:
+        n = len(_FIRST)
+        super().__init__(c, base, {}, lo, hi)
+        self.hi = min(hi if hi is not None else _MAX_STRINGS, n * n, _MAX_STRINGS)
+        self.p = product
+        edges = [product.out(i) for i in range(len(product.states))]  # (all of them: explored)
+        index = {ord(ch): i for i, ch in enumerate(_FIRST)}
+        self.singles = [{index[lo]: j for j, ranges in out.items() for lo, hi in ranges if lo == hi and lo in index}
+                        for out in edges]  # fmt: skip
+        last = [sum(1 << i for i, j in s.items() if product.final[j]) for s in self.singles]
+        self.ends = _reaching(c, edges, last, base)
+
+    def free(self, used: int, f: int) -> int:
+        """The last characters l whose pair (f, l) is not written yet, as a bit set."""
+        n = len(_FIRST)
+        return ~(used >> (f * n)) & ((1 << n) - 1)
+
+    def body(self, used: int, first: bool) -> Node:
+        options: list[Node] = [EMPTY] if used or not self.lo else []  # (minItems at most 1)
+        if used.bit_count() < self.hi:
+            items: list[Node] = []
+            for f, q in self.singles[0].items():
+                free = self.free(used, f)
+                if self.p.final[q] and free >> f & 1:
+                    items.append(seq(QUOTE, Lit(_FIRST[f]), QUOTE, SPACE, Ref(self.after(used, f, f))))
+                if self.ends[q] & free:
+                    items.append(seq(QUOTE, Lit(_FIRST[f]), Ref(self.lazy((used, q, f), lambda q=q, f=f:
+                                                                           self.rest(used, q, f)))))  # fmt: skip
+            self.c.budget.charge(len(items), self.base)
+            if items:
+                options.append(alt(*items) if first else seq(COMMA, alt(*items)))
+        return alt(*options) if options else Chars(())
+
+    def possible(self) -> bool:
+        """Whether some string is an item (the first has every pair free)."""
+        return any(self.p.final[q] or self.ends[q] for q in self.singles[0].values())
+
+    def after(self, used: int, f: int, last: int) -> str:
+        return self.rule(used | 1 << (f * len(_FIRST) + last), False)
+
+    def rest(self, used: int, q: int, f: int) -> Node:
+        """The item's characters after its first, from product state q."""
+        from .json_strings import json_encoded
+
+        free, options = self.free(used, f), []
+        for l, j in self.singles[q].items():
+            if self.p.final[j] and free >> l & 1:
+                options.append(seq(Lit(_FIRST[l]), QUOTE, SPACE, Ref(self.after(used, f, l))))
+        for j, ranges in self.p.out(q).items():
+            if self.ends[j] & free:
+                nxt = self.lazy((used, j, f), lambda j=j: self.rest(used, j, f))
+                options.append(seq(json_encoded(Chars(tuple(ranges))), Ref(nxt)))
+        self.c.budget.charge(len(options), self.base)
+        return alt(*options) if options else Chars(())
+
+
+def _reaching(c: Any, edges: list[dict], last: list[int], where: str) -> list[int]:
+    """Per state, the union of `last` over the states it reaches (itself included): a fixpoint."""
+    out = list(last)
+    changed = True
+    while changed:
+        changed = False
+        c.budget.charge(sum(map(len, edges)), where)
+        for i in range(len(edges) - 1, -1, -1):
+            bits = out[i]
+            for j in edges[i]:
+                bits |= out[j]
+            if bits != out[i]:
+                out[i], changed = bits, True
+    return out

@@ -15,6 +15,7 @@ from .json_decimals import MAX_FRACTION, DecimalMultiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
 from .json_keywords import NOT_IN, VOCABULARY, type_matches, value_type
 from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
+from .json_string_product import string_product
 from .json_strings import json_encoded, within_lengths
 from .json_unique import unique_array
 from .lexicon import word_trie
@@ -136,17 +137,25 @@ def string(c: Any, schema: dict, path: str) -> Node:
         c.unknown(path, f"format {fmt!r}", f" (formats known: {', '.join(FORMATS)})")
         fmt = None
     if pattern is not None:
+        node = parse_pattern(pattern, f"{path}/pattern", c.budget, search=not c.anchored_patterns)
+        fitted = within_lengths(node, lo, hi) if lengths else node
+        if fmt is not None or fitted is not node:  # (exact, when the automata's product is small enough)
+            exact = string_product(c, node, fmt, lo, hi, path)
+            if exact is not None:
+                return exact
         if fmt is not None:
             c.unsupported(path, "format", " together with pattern")
-        node = parse_pattern(pattern, f"{path}/pattern", c.budget, search=not c.anchored_patterns)
         if lengths:
-            node = within_lengths(node, lo, hi) or no_lengths(c, node, path, "pattern")
+            node = fitted or no_lengths(c, node, path, "pattern")
         if c.max_string_length is not None:
             node = _cap_repeats(node, c.max_string_length)
         return quoted(json_encoded(node))
     if fmt is not None:
         short, long = format_lengths(fmt) if lengths else (0, None)
         if short < lo or (schema.get("maxLength") is not None and (long is None or long > schema["maxLength"])):
+            exact = string_product(c, None, fmt, lo, hi, path)
+            if exact is not None:
+                return exact
             c.unsupported(path, "minLength/maxLength", f" together with format {fmt!r}")
         return quoted(c.use(fmt))
     if lo == 0 and hi is None:

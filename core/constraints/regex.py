@@ -23,6 +23,11 @@ from .regex_classes import CLASS_ESCAPES
 from .utf8 import normalize
 
 LINE_TERMINATORS = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+# groups nested at the start of a branch tried as top-level branches, `(^a$|(^b$))`: a failed try is parsed
+# again as an ordinary group, so each level tried re-reads what it holds (60 levels around 100,000 characters
+# took 45 s)
+_TOP_GROUPS = 3
+_TRIE_DEPTH = 32  # branchings of a word list's trie at most (deeper: the words stay alternatives)
 _CHAR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0"}
 
 
@@ -36,6 +41,7 @@ class _Regex:
         self.depth = 0  # groups open at the current position
         self.ends = ("", "|")  # what may follow a `$` that ends a top-level branch
         self.anchors = 0  # anchors met at the ends of top-level branches so far
+        self.tops = 0  # groups being tried as top-level branches around here (each failed try is parsed again)
 
     def error(self, msg: str) -> ConstraintError:
         return ConstraintError(f"{self.where}: pattern {self.p!r}, position {self.i}: {msg}")
@@ -62,6 +68,7 @@ class _Regex:
         start, depth = self.i, self.depth
         if (
             self.peek() == "("
+            and self.tops < _TOP_GROUPS
             and self.p[self.i : self.i + 3] not in ("(?=", "(?!")
             and not self.p.startswith("(?<=", self.i)
             and not self.p.startswith("(?<!", self.i)
@@ -70,6 +77,7 @@ class _Regex:
                 self.atom_open()
                 ends, self.ends = self.ends, ("", "|", ")")
                 anchors = self.anchors
+                self.tops += 1
                 try:
                     options = [self.top_branch()]
                     while self.peek() == "|":
@@ -77,6 +85,7 @@ class _Regex:
                         options.append(self.top_branch())
                 finally:
                     self.ends = ends
+                    self.tops -= 1
                 # (a group without an anchor is an ordinary atom: its words are factored there)
                 if self.peek() == ")" and self.peek(1) in ("", "|") and self.anchors > anchors:
                     self.i += 1
@@ -84,6 +93,7 @@ class _Regex:
                     return alt(*options)
             except ConstraintError:
                 pass
+            self.budget.charge(max(self.i - start, 1), self.where)  # (read again below)
             self.i, self.depth = start, depth
         return self.branch(top=True)
 
@@ -304,7 +314,10 @@ def _factored(options: list[Node]) -> Node:
     words = [w for w in map(_word, options) if w]
     if len(words) < 8:
         return alt(*options)
-    return alt(_trie(sorted(set(words))), *(o for o in options if not _word(o)))
+    trie = _trie(sorted(set(words)), 0)
+    if trie is None:
+        return alt(*options)
+    return alt(trie, *(o for o in options if not _word(o)))
 
 
 def _word(node: Node) -> str | None:
@@ -316,8 +329,12 @@ def _word(node: Node) -> str | None:
     return None
 
 
-def _trie(words: list[str]) -> Node:
-    """Sorted distinct words as nested groups by first character (iterative over the letters of a group)."""
+def _trie(words: list[str], depth: int) -> Node | None:
+    """Sorted distinct words as nested groups by first character (iterative over the letters of a group); None
+    past _TRIE_DEPTH branchings (a recursion as deep as the words are long: 1,100 words "b", "bb", ... raised
+    RecursionError, and a tree deeper than max_nesting is refused anyway)."""
+    if depth > _TRIE_DEPTH:
+        return None
     groups: dict[str, list[str]] = {}
     ends = False
     for w in words:
@@ -331,7 +348,13 @@ def _trie(words: list[str]) -> Node:
         while len(rest) > 1 and all(r and r[0] == rest[0][0] for r in rest):  # (a shared run: one literal)
             prefix += rest[0][0]
             rest = [r[1:] for r in rest]
-        options.append(seq(Lit(prefix), _trie(rest)) if rest != [""] else Lit(prefix + rest[0]))
+        if rest == [""]:
+            options.append(Lit(prefix))
+            continue
+        inner = _trie(rest, depth + 1)
+        if inner is None:
+            return None
+        options.append(seq(Lit(prefix), inner))
     return alt(*options) if options else Lit("")
 
 

@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from llamay.constraints import ConstraintError, schema_to_gbnf
+from llamay.constraints import (
+    ConstraintError,
+    ConstraintLimitError,
+    ConstraintLimits,
+    schema_to_gbnf,
+    schema_to_grammar,
+)
 from tests.constraints.helpers import assert_sound, schema_automaton
 
 PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
@@ -100,6 +106,18 @@ def test_many_patterns_compile_without_a_value_per_set_of_them():
     schema = {"type": "object", "patternProperties": {f"^p{i}[a-z]*$": {"type": "integer", "minimum": i}
                                                       for i in range(40)}}  # fmt: skip
     assert_sound(schema, valid=[{"p39x": 39}, {}], invalid=[{"p5": 1}, {"p1": "s"}], n=30, budget=80)
+
+
+def test_patterns_against_long_names_are_charged_by_their_length():
+    """Each pattern is run over each listed (or required) name: 40 patterns over 1 MB of names was 40 MB of
+    automaton steps, charged 40 x 50."""
+    names = [("x" * 20000) + str(i) for i in range(50)]
+    for schema in ({"type": "object", "properties": {n: {} for n in names}},
+                   {"type": "object", "required": names}):  # fmt: skip
+        schema["patternProperties"] = {f"y{i}": {} for i in range(40)}
+        with pytest.raises(ConstraintLimitError) as e:
+            schema_to_grammar(schema, limits=ConstraintLimits(max_work=200_000))
+        assert e.value.limit == "max_work"
 
 
 PATTERN_SCHEMAS = [

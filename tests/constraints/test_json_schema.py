@@ -161,9 +161,6 @@ def test_number_bound_examples(schema, yes, no):
         ({"type": "string", "not": {"pattern": "^a"}}, "not"),
         ({"type": "object", "properties": {"a": {}}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
         ({"type": "array", "contains": {"type": "integer"}, "maxContains": 2}, "contains"),
-        ({"type": "string", "pattern": "^a?$", "minLength": 2}, "minLength/maxLength"),
-        ({"type": "string", "pattern": "^a+$", "format": "date"}, "together with pattern"),
-        ({"type": "string", "format": "date-time", "maxLength": 24}, "together with format"),
         ({"type": "object", "required": ["a"], "dependentSchemas": {"a": {"required": ["b"]}}}, "dependentSchemas"),
         ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "oneOf"),
         (

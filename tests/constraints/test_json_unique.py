@@ -1,7 +1,9 @@
-"""uniqueItems (json_unique.py): enums and booleans exact, plain strings told apart by their first character (a
-subset), checked against jsonschema; other items keep at most one."""
+"""uniqueItems (json_unique.py): enums and booleans exact, plain strings told apart by their first or last character
+(a subset), checked against jsonschema; other items keep at most one."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -27,11 +29,66 @@ def test_unique_arrays(schema, valid, invalid):
     assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=80)
 
 
-def test_strings_sharing_a_first_character_are_not_generated_together():
-    """A subset: two strings with one first character could be equal, so the second is never written."""
+def test_strings_told_apart_by_their_first_or_last_character():
+    """A subset: strings differing in their first or their last character (as written: no escape there) are
+    different; two that share both could be equal, so the second is never written."""
     a = schema_automaton({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
-    assert a.accepts_bytes(b'["tag1","other"]')
-    assert not a.accepts_bytes(b'["tag1","tag2"]') and not a.accepts_bytes(b'["\\u0061","a"]')
+    for doc in (b'["tag1","tag2"]', b'["size","mode"]', b'["example_migration_1","example_migration_2"]',
+                b'["a","ab","b"]', b'["\xc3\xa9x","\xc3\xa9y"]', b'["a\\nb","a\\nc"]'):  # fmt: skip
+        assert a.accepts_bytes(doc), doc
+    for doc in (b'["tag1","tag1"]', b'["a1b","a2b"]', b'["\\u0061","a"]', b'["a","aba"]', b'["ab\\n","a"]'):
+        assert not a.accepts_bytes(doc), doc
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "array", "items": {"type": "string", "minLength": 3}, "uniqueItems": True, "minItems": 2},
+         [["abc", "abd"], ["cfg1", "cfg2", "dfg1"]], [["abc", "abc"], ["ab", "abc"], ["abc"]]),
+        ({"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": True},
+         [["a", "b", ""], []], [["a", "a"], ["ab"]]),
+        ({"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 2}, "uniqueItems": True,
+          "minItems": 8}, [[f"{i}" for i in range(8)]], [["a"] * 8, [f"{i}" for i in range(7)]]),
+    ],
+)  # fmt: skip
+def test_unique_strings_with_lengths_and_counts(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=6, budget=400)
+
+
+def test_a_long_array_of_unique_strings_is_accepted():
+    """200 strings (pairs of first and last characters all different): the lazy rules grow per item only."""
+    a = schema_automaton({"type": "array", "items": {"type": "string"}, "uniqueItems": True, "minItems": 200})
+    doc = [f"{chr(65 + i // 26)}item{i}{chr(97 + i % 26)}" for i in range(200)]
+    assert len({(s[0], s[-1]) for s in doc}) == 200
+    assert a.accepts_bytes(json.dumps(doc, separators=(",", ":")).encode())
+
+
+def test_a_large_enum_keeps_its_items_unique():
+    """An enum of 300 values (past the 64 once allowed): the lazy rule of each set written lists the rest."""
+    words = [f"w{i:03d}" for i in range(300)]
+    schema = {"type": "array", "items": {"enum": words}, "uniqueItems": True, "minItems": 2}
+    assert_sound(schema, valid=[words[:5], words[::-60]], invalid=[["w001", "w001"], ["x"], ["w001"]], n=20)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "format": "uri"}},
+         [["https://example.com/resource1", "https://example.com/resource2"], []],
+         [["https://a.b/x", "https://a.b/x"], ["not a uri"]]),
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[a-z]+[0-9]$"},
+          "maxItems": 3}, [["abc1", "abc2", "x1"]], [["abc1", "abc1"], ["abc"], ["a1", "b1", "c1", "d1"]]),
+        # an unknown format is an annotation: plain strings
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "format": "URI"}},
+         [["https://example.com/resource1", "https://example.com/resource2"]], [["a", "a"]]),
+        # every match ends in "x": the pairs left decide, never a dead end
+        ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[ab]+x$"}, "minItems": 1},
+         [["ax", "bx"], ["abx"]], [["ax", "ax"], []]),
+    ],
+)  # fmt: skip
+def test_unique_strings_of_a_pattern_or_format(schema, valid, invalid):
+    """Told apart by their first and last characters (a subset), the strings the pattern / format allows."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=150)
 
 
 def test_other_items_keep_at_most_one_and_more_are_refused():

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from llamay.constraints import ConstraintError, compile_grammar, schema_to_gbnf, schema_to_grammar
+from llamay.constraints.regex import parse_pattern
 from tests.constraints.helpers import assert_sound, schema_automaton, sentences
 
 PATTERNS = [
@@ -157,3 +158,32 @@ def test_word_alternations_are_factored_into_a_trie():
     assert_sound({"type": "string", "pattern": pattern}, valid=["zone7-az2", "x zone49-az3 y"], invalid=["zone", "az1"])
     a = schema_automaton({"type": "string", "pattern": pattern})
     assert a.accepts_bytes(json.dumps("zone1-az1" * 30).encode())
+
+
+def test_a_word_list_as_deep_as_it_is_long_is_no_recursion_error():
+    """Words "b", "bb", ..., one per length: a trie branching at every letter (1,100 of them raised
+    RecursionError); past 32 branchings the words stay plain alternatives, matched exactly."""
+    words = ["b" * i for i in range(1, 1100)]
+    node = parse_pattern("^(" + "|".join(words) + ")$", search=True)
+    assert node is not None
+    assert_sound(string_schema("^(" + "|".join(words[:60]) + ")$"), valid=["b", "b" * 60], invalid=["", "b" * 61])
+
+
+def test_groups_tried_as_top_level_branches_are_read_again_a_bounded_number_of_times(monkeypatch):
+    """60 nested groups around 5,000 letters: each level was tried as a top-level branch, then read again, 61
+    readings (45 s at 100,000 letters); now at most 3 levels are tried and the re-reading is charged. An
+    anchored group is still a top-level branch."""
+    from llamay.constraints import regex
+
+    atoms = 0
+    atom = regex._Regex.atom
+
+    def counted(self):
+        nonlocal atoms
+        atoms += 1
+        return atom(self)
+
+    monkeypatch.setattr(regex._Regex, "atom", counted)
+    parse_pattern("(" * 60 + "a" * 5000 + ")" * 60 + "b", search=True)
+    assert atoms <= 5 * 5061
+    assert_sound(string_schema("^a$|(^b$)"), valid=["a", "b"], invalid=["xb", "ab"])

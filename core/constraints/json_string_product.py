@@ -1,0 +1,256 @@
+"""Strings that a `pattern` and a `format` both allow, with minLength..maxLength characters: exact, as lazy rules
+over the product of their automata and a character count.
+
+    R(q, n) ::= '"' space                         (q accepting in every automaton, lo <= n)
+              | class-c R(q after c, n + 1)        (for each class of characters, when a string goes on to an end)
+
+`pattern` (its search form, as json_values.py writes it alone) and `format` (json_formats.py's grammar) each
+become a small automaton over code points; characters are taken by classes, the intervals between the places
+where their character sets start or stop (every character of one leads every automaton to the same state, as
+in json_keys.py), so a rule has a handful of alternatives whatever the alphabet. The product's states are
+explored once, at compile time (at most `_STATES` of them, charged to the Budget), and each one's shortest way
+to an end is known, so a character is offered only when the string can still end within maxLength: generation
+never walks into a dead end. A format's strings are written as they are (no escapes: a subset); a pattern alone
+also takes the escaped characters. Beyond `_STATES` (or a minLength above `_MAX_LOW`) the caller keeps its
+approximation (a subset) or its refusal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ConstraintError
+from .grammar import Alt, Chars, Grammar, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .json_keys import KEY_OUT
+from .json_strings import json_encoded
+from .utf8 import normalize
+
+QUOTE, SPACE = Lit('"'), Ref("space")
+_STATES = 2000  # product states explored at most (when all are needed at once: json_unique.py)
+_STEPS = 40_000  # automaton steps of the exploration at most (states times classes times automata)
+_SEARCH = 512  # states one search for the nearest end visits at most (beyond: no end, a subset)
+_MAX_LOW = 200  # minLength handled exactly at most (a layer of states per character below it)
+_SURROGATES = ((0xD800, 0xDFFF),)
+
+
+def string_product(c: Any, pattern: Node | None, fmt: str | None, lo: int, hi: int | None, path: str) -> Node | None:
+    """The string (quotes and the space after included) matching `pattern` and `fmt` with lo..hi characters, or
+    None when the product is too large to explore (the caller then approximates or refuses)."""
+    if lo > _MAX_LOW:
+        return None
+    product = explored(c, pattern, fmt, path)
+    if product is None:
+        return None
+    rules = _Rules(c, product, lo, hi)
+    if not rules.viable(0, 0):
+        if product.cut:  # (not known to match nothing: the caller's approximation)
+            return None
+        what = " and ".join(x for x, v in (("pattern", pattern), (f"format {fmt!r}", fmt)) if v is not None)
+        raise ConstraintError(f"{path}: no string matches the {what} with {lo} to {hi} characters")
+    return seq(QUOTE, Ref(rules.rule(0, 0)))
+
+
+def explored(c: Any, pattern: Node | None, fmt: str | None, path: str, points: tuple = (),
+             whole: bool = False) -> _Product | None:  # fmt: skip
+    """The product automaton of `pattern` and `fmt` (None: a regex format), its classes cut at `points` too
+    (characters that must be told apart); `whole`: every state reached now (None: too many)."""
+    from .json_formats import format_nodes
+    from .json_objects import pattern_automaton
+
+    if fmt == "regex":  # (a regex nests groups: no finite automaton; written with escapes)
+        return None
+    key = ("product", pattern, fmt, points)  # (one per compilation: properties often share a pattern)
+    known = c.patterns.get(key)
+    if known is not None:
+        return known if not whole or known.explore() else None
+    automata, bounds = [], {0x80, 0x800, 0x10000, *points}
+    if pattern is not None:
+        automata.append(pattern_automaton(c, pattern))
+        bounds |= _boundaries([pattern])
+    if fmt is not None:
+        rules = format_nodes(fmt)
+        automata.append(_format_automaton(c, fmt, rules))
+        bounds |= _boundaries(list(rules.values()))
+    allowed = normalize((*KEY_OUT, *_SURROGATES), True) if fmt is not None else normalize(_SURROGATES, True)
+    product = c.patterns[key] = _Product(c, automata, _classes(bounds, allowed), path)
+    return product if not whole or product.explore() else None
+
+
+def _format_automaton(c: Any, fmt: str, rules: dict[str, Node]) -> Any:
+    from .automaton import Automaton
+    from .compile import compile_grammar
+
+    key = ("format", fmt)
+    automaton = c.patterns.get(key)
+    if automaton is None:
+        automaton = c.patterns[key] = Automaton(compile_grammar(Grammar(dict(rules), root=fmt), c.budget, lazy=True))
+    return automaton
+
+
+class _Product:
+    """The product automaton's states (tuples of automaton state ids, numbered from 0, the start) as they are
+    reached: each one's edges by class (`out(i)`, stepped once), whether it accepts (`final`) and its fewest
+    characters to an end (`dist(i)`, a search forwards). `explore()` reaches them all at once (json_unique.py)."""
+
+    def __init__(self, c: Any, automata: list, classes: list[tuple[int, int]], path: str) -> None:
+        self.c, self.automata, self.classes, self.path = c, automata, classes, path
+        self.states: list[tuple[int, ...]] = []
+        self.index: dict[tuple[int, ...], int] = {}
+        self.edges: dict[int, dict[int, list[tuple[int, int]]]] = {}  # state -> next state -> its classes
+        self.final: list[bool] = []
+        self.dists: dict[int, int | None] = {}
+        self.cut = False  # whether a search stopped at _SEARCH states (an end it did not find may exist)
+        self.add(tuple(a.initial.id for a in automata))
+
+    def add(self, states: tuple[int, ...]) -> int:
+        i = self.index.get(states)
+        if i is None:
+            i = self.index[states] = len(self.states)
+            self.states.append(states)
+            self.final.append(all(a.by_id[s].complete for a, s in zip(self.automata, states, strict=True)))
+        return i
+
+    def out(self, i: int) -> dict[int, list[tuple[int, int]]]:
+        """The states after each class from state i (stepped the first time asked)."""
+        edges = self.edges.get(i)
+        if edges is None:
+            self.c.budget.charge(len(self.classes) * len(self.automata), self.path)
+            edges = self.edges[i] = {}
+            for lo, hi in self.classes:
+                nxt = self.step(self.states[i], chr(lo))
+                if nxt is not None:
+                    edges.setdefault(self.add(nxt), []).append((lo, hi))
+        return edges
+
+    def explore(self) -> bool:
+        """Every reachable state's edges now (False: more than _STATES states or _STEPS steps)."""
+        i, steps = 0, len(self.classes) * len(self.automata)
+        while i < len(self.states):
+            if len(self.states) > _STATES or (i + 1) * steps > _STEPS:
+                return False
+            self.out(i)
+            i += 1
+        return True
+
+    def step(self, states: tuple[int, ...], ch: str) -> tuple[int, ...] | None:
+        data = ch.encode("utf-8")
+        out = []
+        for a, s in zip(self.automata, states, strict=True):
+            st = a.push_bytes(a.by_id[s], data)
+            if st is None:
+                return None
+            out.append(st.id)
+        return tuple(out)
+
+    def dist(self, i: int) -> int | None:
+        """Fewest characters from state i to an accepting one: a search forwards over at most _SEARCH states
+        (None: none found; the states on the way found know theirs, so a string begun goes on to its end)."""
+        if i in self.dists:
+            return self.dists[i]
+        parent: dict[int, int] = {i: -1}
+        layer, found = [i], None
+        while layer and found is None and len(parent) <= _SEARCH:
+            nxt = []
+            for j in layer:
+                if self.final[j] or self.dists.get(j) is not None:
+                    found = j
+                    break
+                for k in self.out(j):
+                    if k not in parent:
+                        parent[k] = j
+                        nxt.append(k)
+            layer = nxt
+        if found is None:
+            self.cut = self.cut or len(parent) > _SEARCH
+            self.dists[i] = None
+            return None
+        path = [found]
+        while parent[path[-1]] != -1:
+            path.append(parent[path[-1]])
+        base = 0 if self.final[found] else self.dists[found]
+        for steps, j in enumerate(path):  # (found first: its own distance, then one more per state back)
+            self.dists.setdefault(j, base + steps)
+        return self.dists[i]
+
+
+class _Rules:
+    """The lazy rules R(state, n) of one string; n counts characters up to maxLength (without one: up to
+    minLength, past which the count no longer matters)."""
+
+    def __init__(self, c: Any, product: _Product, lo: int, hi: int | None) -> None:
+        self.c, self.p, self.lo, self.hi = c, product, lo, hi
+        self.names: dict[tuple[int, int], str] = {}
+        self.memo: dict[tuple[int, int], bool] = {}
+        self.base = c.prefix("string")
+        self.encoded: dict[tuple, Node] = {}
+
+    def rule(self, state: int, n: int) -> str:
+        key = (state, n if self.hi is not None else min(n, self.lo))
+        name = self.names.get(key)
+        if name is None:
+            name = self.names[key] = self.c.fresh_lazy(f"{self.base}-{key[0]}-{key[1]}")
+            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(lambda: self.body(*key)), seq(QUOTE, SPACE))
+        return name
+
+    def viable(self, state: int, n: int) -> bool:
+        """Whether a string goes on from `state`, n characters written, to an end within lo..hi characters: past
+        lo, its shortest way fits; below, some state reached at exactly lo characters has one that fits."""
+        dist = self.p.dist(state)
+        if dist is None or (self.hi is not None and n + dist > self.hi):
+            return False
+        if n >= self.lo:
+            return True
+        key = (state, n)
+        known = self.memo.get(key)
+        if known is None:  # (n < lo <= _MAX_LOW: the recursion is that deep at most)
+            edges = self.p.out(state)
+            self.c.budget.charge(len(edges), self.p.path)
+            known = self.memo[key] = any(self.viable(j, n + 1) for j in edges)
+        return known
+
+    def body(self, state: int, n: int) -> Node:
+        options: list[Node] = []
+        if self.p.final[state] and n >= self.lo:
+            options.append(seq(QUOTE, SPACE))
+        if self.hi is None or n < self.hi:
+            for j, ranges in self.p.out(state).items():
+                if self.viable(j, n + 1):
+                    options.append(seq(self.chars(ranges), Ref(self.rule(j, n + 1))))
+        self.c.budget.charge(len(options), self.p.path)
+        return alt(*options) if options else Chars(())
+
+    def chars(self, ranges: list[tuple[int, int]]) -> Node:
+        key = tuple(ranges)
+        node = self.encoded.get(key)
+        if node is None:
+            node = self.encoded[key] = json_encoded(Chars(key))
+        return node
+
+
+def _classes(bounds: set[int], allowed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The intervals between `bounds`, within `allowed`."""
+    out, lo = [], 0
+    for cut in [*sorted(bounds), 0x110000]:
+        if cut > lo:
+            out.append((lo, cut - 1))
+            lo = cut
+    return [(max(a, x), min(b, y)) for a, b in out for x, y in allowed if max(a, x) <= min(b, y)]
+
+
+def _boundaries(nodes: list[Node]) -> set[int]:
+    """Code points where the nodes' character sets start or stop (references are other rules: skipped)."""
+    out: set[int] = set()
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Lit):
+            for ch in n.text:
+                out |= {ord(ch), ord(ch) + 1}
+        elif isinstance(n, Chars):
+            for lo, hi in normalize(n.ranges, False):
+                out |= {lo, hi + 1}
+        elif isinstance(n, (Seq, Alt)):
+            todo.extend(n.items if isinstance(n, Seq) else n.options)
+        elif isinstance(n, Repeat):
+            todo.append(n.item)
+    return out

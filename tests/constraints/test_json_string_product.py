@@ -1,0 +1,51 @@
+"""A pattern with a format and / or lengths (json_string_product.py): exact, every generated string checked with
+`jsonschema` (assert_sound), the documents given accepted / refused as it says."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamay.constraints import ConstraintError, schema_to_grammar
+from tests.constraints.helpers import assert_sound
+
+WORDS = r"^(?:\S+\s+){0,9}\S+$"
+CASES = [
+    # every repetition was capped alike (words of at most 6 letters within 100 characters): now the whole string
+    ({"type": "string", "pattern": WORDS, "maxLength": 100},
+     ["Knowledge of agile methodologies", "Scalable and flexible", "a" * 100], ["a" * 101, " x", "a  "]),
+    ({"type": "string", "pattern": "^[a-z]+$", "minLength": 3, "maxLength": 5}, ["abc", "abcde"],
+     ["ab", "abcdef", "ABC"]),
+    ({"type": "string", "pattern": "ab", "maxLength": 4}, ["ab", "xaby", "\"ab"], ["abxyz", "a", "xyz"]),
+    ({"type": "string", "pattern": "^(x|yy)+$", "minLength": 5}, ["xxxxx", "yyyyx", "xyyxx"], ["xxxx", "yyy"]),
+    # a format with lengths (refused before), with a pattern (refused before)
+    ({"type": "string", "format": "uri", "maxLength": 40}, ["https://example.com/portrait.jpg"],
+     ["https://example.com/" + "a" * 30, "not a uri"]),
+    ({"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"}, ["2020-01-01"], ["2020-1-01", "x"]),
+    ({"type": "string", "format": "email", "pattern": "@example\\.com$", "maxLength": 30},
+     ["john.doe@example.com"], ["john.doe@example.org", "x@example.com" + "m" * 20]),
+    ({"type": "string", "format": "date-time", "maxLength": 24}, ["2020-01-01T10:00:00Z"],
+     ["2020-01-01T10:00:00.123456+01:00"]),
+    ({"type": "string", "format": "uri", "pattern": "^https://"}, ["https://a.b/c"], ["http://a.b", "ftp://x"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "valid", "invalid"), CASES)
+def test_patterns_with_formats_and_lengths_are_exact(schema, valid, invalid):
+    assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=120)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "string", "pattern": "^a{5}$", "maxLength": 3}, {"type": "string", "pattern": "^a?$", "minLength": 2},
+     {"type": "string", "pattern": "^a+$", "format": "date"}],
+)  # fmt: skip
+def test_no_string_fits_is_a_clear_refusal(schema):
+    with pytest.raises(ConstraintError, match="no string matches"):
+        schema_to_grammar(schema)
+
+
+def test_a_large_product_is_explored_as_it_is_reached():
+    """A pattern with many counted parts (2,000 and more product states): its states are stepped as strings
+    reach them, each search for an end bounded; compiled within the budget, sound."""
+    pattern = "^" + "".join(f"[a-z]{{0,{i}}}-" for i in range(40, 80)) + "$"
+    assert_sound({"type": "string", "pattern": pattern, "maxLength": 200}, valid=["-" * 40], n=5, budget=60)
