@@ -165,6 +165,7 @@ class NumbaBackend:
     def __init__(self) -> None:
         llvm_pages.install()  # LLVM's pages leave the resident set whenever numba is done compiling
         self._tls = threading.local()
+        self._loaded: set[Callable] = set()  # parallel kernels called once: their next durations are observed
         env = os.environ.get("LLAMAY_THREADS", "").strip()
         min_work = os.environ.get("LLAMAY_PARALLEL_MIN_WORK", "").strip()
         self.policy = ThreadPolicy(1, int(min_work) if min_work else SMALL_WORK)
@@ -199,12 +200,14 @@ class NumbaBackend:
         if getattr(self._tls, "n", 0) != n:
             numba.set_num_threads(n)
             self._tls.n = n
-        if n > 1 and self.policy.watched(work):
+        if n > 1 and self.policy.watched(work) and kernel in self._loaded:
             start = time.perf_counter()
             kernel(*args)
             self.policy.observe(time.perf_counter() - start)
         else:
             kernel(*args)
+            # a kernel's first call loads it from numba's cache (or compiles it): a pause that is no stall
+            self._loaded.add(kernel)
 
     # -- memory ---------------------------------------------------------------------------------------------
 

@@ -96,6 +96,31 @@ def test_thread_policy_backs_off_when_threads_stall():
     assert th.ThreadPolicy(1).threads(big) == 1
 
 
+def test_a_kernels_first_call_is_no_stall():
+    """A kernel's first call loads it from numba's cache (or compiles it): however long, it is not counted as a
+    stalled thread; later slow calls are (three of them: a back-off)."""
+    import time
+
+    from llamay.native import numba_backend as th
+
+    be = NumbaBackend()
+    be.set_threads(2)
+    if be.n_threads < 2:
+        pytest.skip("one core: no parallel kernels")
+    work = th.SMALL_WORK
+
+    def slow() -> None:
+        time.sleep(2 * th.STALL_S)
+
+    kernels = [lambda: slow(), lambda: slow(), lambda: slow()]  # three distinct kernels
+    for k in kernels:
+        be._parallel(k, work)
+    assert be.policy.back_offs == 0
+    for k in kernels:
+        be._parallel(k, work)
+    assert be.policy.back_offs == 1
+
+
 def test_threads_apply_in_other_python_threads():
     """numba's thread count is per Python thread: the backend sets it where its kernels run."""
     import threading
