@@ -45,8 +45,14 @@ def string_product(c: Any, pattern: Node | None, fmt: str | None, lo: int, hi: i
     if not rules.viable(0, 0):
         if product.cut:  # (not known to match nothing: the caller's approximation)
             return None
-        what = " and ".join(x for x, v in (("pattern", pattern), (f"format {fmt!r}", fmt)) if v is not None)
-        raise ConstraintError(f"{path}: no string matches the {what} with {lo} to {hi} characters")
+        # llama.cpp's choice on the API routes: a pattern matches the whole string (say so: "^2026-" alone is "2026-")
+        whole = " (matched as a whole string)" if getattr(c, "anchored_patterns", False) else ""
+        what = " and ".join(x for x, v in ((f"pattern{whole}", pattern), (f"format {fmt!r}", fmt)) if v is not None)
+        raise ConstraintError(
+            f"{path}: no string matches the {what} with {lo} to {hi} characters"
+            if hi is not None
+            else f"{path}: no string matches the {what} with {lo} or more characters"
+        )
     return seq(QUOTE, Ref(rules.rule(0, 0)))
 
 

@@ -44,6 +44,15 @@ def test_no_string_fits_is_a_clear_refusal(schema):
         schema_to_grammar(schema)
 
 
+def test_the_refusal_says_when_the_pattern_is_matched_whole():
+    """On the API routes (llama.cpp's choice, anchored_patterns) "^2026-" is the string "2026-" alone: no date-time
+    is that, and the refusal says the pattern was matched whole (a search, as the spec has it, compiles)."""
+    schema = {"type": "string", "format": "date-time", "pattern": "^2026-"}
+    with pytest.raises(ConstraintError, match=r"pattern \(matched as a whole string\) .* with 0 or more characters"):
+        schema_to_grammar(schema, anchored_patterns=True)
+    assert_sound(schema, valid=["2026-01-02T03:04:05Z"], invalid=["2025-01-02T03:04:05Z"], n=10, budget=60)
+
+
 def test_a_large_product_is_explored_as_it_is_reached():
     """A pattern with many counted parts (2,000 and more product states): its states are stepped as strings
     reach them, each search for an end bounded; compiled within the budget, sound."""
