@@ -10,6 +10,7 @@ alphabet. Keys are written without escapes (a subset).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .grammar import Alt, Chars, Lit, Node, Repeat, Seq
@@ -33,7 +34,7 @@ class PatternKeys:
         self.automata = [pattern_automaton(c, n) for n in every]
         self.values, self.additional, self.names = values, additional, names is not None
         # (and where UTF-8 lengths change: a class's characters then take as many bytes each)
-        self.bounds = sorted({0x80, 0x800, 0x10000, *(b for n in every for b in _boundaries(n))})
+        self.bounds = sorted({0x80, 0x800, 0x10000, *boundaries(every)})
 
     def start(self) -> tuple[int, ...]:
         return tuple(a.initial.id for a in self.automata)
@@ -61,20 +62,25 @@ class PatternKeys:
 
     def classes(self, points: list[int]) -> list[tuple[int, int]]:
         """The key-character intervals between the patterns' boundaries and `points` (single characters)."""
-        cuts = sorted({*self.bounds, *(p for q in points for p in (q, q + 1))})
-        out, lo = [], 0
-        for cut in [*cuts, 0x110000]:
-            if cut > lo:
-                out.append((lo, cut - 1))
-                lo = cut
-        keep = normalize(KEY_OUT, True)  # (what a key may hold as it is; no surrogates)
-        return [(max(a, x), min(b, y)) for a, b in out for x, y in keep if max(a, x) <= min(b, y)]
+        cuts = {*self.bounds, *(p for q in points for p in (q, q + 1))}
+        return intervals(cuts, normalize(KEY_OUT, True))  # (what a key may hold as it is; no surrogates)
 
 
-def _boundaries(node: Node) -> set[int]:
-    """Code points where a pattern's classes start or stop (the characters between two are alike to it)."""
+def intervals(cuts: Iterable[int], allowed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The code-point intervals between `cuts` (each where an interval starts), within the `allowed` ranges."""
+    out, lo = [], 0
+    for cut in [*sorted(cuts), 0x110000]:
+        if cut > lo:
+            out.append((lo, cut - 1))
+            lo = cut
+    return [(max(a, x), min(b, y)) for a, b in out for x, y in allowed if max(a, x) <= min(b, y)]
+
+
+def boundaries(nodes: Iterable[Node], rules: bool = False) -> set[int]:
+    """Code points where the nodes' character sets start or stop (the characters between two are alike to them);
+    `rules`: references to other rules may occur (skipped: their sets are theirs), else a node is a pattern's."""
     out: set[int] = set()
-    todo = [node]
+    todo = list(nodes)
     while todo:
         n = todo.pop()
         if isinstance(n, Lit):
@@ -87,6 +93,6 @@ def _boundaries(node: Node) -> set[int]:
             todo.extend(n.items if isinstance(n, Seq) else n.options)
         elif isinstance(n, Repeat):
             todo.append(n.item)
-        else:  # (a pattern is characters, sequences, alternatives and repetitions only)
+        elif not rules:  # (a pattern is characters, sequences, alternatives and repetitions only)
             raise TypeError(f"unexpected node in a pattern: {n!r}")
     return out

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import Alt, Chars, Grammar, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
-from .json_keys import KEY_OUT
+from .grammar import Chars, Grammar, LazyRule, Lit, Node, Ref, alt, seq
+from .json_keys import KEY_OUT, boundaries, intervals
 from .json_strings import json_encoded
 from .utf8 import normalize
 
@@ -72,13 +72,13 @@ def explored(c: Any, pattern: Node | None, fmt: str | None, path: str, points: t
     automata, bounds = [], {0x80, 0x800, 0x10000, *points}
     if pattern is not None:
         automata.append(pattern_automaton(c, pattern))
-        bounds |= _boundaries([pattern])
+        bounds |= boundaries([pattern], rules=True)
     if fmt is not None:
         rules = format_nodes(fmt)
         automata.append(_format_automaton(c, fmt, rules))
-        bounds |= _boundaries(list(rules.values()))
+        bounds |= boundaries(rules.values(), rules=True)
     allowed = normalize((*KEY_OUT, *_SURROGATES), True) if fmt is not None else normalize(_SURROGATES, True)
-    product = c.patterns[key] = _Product(c, automata, _classes(bounds, allowed), path)
+    product = c.patterns[key] = _Product(c, automata, intervals(bounds, allowed), path)
     return product if not whole or product.explore() else None
 
 
@@ -231,32 +231,3 @@ class _Rules:
         if node is None:
             node = self.encoded[key] = json_encoded(Chars(key))
         return node
-
-
-def _classes(bounds: set[int], allowed: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The intervals between `bounds`, within `allowed`."""
-    out, lo = [], 0
-    for cut in [*sorted(bounds), 0x110000]:
-        if cut > lo:
-            out.append((lo, cut - 1))
-            lo = cut
-    return [(max(a, x), min(b, y)) for a, b in out for x, y in allowed if max(a, x) <= min(b, y)]
-
-
-def _boundaries(nodes: list[Node]) -> set[int]:
-    """Code points where the nodes' character sets start or stop (references are other rules: skipped)."""
-    out: set[int] = set()
-    todo = list(nodes)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, Lit):
-            for ch in n.text:
-                out |= {ord(ch), ord(ch) + 1}
-        elif isinstance(n, Chars):
-            for lo, hi in normalize(n.ranges, False):
-                out |= {lo, hi + 1}
-        elif isinstance(n, (Seq, Alt)):
-            todo.extend(n.items if isinstance(n, Seq) else n.options)
-        elif isinstance(n, Repeat):
-            todo.append(n.item)
-    return out
