@@ -357,13 +357,14 @@ class PortableBackend:
         f, dim = gate[0].n_out, down[0].n_out
         a, b = array("f", bytes(4 * f)), array("f", bytes(4 * f))
         out[:dim] = array("f", bytes(4 * dim))
+        row0 = array("i", [0])  # the one row of add_rows_scaled
         for j in range(k):  # the sequence arch.moe runs for one row, expert by expert
             e = ids[j]
             self.matmul(a, gate[e], x, 1)
             self.matmul(b, up[e], x, 1)
             self.swiglu(a, a, b, f)
             self.matmul(y, down[e], a, 1)
-            self.add_rows_scaled(out, y, array("i", [0]), weights[j : j + 1], 1, dim)
+            self.add_rows_scaled(out, y, row0, weights[j : j + 1], 1, dim)
 
     def pda(self, vocab: array, arena: array) -> int:
         return _pda(vocab, arena)
