@@ -34,6 +34,7 @@ import numpy as np
 
 from llamay.errors import UnsupportedTypeError
 from llamay.ggml_types import GGMLType, block_size, row_bytes
+from llamay.kernels import compose
 from llamay.kernels.gelu import gelu_table
 from llamay.kernels.interface import BatchView, Weight
 from llamay.kernels.moe import compose_experts
@@ -328,6 +329,29 @@ class NumbaBackend:
             self._parallel(h.matmul, work, out, *args, *self._scratch[STRIPS])
             return
         self._parallel(h.matmul, work, out, h.data, h.row_bytes, w.n_out, x, n, w.n_in, *self._scratch[h.act])
+
+    def qkv(
+        self,
+        q: np.ndarray,
+        k: np.ndarray,
+        v: np.ndarray,
+        wq: Weight,
+        wk: Weight,
+        wv: Weight,
+        x: np.ndarray,
+        n: int,
+    ) -> None:
+        hq, hk, hv = wq.handle, wk.handle, wv.handle
+        f = hq.strip_format
+        if hq.strips is None or hk.strips is None or hv.strips is None or hk.strip_format != f or hv.strip_format != f:
+            compose.qkv(self, q, k, v, wq, wk, wv, x, n)
+            return
+        n_in = wq.n_in
+        if n * n_in > self._cap or self._scratch_threads != self.n_threads or n > self._scratch_tokens:
+            self._grow(n, n_in)
+        work = n * (wq.n_out + wk.n_out + wv.n_out) * n_in
+        self._parallel(st.qkv_strips, work, q, k, v, hq.strips, hk.strips, hv.strips, f.fmt, f.offset, f.has_min,
+                       wq.n_out, wk.n_out, wv.n_out, x, n, n_in, *self._scratch[STRIPS])  # fmt: skip
 
     def moe_experts(
         self,
