@@ -347,7 +347,7 @@ class NumbaBackend:
         hq, hk, hv = wq.handle, wk.handle, wv.handle
         f = hq.strip_format
         if hq.strips is None or hk.strips is None or hv.strips is None or hk.strip_format != f or hv.strip_format != f:
-            compose.qkv(self, q, k, v, wq, wk, wv, x, n)
+            compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)
             return
         n_in = wq.n_in
         if n * n_in > self._cap or self._scratch_threads != self.n_threads or n > self._scratch_tokens:

@@ -187,7 +187,7 @@ class WasmBackend:
             self._check(rc, w.name)
 
     def qkv(self, q: int, k: int, v: int, wq: Weight, wk: Weight, wv: Weight, x: int, n: int) -> None:
-        compose.qkv(self, q, k, v, wq, wk, wv, x, n)  # three commands (one list on the threads backend)
+        compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)  # three commands (one list on the threads backend)
 
     def _matmul_command(self, w: Weight, out: int, x: int, n: int) -> int:
         """A matmul's command, with the scratch grown first to what its activation rows take (a new scratch

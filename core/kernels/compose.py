@@ -3,13 +3,16 @@ kernel for them (or for a weight's type) runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .interface import Weight
 
+Matmul = Callable[[Any, Weight, Any, int], None]  # a backend's matmul(out, w, x, n)
 
-def qkv(be: Any, q: Any, k: Any, v: Any, wq: Weight, wk: Weight, wv: Weight, x: Any, n: int) -> None:
+
+def qkv(matmul: Matmul, q: Any, k: Any, v: Any, wq: Weight, wk: Weight, wv: Weight, x: Any, n: int) -> None:
     """`Backend.qkv`: the three projections of x (n, n_in), one matmul each."""
-    be.matmul(q, wq, x, n)  # (n, wq.n_out)
-    be.matmul(k, wk, x, n)  # (n, wk.n_out)
-    be.matmul(v, wv, x, n)  # (n, wv.n_out)
+    matmul(q, wq, x, n)  # (n, wq.n_out)
+    matmul(k, wk, x, n)  # (n, wk.n_out)
+    matmul(v, wv, x, n)  # (n, wv.n_out)
