@@ -134,7 +134,7 @@ class SchemaCompiler:
         self.composites: dict[Any, tuple[str, Any]] = {}  # key (ref_key, id) -> (its rule, the schema)
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, Node], str] = {}  # (base name, body) -> its rule
-        self.patterns: dict[Node, Any] = {}  # (json_objects._matches) a pattern's automaton
+        self.patterns: dict[Any, Any] = {}  # a pattern's nodes (regex.py) and automaton, string products
         self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (merge2)
         self.fitted: dict[str, dict] = {}  # (json_values.fitting) keywords' text -> their automaton per type
         self.undo: list[tuple[dict, Any]] = []  # (table, key) added to refs / composites / by_body, for rollback
