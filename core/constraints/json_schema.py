@@ -136,6 +136,7 @@ class SchemaCompiler:
         self.by_body: dict[tuple[str, Node], str] = {}  # (base name, body) -> its rule
         self.patterns: dict[Any, Any] = {}  # a pattern's nodes (regex.py) and automaton, string products
         self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (merge2)
+        self.sizes: dict[int, tuple[int, Any]] = {}  # schema objects' sizes (json_combinators._size)
         self.fitted: dict[str, dict] = {}  # (json_values.fitting) keywords' text -> their automaton per type
         self.undo: list[tuple[dict, Any]] = []  # (table, key) added to refs / composites / by_body, for rollback
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
