@@ -173,7 +173,7 @@ class PortableBackend:
             out[i * dim : (i + 1) * dim] = y
 
     def head_rms_norm(self, x: array, w: Weight, n: int, n_heads: int, head_dim: int, eps: float) -> None:
-        self.rms_norm(x, x, w, n * n_heads, head_dim, eps)
+        PortableBackend.rms_norm(self, x, x, w, n * n_heads, head_dim, eps)  # this class's (see qkv)
 
     def rope(
         self,
@@ -364,13 +364,15 @@ class PortableBackend:
         a, b = array("f", bytes(4 * f)), array("f", bytes(4 * f))
         out[:dim] = array("f", bytes(4 * dim))
         row0 = array("i", [0])  # the one row of add_rows_scaled
+        # this class's ops, not self's: a subclass that queues its ops (tests/model/test_sync.py) runs this later
+        be = PortableBackend
         for j in range(k):  # the sequence arch.moe runs for one row, expert by expert
             e = ids[j]
-            self.matmul(a, gate[e], x, 1)
-            self.matmul(b, up[e], x, 1)
-            self.swiglu(a, a, b, f)
-            self.matmul(y, down[e], a, 1)
-            self.add_rows_scaled(out, y, row0, weights[j : j + 1], 1, dim)
+            be.matmul(self, a, gate[e], x, 1)
+            be.matmul(self, b, up[e], x, 1)
+            be.swiglu(self, a, a, b, f)
+            be.matmul(self, y, down[e], a, 1)
+            be.add_rows_scaled(self, out, y, row0, weights[j : j + 1], 1, dim)
 
     def pda(self, vocab: array, arena: array) -> int:
         return _pda(vocab, arena)
