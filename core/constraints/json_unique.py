@@ -136,10 +136,19 @@ class UniqueStrings(UniqueArray):
             self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), EMPTY)
         return name
 
+    def row(self, used: int, f: int) -> int:
+        """The last characters l whose pair (f, l) is still free, as a bit set."""
+        return ~(used >> (f * len(_SYMBOLS))) & (((1 << len(_SYMBOLS)) - 1) if self.longer else 1 << f)
+
     def pairs(self, used: int, f: int) -> list[int]:
-        """The bits of the pairs (f, l) still free."""
-        n = len(_SYMBOLS)
-        return [f * n + l for l in range(n) if not used >> (f * n + l) & 1 and (self.longer or l == f)]
+        """The bits of the pairs (f, l) still free (f's row of `used` shifted out once: `used` has up to 94 * 94
+        bits, and a shift of it per pair was most of a rule's build)."""
+        n, free, out = len(_SYMBOLS), self.row(used, f), []
+        while free:
+            low = free & -free
+            out.append(f * n + low.bit_length() - 1)
+            free ^= low
+        return out
 
     def body(self, used: int, first: bool) -> Node:
         count = used.bit_count()
@@ -149,7 +158,7 @@ class UniqueStrings(UniqueArray):
             if self.low == 0 and not used >> self.empty & 1:
                 items.append(seq(QUOTE, QUOTE, SPACE, Ref(self.rule(used | 1 << self.empty, False))))
             for f, sym in enumerate(_SYMBOLS):
-                if self.pairs(used, f):
+                if self.row(used, f):
                     items.append(seq(QUOTE, sym, Ref(self.lazy((used, f, "first"), lambda f=f: self.last(used, f)))))
             self.c.budget.charge(len(items), self.base)
             if items:
