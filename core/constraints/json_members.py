@@ -318,9 +318,10 @@ class Members:
         return SPACE if self.extra[0] == "string" else seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
 
 
-def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node:
-    """A key's next character or its end, at trie node `at` (-1: no listed name begins so) with the patterns'
-    automata in `states` (json_keys.py); a next character only toward an end (`_pattern_viable`)."""
+def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...], depth: int = 0) -> Node:
+    """A key's next character or its end, at trie node `at` with the patterns' automata in `states`
+    (json_keys.py); a next character only toward an end (`_pattern_viable`); a child's small subtree written
+    here (as `Members.other_node`)."""
     offered = m.offered(done, k)
     options: list[Node] = []
     end = _pattern_end(m, done, k, at, states)
@@ -332,8 +333,71 @@ def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...
             groups.setdefault((child, nxt), []).extend(ranges)
     m.c.budget.charge(len(options) + len(groups), f"{m.base} (members)")
     for (child, nxt), ranges in groups.items():
-        first = Lit(chr(ranges[0][0])) if ranges == [(ranges[0][0],) * 2] else Chars(tuple(ranges))
-        options.append(seq(first, Ref(m.pattern_rule(done, k, child, nxt))))
+        if child >= 0:
+            if m.size[child] <= _INLINE and depth < _DEPTH:
+                options.append(seq(_first(ranges), _pattern_node(m, done, k, child, nxt, depth + 1)))
+            else:
+                options.append(seq(_first(ranges), Ref(m.pattern_rule(done, k, child, nxt))))
+            continue
+        after = seq(QUOTE, COLON)  # (off the trie: the key's rest is a rule per value, shared by every set)
+        for value in _key_values(m, nxt):
+            rest = Ref(_key_rest(m, value, nxt))
+            options.append(seq(_first(ranges), rest, after, value, m.members(done, m.next_k(k))))
+    return _alt(options)
+
+
+def _first(ranges: list[tuple[int, int]]) -> Node:
+    return Lit(chr(ranges[0][0])) if ranges == [(ranges[0][0],) * 2] else Chars(tuple(ranges))
+
+
+def _key_values(m: Members, states: tuple[int, ...]) -> tuple[Node, ...]:
+    """The values of the keys that go on from `states` off the trie of names (no name begins so) to their end,
+    found within _SEARCH states, nearest first (a state on the way to one finds it again)."""
+    keys = m.extra[1]
+    known = keys.reach.get(states)
+    if known is None:
+        seen, level, found = {states}, [states], {}
+        while level and len(seen) <= _SEARCH:
+            below = []
+            for st in level:
+                value = keys.value(st)
+                if value is not None:
+                    found[value] = None
+                if keys.alive(st):
+                    for lo, _ in keys.free_classes:
+                        nxt = keys.step(st, chr(lo))
+                        if nxt not in seen:
+                            seen.add(nxt)
+                            below.append(nxt)
+            level = below
+        m.c.budget.charge(len(seen), f"{m.base} (members)")
+        known = keys.reach[states] = tuple(found)
+    return known
+
+
+def _key_rest(m: Members, value: Node, states: tuple[int, ...]) -> str:
+    """The rule of a key's characters from `states` off the trie to an end whose value is `value`, the closing
+    quote the caller's: the same for every set of members (what follows the key is written after it)."""
+    keys, c = m.extra[1], m.c
+    name = keys.rules.get((value, states))
+    if name is None or not (name in c.lazy or name in c.rules):  # (rolled back with a part left out: made again)
+        name = keys.rules[value, states] = c.fresh_lazy(f"{m.base}-key-{len(keys.rules)}")
+        c.lazy[name] = LazyRule(lambda: c.build_lazy(lambda: _key_rest_node(m, value, states)), EMPTY)
+    return name
+
+
+def _key_rest_node(m: Members, value: Node, states: tuple[int, ...]) -> Node:
+    keys = m.extra[1]
+    options: list[Node] = [EMPTY] if keys.value(states) == value else []
+    groups: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    if keys.alive(states):
+        for lo, hi in keys.free_classes:
+            nxt = keys.step(states, chr(lo))
+            if value in _key_values(m, nxt):
+                groups.setdefault(nxt, []).append((lo, hi))
+    m.c.budget.charge(len(keys.free_classes) + len(groups), f"{m.base} (members)")
+    for nxt, ranges in groups.items():
+        options.append(seq(_first(ranges), Ref(_key_rest(m, value, nxt))))
     return _alt(options)
 
 
