@@ -9,8 +9,8 @@
 - `generated_ops.h`: the kernel ops (`llamay.kernels.ops.OPS`) that have an export: their op codes
   (`LLAMAY_OP_*`, numbered as `runtime.OPS`), the exports' prototypes, and the cases of `llamay_exec`'s dispatch
   (`LLAMAY_EXEC_CASES`), which read each argument from its words of the command;
-- `generated_pda.h`: the `pda` op (core/kernels/pda.py and pda_automaton.py) translated to C from its Python
-  source (`scalar_c.py`): wasm/src/pda.c exports it.
+- `generated_pda.h`: the `pda` op (core/kernels/pda.py, pda_automaton.py and pda_tables.py) translated to C from
+  its Python source (`scalar_c.py`): wasm/src/pda.c exports it.
 
 They are written next to the build's objects, not into wasm/src (`python wasm/build.py --headers` prints them);
 their text is part of `build.sources_hash`, so a module built before a declaration changed shows as stale.

@@ -67,18 +67,23 @@ class Repeat:
 Node = Lit | Chars | Ref | Seq | Alt | Repeat
 
 
-def _cached_hash(node: Node) -> int:
-    """A node's hash, computed once (nodes are keys of dicts that dedupe rules: a large one was hashed again
-    at every lookup, recursively)."""
-    h = node.__dict__.get("_hash")
-    if h is None:
-        h = hash((type(node), *(getattr(node, f) for f in node.__dataclass_fields__)))
-        object.__setattr__(node, "_hash", h)
-    return h
+def _cached_hash(*fields: str) -> Callable[[Node], int]:
+    """A class's __hash__ that computes a node's hash once, from its `fields` (nodes are keys of dicts that
+    dedupe rules: a large one was hashed again at every lookup, recursively). Stored in the instance's dict
+    directly, as the frozen dataclass's own __setattr__ would refuse."""
+
+    def cached(node: Node) -> int:
+        d = node.__dict__
+        h = d.get("_hash")
+        if h is None:
+            h = d["_hash"] = hash((type(node), *[d[f] for f in fields]))
+        return h
+
+    return cached
 
 
 for _cls in (Chars, Seq, Alt, Repeat):
-    _cls.__hash__ = _cached_hash
+    _cls.__hash__ = _cached_hash(*_cls.__dataclass_fields__)
 
 ANY_CHAR = Chars((), negated=True)  # GBNF's `.`: any code point
 EMPTY = Seq(())
@@ -187,17 +192,25 @@ def children(node: Node) -> tuple[Node, ...]:
 
 
 def tree_shape(node: Node, depth_limit: int) -> tuple[int, int]:
-    """(nodes in the tree, its depth), iteratively, so any tree is safe to measure; the walk stops at the
-    first node deeper than `depth_limit` (the depth returned is then that node's)."""
-    count, deepest, todo = 0, 0, [(node, 1)]
-    while todo:
-        n, d = todo.pop()
-        count += 1
-        deepest = max(deepest, d)
-        if d > depth_limit:
+    """(nodes in the tree, its depth), iteratively, a level at a time, so any tree is safe to measure; the walk
+    stops at the first level deeper than `depth_limit` (the depth returned is then that level's)."""
+    count, depth, level = 0, 0, [node]
+    while level:
+        depth += 1
+        count += len(level)
+        if depth > depth_limit:
             break
-        todo.extend((c, d + 1) for c in children(n))
-    return count, deepest
+        below: list[Node] = []
+        for n in level:
+            kind = type(n)
+            if kind is Seq:
+                below.extend(n.items)
+            elif kind is Alt:
+                below.extend(n.options)
+            elif kind is Repeat:
+                below.append(n.item)
+        level = below
+    return count, depth
 
 
 # --- printing ------------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ written for 1.5 too), no exponents, at most MAX_DIGITS integral digits.
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from typing import Any
 
@@ -49,6 +48,7 @@ class DecimalMultiples:
         self.c, self.base, self.step, self.path = c, base, float(step), path
         self.lo, self.lo_x, self.hi, self.hi_x = bounds
         self.integer = integer
+        self.bounds = (None if self.lo is None else Fraction(self.lo), None if self.hi is None else Fraction(self.hi))
         self.digits = 0 if integer else fraction_digits(step)
         if self.digits > MAX_FRACTION:
             raise ConstraintError(f"{path}: multipleOf {step} has more than {MAX_FRACTION} fraction digits")
@@ -95,7 +95,7 @@ class DecimalMultiples:
         """Whether the text is a number jsonschema holds a multiple within the bounds."""
         if not prefix or prefix.endswith((".", "-")):
             return False
-        value = json.loads(prefix)
+        value = float(prefix) if "." in prefix else int(prefix)  # (as json.loads reads it: no exponent here)
         if self.lo is not None and (value <= self.lo if self.lo_x else value < self.lo):
             return False
         if self.hi is not None and (value >= self.hi if self.hi_x else value > self.hi):
@@ -141,8 +141,9 @@ class DecimalMultiples:
             if n:
                 more = range(1, MAX_DIGITS - len(magnitude) + 1)
                 spans += [(Fraction(n * 10**k), Fraction((n + 1) * 10**k)) for k in more]
+        low, high = self.bounds
         for a, b in spans:
             lo, hi = (-b, -a) if negative else (a, b)
-            if (self.lo is None or hi >= Fraction(self.lo)) and (self.hi is None or lo <= Fraction(self.hi)):
+            if (low is None or hi >= low) and (high is None or lo <= high):
                 return True
         return False

@@ -35,6 +35,10 @@ class PatternKeys:
         self.values, self.additional, self.names = values, additional, names is not None
         # (and where UTF-8 lengths change: a class's characters then take as many bytes each)
         self.bounds = sorted({0x80, 0x800, 0x10000, *boundaries(every)})
+        self.free_classes = self.classes([])  # (a key's characters once it is off the names' trie)
+        # (json_members.py) the rules of a key's rest off the trie, by (value, states); the values each reaches
+        self.rules: dict[tuple, str] = {}
+        self.reach: dict[tuple[int, ...], tuple[Node, ...]] = {}
 
     def start(self) -> tuple[int, ...]:
         return tuple(a.initial.id for a in self.automata)

@@ -37,6 +37,9 @@ COLON = seq(SPACE, Lit(":"), SPACE)
 QUOTE = Lit('"')
 _RAW_OUT = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x7F))  # what a key character written as is is not
 KEY_CHAR = Chars(_RAW_OUT, negated=True)
+# key-trie subtrees of at most _INLINE nodes, down to _DEPTH characters, are written into their parent's rule
+# (each character nests an alternative in a sequence: within the grammar's max_nesting)
+_INLINE, _DEPTH = 32, 12
 
 
 def _is_raw(ch: str) -> bool:
@@ -226,10 +229,12 @@ class Members:
                 self.ends.setdefault(at, -1)  # (excluded: never written; a listed name of the same text wins)
         self.c.budget.charge(len(self.trie), f"{self.base} (property names)")
         self.live = [0] * len(self.trie)  # per node: the listed properties whose name is at or below it
+        self.size = [1] * len(self.trie)  # per node: the nodes of its subtree
         for at in range(len(self.trie) - 1, -1, -1):  # (children are numbered after their parent)
             mask = 1 << self.ends[at] if self.ends.get(at, -1) >= 0 else 0
             for child in self.trie[at].values():
                 mask |= self.live[child]
+                self.size[at] += self.size[child]
             self.live[at] = mask
 
     def pattern_rule(self, done: int, k: int, at: int, states: tuple[int, ...]) -> str:
@@ -239,7 +244,7 @@ class Members:
     def trie_rule(self, done: int, k: int, at: int) -> str:
         return self.rule(("t", f"{done:x}", k, at), lambda: self.trie_node(done, k, at))
 
-    def trie_node(self, done: int, k: int, at: int) -> Node:
+    def trie_node(self, done: int, k: int, at: int, depth: int = 0) -> Node:
         """The listed names still offered below trie node `at` (never another key: `other_key`). A run of
         nodes with one way on is one literal, and a name alone below a node is written whole with its member,
         so a set of members has a rule per branching node it reaches, not per character."""
@@ -256,13 +261,14 @@ class Members:
         children = self.trie[at]
         for ch, child in sorted(children.items(), key=lambda c: not self.live[c[1]] & needed):
             if self.live[child] & offered:
-                options.append(self.names_from(done, k, ch, child, offered))
+                options.append(self.names_from(done, k, ch, child, offered, depth))
         self.c.budget.charge(len(options) + len(children), f"{self.base} (members)")
         return _alt(options)
 
-    def names_from(self, done: int, k: int, text: str, at: int, offered: int) -> Node:
+    def names_from(self, done: int, k: int, text: str, at: int, offered: int, depth: int = 0) -> Node:
         """`text` (the way to trie node `at`), on along the nodes with one offered way on, then their member (a
-        name alone) or the rule of the node where the ways part."""
+        name alone) or the node where the ways part: written here when its subtree is small (as `other_node`),
+        else its rule."""
         while True:
             end = self.ends.get(at)
             here = end is not None and end >= 0 and offered >> end & 1
@@ -270,6 +276,8 @@ class Members:
             if here and not on:
                 return seq(Lit(text), QUOTE, COLON, self.values[end], self.members(done | 1 << end, k))
             if here or len(on) != 1:
+                if self.size[at] <= _INLINE and depth < _DEPTH:
+                    return seq(Lit(text), self.trie_node(done, k, at, depth + 1))
                 return seq(Lit(text), Ref(self.trie_rule(done, k, at)))
             self.c.budget.charge(1, f"{self.base} (members)")
             text += on[0][0]
@@ -287,11 +295,16 @@ class Members:
             del self.rules["o", at]  # (rolled back with a part left out: made again)
         return self.rule(("o", at), lambda: self.other_node(at))
 
-    def other_node(self, at: int) -> Node:
+    def other_node(self, at: int, depth: int = 0) -> Node:
+        """Another key's characters from trie node `at`; a child's subtree of at most _INLINE nodes, _DEPTH
+        characters below this rule, is written into it rather than referred to (a walk that reaches the rule
+        compiles that part at once, not one rule per character it goes down)."""
         if self.trie is None:
             self.build_trie()
         children = self.trie[at]
-        options = [seq(Lit(ch), Ref(self.other_key(child))) for ch, child in children.items() if self.plain[child]]
+        options = [seq(Lit(ch), self.other_node(child, depth + 1) if self.size[child] <= _INLINE and depth < _DEPTH
+                       else Ref(self.other_key(child)))
+                   for ch, child in children.items() if self.plain[child]]  # fmt: skip
         others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
         more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
         options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more))
@@ -305,9 +318,10 @@ class Members:
         return SPACE if self.extra[0] == "string" else seq(COLON, self.extra[1], self.members(done, self.next_k(k)))
 
 
-def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> Node:
-    """A key's next character or its end, at trie node `at` (-1: no listed name begins so) with the patterns'
-    automata in `states` (json_keys.py); a next character only toward an end (`_pattern_viable`)."""
+def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...], depth: int = 0) -> Node:
+    """A key's next character or its end, at trie node `at` with the patterns' automata in `states`
+    (json_keys.py); a next character only toward an end (`_pattern_viable`); a child's small subtree written
+    here (as `Members.other_node`)."""
     offered = m.offered(done, k)
     options: list[Node] = []
     end = _pattern_end(m, done, k, at, states)
@@ -319,8 +333,71 @@ def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...
             groups.setdefault((child, nxt), []).extend(ranges)
     m.c.budget.charge(len(options) + len(groups), f"{m.base} (members)")
     for (child, nxt), ranges in groups.items():
-        first = Lit(chr(ranges[0][0])) if ranges == [(ranges[0][0],) * 2] else Chars(tuple(ranges))
-        options.append(seq(first, Ref(m.pattern_rule(done, k, child, nxt))))
+        if child >= 0:
+            if m.size[child] <= _INLINE and depth < _DEPTH:
+                options.append(seq(_first(ranges), _pattern_node(m, done, k, child, nxt, depth + 1)))
+            else:
+                options.append(seq(_first(ranges), Ref(m.pattern_rule(done, k, child, nxt))))
+            continue
+        after = seq(QUOTE, COLON)  # (off the trie: the key's rest is a rule per value, shared by every set)
+        for value in _key_values(m, nxt):
+            rest = Ref(_key_rest(m, value, nxt))
+            options.append(seq(_first(ranges), rest, after, value, m.members(done, m.next_k(k))))
+    return _alt(options)
+
+
+def _first(ranges: list[tuple[int, int]]) -> Node:
+    return Lit(chr(ranges[0][0])) if ranges == [(ranges[0][0],) * 2] else Chars(tuple(ranges))
+
+
+def _key_values(m: Members, states: tuple[int, ...]) -> tuple[Node, ...]:
+    """The values of the keys that go on from `states` off the trie of names (no name begins so) to their end,
+    found within _SEARCH states, nearest first (a state on the way to one finds it again)."""
+    keys = m.extra[1]
+    known = keys.reach.get(states)
+    if known is None:
+        seen, level, found = {states}, [states], {}
+        while level and len(seen) <= _SEARCH:
+            below = []
+            for st in level:
+                value = keys.value(st)
+                if value is not None:
+                    found[value] = None
+                if keys.alive(st):
+                    for lo, _ in keys.free_classes:
+                        nxt = keys.step(st, chr(lo))
+                        if nxt not in seen:
+                            seen.add(nxt)
+                            below.append(nxt)
+            level = below
+        m.c.budget.charge(len(seen), f"{m.base} (members)")
+        known = keys.reach[states] = tuple(found)
+    return known
+
+
+def _key_rest(m: Members, value: Node, states: tuple[int, ...]) -> str:
+    """The rule of a key's characters from `states` off the trie to an end whose value is `value`, the closing
+    quote the caller's: the same for every set of members (what follows the key is written after it)."""
+    keys, c = m.extra[1], m.c
+    name = keys.rules.get((value, states))
+    if name is None or not (name in c.lazy or name in c.rules):  # (rolled back with a part left out: made again)
+        name = keys.rules[value, states] = c.fresh_lazy(f"{m.base}-key-{len(keys.rules)}")
+        c.lazy[name] = LazyRule(lambda: c.build_lazy(lambda: _key_rest_node(m, value, states)), EMPTY)
+    return name
+
+
+def _key_rest_node(m: Members, value: Node, states: tuple[int, ...]) -> Node:
+    keys = m.extra[1]
+    options: list[Node] = [EMPTY] if keys.value(states) == value else []
+    groups: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    if keys.alive(states):
+        for lo, hi in keys.free_classes:
+            nxt = keys.step(states, chr(lo))
+            if value in _key_values(m, nxt):
+                groups.setdefault(nxt, []).append((lo, hi))
+    m.c.budget.charge(len(keys.free_classes) + len(groups), f"{m.base} (members)")
+    for nxt, ranges in groups.items():
+        options.append(seq(_first(ranges), Ref(_key_rest(m, value, nxt))))
     return _alt(options)
 
 

@@ -113,7 +113,7 @@ class UniqueStrings(UniqueArray):
     """Unique strings told apart by their (first, last) characters: bit f * len(_SYMBOLS) + l of `used` is the
     pair (f, l) written (a one-character string is (f, f)), the last bit the empty string.
 
-        A(S) ::= "" | "," space '"' F-f B(S, f)   for a symbol f with a pair left
+        A(S) ::= "" | "," space '"' I(S)      I(S) ::= F-f B(S, f)   for a symbol f with a pair left
         B(S, f) ::= '"' space A(S + (f, f)) | middle-char{..} L-l '"' space A(S + (f, l))   for (f, l) not in S
     """
 
@@ -136,25 +136,44 @@ class UniqueStrings(UniqueArray):
             self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), EMPTY)
         return name
 
+    def row(self, used: int, f: int) -> int:
+        """The last characters l whose pair (f, l) is still free, as a bit set."""
+        return ~(used >> (f * len(_SYMBOLS))) & (((1 << len(_SYMBOLS)) - 1) if self.longer else 1 << f)
+
     def pairs(self, used: int, f: int) -> list[int]:
-        """The bits of the pairs (f, l) still free."""
-        n = len(_SYMBOLS)
-        return [f * n + l for l in range(n) if not used >> (f * n + l) & 1 and (self.longer or l == f)]
+        """The bits of the pairs (f, l) still free (f's row of `used` shifted out once: `used` has up to 94 * 94
+        bits, and a shift of it per pair was most of a rule's build)."""
+        n, free, out = len(_SYMBOLS), self.row(used, f), []
+        while free:
+            low = free & -free
+            out.append(f * n + low.bit_length() - 1)
+            free ^= low
+        return out
 
     def body(self, used: int, first: bool) -> Node:
+        """A(S); past the first item the items' characters are their own rule, after the comma and the quote (a
+        walk that closes a string, `x",`, reaches A(S) for each last character x: these stay small)."""
         count = used.bit_count()
         options: list[Node] = [EMPTY] if count >= self.lo else []
-        if count < self.hi:
-            items: list[Node] = []
-            if self.low == 0 and not used >> self.empty & 1:
-                items.append(seq(QUOTE, QUOTE, SPACE, Ref(self.rule(used | 1 << self.empty, False))))
-            for f, sym in enumerate(_SYMBOLS):
-                if self.pairs(used, f):
-                    items.append(seq(QUOTE, sym, Ref(self.lazy((used, f, "first"), lambda f=f: self.last(used, f)))))
-            self.c.budget.charge(len(items), self.base)
-            if items:
-                options.append(alt(*items) if first else seq(COMMA, alt(*items)))
+        empty = self.low == 0 and not used >> self.empty & 1
+        self.c.budget.charge(len(_SYMBOLS), self.base)
+        if count < self.hi and (empty or any(self.row(used, f) for f in range(len(_SYMBOLS)))):
+            if first:
+                options.append(seq(QUOTE, self.items(used)))
+            else:
+                options.append(seq(COMMA, QUOTE, Ref(self.lazy((used, "items"), lambda: self.items(used)))))
         return alt(*options) if options else Chars(())
+
+    def items(self, used: int) -> Node:
+        """An item after its opening quote: the empty string or a first character with a pair left."""
+        items: list[Node] = []
+        if self.low == 0 and not used >> self.empty & 1:
+            items.append(seq(QUOTE, SPACE, Ref(self.rule(used | 1 << self.empty, False))))
+        for f, sym in enumerate(_SYMBOLS):
+            if self.row(used, f):
+                items.append(seq(sym, Ref(self.lazy((used, f, "first"), lambda f=f: self.last(used, f)))))
+        self.c.budget.charge(len(items), self.base)
+        return alt(*items)
 
     def last(self, used: int, f: int) -> Node:
         """After the first character f: the closing quote (a one-character string) or more, then the last one."""

@@ -17,30 +17,14 @@ its work is complete). A limit passed (max_stacks, max_stack_depth) returns LIMI
 from __future__ import annotations
 
 from .pda_automaton import (
-    add,
-    arg,
-    cap,
     class_at,
     closure,
     entry,
-    find,
     first_at,
-    grow,
-    ncount,
-    ndepth,
-    node,
-    nparent,
-    npos,
-    off,
     part_at,
-    rehash,
-    room,
-    set_bit,
-    set_used,
     sort_unique,
     state_of,
     step,
-    used,
 )
 from .pda_layout import (
     DEAD,
@@ -122,6 +106,24 @@ from .pda_layout import (
     V_TOK_BYTES,
     V_TOK_OFF,
     V_TOK_ORDER,
+)
+from .pda_tables import (
+    add,
+    arg,
+    cap,
+    find,
+    grow,
+    ncount,
+    ndepth,
+    node,
+    nparent,
+    npos,
+    off,
+    rehash,
+    room,
+    set_bit,
+    set_used,
+    used,
 )
 
 jit = globals().get("jit") or (lambda f: f)  # numba's njit when native/kernels/pda.py runs this source again
