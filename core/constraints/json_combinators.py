@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .errors import ConstraintError
-from .json_keywords import KEYWORD_TYPES, NOT_IN, VOCABULARY, check_keywords, value_type
+from .json_keywords import NOT_IN, VOCABULARY, check_keywords, implied_type, value_type
 
 
 def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
@@ -136,7 +136,9 @@ def types_of(c: Any, schema: Any, path: str, generated: bool, depth: int = 0) ->
     t = schema.get("type")
     out = every if t is None else {"number" if x == "integer" else x for x in ([t] if isinstance(t, str) else t)}
     if t is None and generated:
-        inferred = next((ty for ty, keys in KEYWORD_TYPES if any(k in schema for k in keys)), None)
+        from .json_formats import FORMATS
+
+        inferred = implied_type(schema, FORMATS)
         if inferred:
             out = {inferred}
     for key in ("anyOf", "oneOf"):

@@ -53,13 +53,13 @@ from .json_formats import FORMATS, format_nodes
 from .json_keywords import (
     ANNOTATIONS,
     DRAFT3_ONLY,
-    KEYWORD_TYPES,
     SUPPORTED,
     TYPES,
     UNSUPPORTED,
     VOCABULARY,
     check_document,
     check_keywords,
+    implied_type,
     text_depth,
 )
 from .json_negation import negate
@@ -445,8 +445,7 @@ class SchemaCompiler:
                 return alt(*alts)
             t = t[0]
         if t is None:  # (a format this compiler does not know constrains nothing: it implies no type either)
-            present = [k for k in schema if k != "format" or schema[k] in FORMATS]
-            t = next((ty for ty, keys in KEYWORD_TYPES if any(k in present for k in keys)), None)
+            t = implied_type(schema, FORMATS)
             if t is None:
                 if schema.get("format") is not None and schema["format"] not in FORMATS:
                     self.unknown(path, f"format {schema['format']!r}", f" (formats known: {', '.join(FORMATS)})")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llamay.constraints import ConstraintLimitError, ConstraintLimits, schema_to_grammar
+from tests.constraints.helpers import assert_sound
 
 
 def test_overlapping_branches_charge_their_required_lists_per_pair():
@@ -16,3 +17,17 @@ def test_overlapping_branches_charge_their_required_lists_per_pair():
     with pytest.raises(ConstraintLimitError) as e:
         schema_to_grammar(schema, limits=ConstraintLimits(max_work=100_000))
     assert e.value.limit == "max_work"
+
+
+def test_a_branch_of_an_unknown_format_generates_every_type():
+    """An unknown format implies no type: the branch generates any value, so the oneOf must count its numbers
+    as matching the number branch too (5 was accepted: it matches both)."""
+    schema = {"oneOf": [{"format": "int32"}, {"type": "number"}]}
+    assert_sound(schema, valid=["x", {}, [1]], invalid=[5, 2.5])
+
+
+def test_keywords_that_constrain_nothing_imply_no_type():
+    """`properties: {}` / `required: []` constrain nothing: any value fits (a string item was refused: the schema
+    was generated as an object), and a oneOf counts those values as overlapping."""
+    assert_sound({"type": "array", "items": {"required": [], "properties": {}}}, valid=[["a", 1], [{}]])
+    assert_sound({"oneOf": [{"properties": {}}, {"type": "string"}]}, valid=[5, {}, [1]], invalid=["x"])
