@@ -151,7 +151,7 @@ def main() -> None:
     with ProcessPoolExecutor(args.jobs) as ex:
         recs = [r for rs in ex.map(check, map(str, files), [args.timeout] * len(files), chunksize=4) for r in rs]
     status = Counter(r["status"] for r in recs if "status" in r)
-    bad = [r for r in recs if "valid" in r and r["valid"]]
+    bad = [r for r in recs if r.get("valid")]
     unsound = [r for r in recs if "valid" in r and not r["valid"]]
     print(f"{len(files)} schemas: {dict(status)}; valid refused {len(bad)}; invalid accepted {len(unsound)}")
     per_slice = Counter(slice_of[r["file"]] for r in bad)
