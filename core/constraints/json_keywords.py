@@ -84,6 +84,7 @@ def implied_type(schema: dict, formats: Any) -> str | None:
             return t
     return None
 
+
 # what each keyword's value must be (checked before the value is used, so a malformed schema is an error naming
 # the keyword, never a TypeError): kinds are below
 KEYWORD_KINDS = {
