@@ -31,3 +31,20 @@ def test_keywords_that_constrain_nothing_imply_no_type():
     was generated as an object), and a oneOf counts those values as overlapping."""
     assert_sound({"type": "array", "items": {"required": [], "properties": {}}}, valid=[["a", 1], [{}]])
     assert_sound({"oneOf": [{"properties": {}}, {"type": "string"}]}, valid=[5, {}, [1]], invalid=["x"])
+
+
+def test_allof_of_a_tuple_and_an_items_schema_checks_the_tuple_items():
+    """allOf [{items: S}, {prefixItems: [...]}]: the tuple's items are items too, valid against S ([1] was
+    accepted); the draft-7 tuple (a list `items`) was refused as 'allOf of a list'."""
+    s = {"allOf": [{"type": "array", "items": {"type": "string"}}, {"prefixItems": [True]}]}
+    assert_sound(s, valid=[["a"]], invalid=[[1], ["a", 1]])
+    s7 = {"$schema": "http://json-schema.org/draft-07/schema#", "allOf": [s["allOf"][0], {"items": [True]}]}
+    assert_sound(s7, valid=[["a"]], invalid=[[1], ["a", 1]])
+
+
+def test_oneof_with_an_enum_of_arrays_keeps_the_other_arrays():
+    """The values a oneOf branch shares with an enum of arrays are taken out, not every array: arrays of other
+    lengths, and of the length of one value with an item changed (["size"] and ["size", "mode"] were refused)."""
+    items = {"type": "array", "items": {"enum": ["size", "deleted", "mode"]}}
+    s = {"oneOf": [items, {"enum": [["deleted"], []]}]}
+    assert_sound(s, valid=[["size"], ["size", "mode"], ["deleted", "deleted"]], invalid=[["deleted"], [], ["x"]])
