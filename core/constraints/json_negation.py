@@ -21,6 +21,7 @@ _KEYWORD_TYPE = {k: t for t, keys in KEYWORD_TYPES for k in keys}
 _ALL = ("string", "number", "boolean", "null", "object", "array")  # (integer is a number)
 _LOWER = {"minLength": ("string", "maxLength"), "minItems": ("array", "maxItems"),
           "minProperties": ("object", "maxProperties")}  # fmt: skip
+_TUPLE = 64  # an enum's array of more items: no way with an item changed (a subset)
 _UPPER = {"maxLength": ("string", "minLength"), "maxItems": ("array", "minItems"),
           "maxProperties": ("object", "minProperties")}  # fmt: skip
 
@@ -118,8 +119,8 @@ def _other_values(c: Any, values: list, kind: str, path: str) -> Any:
 
 
 def _other_arrays(c: Any, mine: list, path: str) -> Any:
-    """Arrays none of `mine`: of a length none has, or of a length one alone has and another item at some index
-    (a subset: of a length two share, none)."""
+    """Arrays none of `mine`: of a length none has, or of a length one alone has (at most _TUPLE) and another item
+    at some index (a subset: of a length two share, none)."""
     c.budget.charge(1 + sum(map(len, mine)), path)
     by_length: dict[int, list] = {}
     for v in mine:
@@ -130,7 +131,8 @@ def _other_arrays(c: Any, mine: list, path: str) -> Any:
         if hi is None or hi - lo > 1:
             ways.append({"type": "array", "minItems": lo + 1, **({"maxItems": hi - 1} if hi is not None else {})})
     for n, vs in by_length.items():
-        if len(vs) == 1:
+        if len(vs) == 1 and n <= _TUPLE:
+            c.budget.charge(n * n, path)  # (n ways of n items)
             for i, item in enumerate(vs[0]):
                 items = [True] * i + [{"not": {"const": item}}] + [True] * (n - i - 1)
                 ways.append({"type": "array", "minItems": n, "maxItems": n, "items": items})

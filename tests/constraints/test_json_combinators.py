@@ -48,3 +48,15 @@ def test_oneof_with_an_enum_of_arrays_keeps_the_other_arrays():
     items = {"type": "array", "items": {"enum": ["size", "deleted", "mode"]}}
     s = {"oneOf": [items, {"enum": [["deleted"], []]}]}
     assert_sound(s, valid=[["size"], ["size", "mode"], ["deleted", "deleted"]], invalid=[["deleted"], [], ["x"]])
+
+
+def test_tuple_and_items_merge_and_array_enum_negation_are_charged():
+    """Each tuple entry merged with the items schema, and an enum array's ways to differ (n ways of n items), are
+    charged where they are made."""
+    tuple_ = {"allOf": [{"type": "array", "items": {"type": "integer"}}, {"prefixItems": [True] * 2000}]}
+    with pytest.raises(ConstraintLimitError) as e:
+        schema_to_grammar({"properties": {"a": tuple_}}, limits=ConstraintLimits(max_work=3500))
+    assert e.value.where == "#/properties/a"
+    with pytest.raises(ConstraintLimitError) as e:
+        schema_to_grammar({"not": {"enum": [list(range(60))]}}, limits=ConstraintLimits(max_work=3000))
+    assert e.value.where == "#/not"
