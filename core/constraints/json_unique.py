@@ -102,7 +102,9 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
     elif item.get("type") == "string" and keys <= {"type", "format", "pattern"} and lo <= 1:
         return _matches_array(c, item, lo, hi, path)
     else:
-        return None
+        from .json_unique_objects import unique_objects  # (objects told apart by a property written first)
+
+        return unique_objects(c, item, lo, hi, path)
     c.use("space")
     if len(options) < lo or (hi is not None and hi < lo):
         return None

@@ -97,3 +97,51 @@ def test_other_items_keep_at_most_one_and_more_are_refused():
     assert a.accepts_bytes(b"[1]") and not a.accepts_bytes(b"[1,2]")
     with pytest.raises(ConstraintError, match="uniqueItems"):
         schema_to_grammar({**schema, "minItems": 2})
+
+
+_OWNER = {"type": "object", "additionalProperties": False,
+          "properties": {"name": {"type": "string"}, "email": {"type": "string"}}}  # fmt: skip
+_KIND = {"type": "object", "properties": {"k": {"enum": ["a", "b", "c"]}, "v": {"type": "integer"}}, "required": ["k"]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "array", "items": _OWNER, "uniqueItems": True},
+         [[{"name": "John Doe", "email": "j@x"}, {"name": "Jane Doe", "email": "j@x"}], [{"email": "x", "name": "y"}],
+          [{"name": "a"}, {"name": "ab"}, {"name": ""}]],
+         [[{"name": "J"}, {"name": "J"}], [{"name": "a", "x": 1}]]),
+        ({"type": "array", "items": _KIND, "uniqueItems": True, "minItems": 2},
+         [[{"k": "a", "v": 1}, {"k": "b", "v": 1}], [{"k": "c"}, {"k": "a"}, {"k": "b"}]],
+         [[{"k": "a"}, {"k": "a"}], [{"k": "a"}], [{"k": "d"}, {"k": "a"}]]),
+    ],
+)  # fmt: skip
+def test_unique_objects_told_apart_by_a_property_written_first(schema, valid, invalid):
+    """Objects whose first member is the same property with different values are different (a subset: two items
+    equal in it are refused, `[{"name": "J"}, {"name": "J", "email": "x"}]`); one item keeps any member order."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=30, budget=120)
+    a = schema_automaton(schema)
+    assert not a.accepts_bytes(b'[{"name":"J"},{"name":"J","email":"x"}]')
+
+
+def test_unique_objects_with_a_long_shared_prefix_are_refused_not_accepted():
+    """Names sharing their first 24 characters cannot be told apart by the signature: refused, never accepted
+    when equal."""
+    a = schema_automaton({"type": "array", "items": _OWNER, "uniqueItems": True})
+    name = "x" * 30
+    same = json.dumps([{"name": name}, {"name": name}], separators=(",", ":")).encode()
+    assert not a.accepts_bytes(same)
+    assert a.accepts_bytes(json.dumps([{"name": name}, {"name": "y" + name}], separators=(",", ":")).encode())
+
+
+def test_unique_objects_work_is_charged():
+    """The members after the key and the key's walk are charged to the lazy rules' budget (the walk checks every
+    signature written per character offered)."""
+    from llamay.constraints import ConstraintLimitError, ConstraintLimits, compile_grammar
+    from llamay.constraints.automaton import Automaton
+
+    schema = {"type": "array", "items": _OWNER, "uniqueItems": True}
+    a = Automaton(compile_grammar(schema_to_grammar(schema, limits=ConstraintLimits(max_work=600))))
+    items = [{"name": f"n{i:02d}"} for i in range(30)]
+    with pytest.raises(ConstraintLimitError):
+        a.accepts_bytes(json.dumps(items, separators=(",", ":")).encode())

@@ -1,0 +1,177 @@
+"""`uniqueItems` of objects, a subset: items told apart by one property `P` written first.
+
+Two equal objects may be written differently (key order, `1` and `1.0`, escapes), so no grammar tells objects
+apart by their whole text. Here every item starts with the same key P (made required: a subset), and two items
+differ in P's value, so they are different objects whatever follows:
+
+- P an enum / const of strings: exact on P's values, each at most once (`UniqueArray` of json_unique.py);
+- P a plain string (`type: string`, lengths): its first `_PREFIX` characters, written without escapes, told
+  apart (`UniqueKeyed`: S, the signatures written, each a prefix of up to _PREFIX characters that either ended
+  the string or went on); `[{"name": "John Doe"}, {"name": "Jane Doe"}]` is generated, two names sharing their
+  first _PREFIX characters are not, nor a name starting with an escape or a character beyond ASCII.
+
+The rest of each item is the object's other members in their listed order (json_objects.object_rule with
+`tail`), P kept off its other keys. P is the first required property that qualifies (else the first listed);
+items of other objects (combinators, property counts, patterns) get no rule here (at most one item).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ConstraintError
+from .grammar import EMPTY, Chars, Lit, Node, Ref, Repeat, alt, seq
+from .json_keywords import ANNOTATIONS, VOCABULARY
+from .json_unique import COMMA, QUOTE, SPACE, UniqueArray, UniqueStrings
+from .limits import ConstraintLimitError
+
+_PREFIX = 24  # characters of P's value told apart
+_MAX_ITEMS = 32  # items written at most (each builds about _PREFIX lazy rules of ~94 branches)
+_PLAIN = [chr(b) for b in range(0x20, 0x7F) if chr(b) not in '"\\']
+_OBJECT_KEYS = {"type", "properties", "required", "additionalProperties"}
+
+
+def unique_objects(c: Any, item: dict, lo: int, hi: int | None, path: str) -> Node | None:
+    """The array node, or None when the items are not objects handled here."""
+    keys = set(item) & VOCABULARY
+    if item.get("type", "object") != "object" or not keys <= _OBJECT_KEYS or not isinstance(item.get("properties"), dict):
+        return None
+    props, required = item["properties"], [r for r in item.get("required", []) if isinstance(r, str)]
+    c.budget.charge(len(props) + len(required), path)
+    chosen = None
+    for name in [*(r for r in required if r in props), *props]:
+        kind = _key_kind(c, props[name], path)
+        if kind is not None:
+            chosen = name, kind
+            break
+    if chosen is None:
+        return None
+    name, (kind, schema) = chosen
+    rest_schema = {**item, "properties": {**props, name: False}, "required": [r for r in required if r != name]}
+    mark = c.checkpoint()
+    try:
+        rest = c.named(_tail(c, rest_schema, path), "unique-rest")
+    except ConstraintLimitError:
+        raise
+    except ConstraintError:  # (the members after P not compiled: at most one item, as before)
+        c.rollback(mark)
+        return None
+    c.use("space")
+    opening = seq(Lit("{"), SPACE, Lit(_quoted(name)), SPACE, Lit(":"), SPACE)
+    closing = seq(SPACE, rest)  # (after P's value)
+    keyed = _keyed(c, kind, schema, opening, closing, lo, hi, path)
+    if keyed is None or lo > 1:
+        return keyed
+    # (or one item at most, its members in any order, as without this rule: the union of two subsets)
+    one = c.named(c.visit(item, "unique-item", path), "unique-item")
+    return alt(keyed, seq(Lit("["), SPACE, one if lo else Repeat(one, 0, 1), Lit("]"), SPACE))
+
+
+def _keyed(c: Any, kind: str, schema: dict, opening: Node, closing: Node, lo: int, hi: int | None, path: str):
+    from .json_values import literal_texts
+
+    if kind == "enum":
+        groups = literal_texts(c, [schema["const"]] if "const" in schema else schema["enum"], schema, path)
+        c.budget.charge(sum(len(t) for g in groups for t in g), path)
+        options = {g[0]: (seq(opening, alt(*map(Lit, g)), closing), EMPTY) for g in groups}
+        hi = min(_MAX_ITEMS, len(options)) if hi is None else min(hi, _MAX_ITEMS, len(options))
+        if hi < lo:
+            return None
+        return UniqueArray(c, c.prefix("unique"), options, lo, hi).entry()
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    array = UniqueKeyed(c, c.prefix("unique"), seq(opening, QUOTE), closing, int(low), high, lo, hi)
+    return array.entry() if array.hi >= lo else None
+
+
+def _key_kind(c: Any, schema: Any, path: str) -> tuple[str, dict] | None:
+    """("enum", schema) for an enum / const of strings, ("string", schema) for a plain string, else None."""
+    schema = c.deref(schema, path)
+    if not isinstance(schema, dict):
+        return None
+    keys = {k for k in schema if k not in ANNOTATIONS} & VOCABULARY
+    values = [schema["const"]] if "const" in schema else schema.get("enum")
+    if isinstance(values, list) and values and keys <= {"type", "enum", "const"}:
+        if all(isinstance(v, str) for v in values) and schema.get("type", "string") == "string":
+            return "enum", schema
+        return None
+    if schema.get("type") == "string" and keys <= {"type", "minLength", "maxLength"}:
+        return "string", schema
+    return None
+
+
+def _tail(c: Any, schema: dict, path: str) -> Node:
+    from .json_objects import object_rule
+
+    return object_rule(c, schema, "unique-item", path, tail=True)
+
+
+def _quoted(name: str) -> str:
+    import json
+
+    return json.dumps(name, ensure_ascii=False)
+
+
+class UniqueKeyed(UniqueArray):
+    """Items `opening` P's string `closing`, told apart by their signatures: (p, True) for a string p shorter
+    than or as long as _PREFIX, (p, False) for one longer, p its first _PREFIX characters.
+
+        A(S) ::= "" | "," space opening T(S, "")
+        T(S, p) ::= '"' closing A(S + (p, True)) | c T(S, p + c)  (len(p) < _PREFIX)
+                  | char{1,..} '"' closing A(S + (p, False))     (len(p) = _PREFIX)
+    """
+
+    lazy = UniqueStrings.lazy
+
+    def __init__(self, c: Any, base: str, opening: Node, closing: Node, low: int, high: int | None, lo: int,
+                 hi: int | None) -> None:  # fmt: skip
+        super().__init__(c, base, {}, lo, hi)
+        self.hi = min(hi if hi is not None else _MAX_ITEMS, _MAX_ITEMS)
+        self.opening, self.closing, self.low, self.high = opening, closing, low, high
+        self.unit = c.use("length-char" if low > 0 else "char")
+
+    def entry(self) -> Node:
+        return seq(Lit("["), SPACE, Ref(self.rule(frozenset(), True)), Lit("]"), SPACE)
+
+    def rule(self, used: frozenset, first: bool) -> str:
+        return self.lazy((used, first), lambda: self.body(used, first))
+
+    def body(self, used: frozenset, first: bool) -> Node:
+        options: list[Node] = [EMPTY] if len(used) >= self.lo else []
+        if len(used) < self.hi and self.alive(used, ""):
+            item = seq(self.opening, Ref(self.lazy((used, ""), lambda: self.walk(used, ""))))
+            options.append(item if first else seq(COMMA, item))
+        return alt(*options) if options else Chars(())
+
+    def fits(self, n: int, longer: bool) -> bool:
+        """Whether a string of n characters (longer: n + 1 or more) fits the lengths."""
+        if longer:
+            return self.high is None or self.high > n
+        return self.low <= n and (self.high is None or n <= self.high)
+
+    def alive(self, used: frozenset, p: str) -> bool:
+        """Whether some string starting with p has a signature not in `used`."""
+        self.c.budget.charge(1 + len(used), self.base)
+        if self.fits(len(p), False) and (p, True) not in used:
+            return True
+        if len(p) == _PREFIX:
+            return self.fits(len(p), True) and (p, False) not in used
+        if not self.fits(len(p), True):
+            return False
+        taken = {q[len(p)] for q, _ in used if len(q) > len(p) and q.startswith(p)}
+        return len(taken) < len(_PLAIN) or any(self.alive(used, p + ch) for ch in taken)
+
+    def walk(self, used: frozenset, p: str) -> Node:
+        """P's characters after p (the opening quote written)."""
+        options: list[Node] = []
+        if self.fits(len(p), False) and (p, True) not in used:
+            options.append(seq(QUOTE, self.closing, Ref(self.rule(used | {(p, True)}, False))))
+        if len(p) < _PREFIX:
+            for ch in _PLAIN:
+                if self.alive(used, p + ch):
+                    nxt = self.lazy((used, p + ch), lambda q=p + ch: self.walk(used, q))
+                    options.append(seq(Lit(ch), Ref(nxt)))
+        elif self.fits(len(p), True) and (p, False) not in used:
+            more = Repeat(self.unit, max(self.low - len(p), 1), None if self.high is None else self.high - len(p))
+            options.append(seq(more, QUOTE, self.closing, Ref(self.rule(used | {(p, False)}, False))))
+        self.c.budget.charge(len(options), self.base)
+        return alt(*options) if options else Chars(())
