@@ -85,9 +85,9 @@ def object_rule(c: Any, schema: dict, name: str, path: str, tail: bool = False) 
         extra_allowed = extra_allowed and (
             name_node is not None or (key_node is not False and (key_node is None or not patterns))
         )
-    if not props and not forbidden and not patterns and addl is True and not lo and hi is None and key_node is None:
-        if not tail:
-            return c.use("object")  # any object
+    anything = not props and not forbidden and not patterns and addl is True and not lo and hi is None
+    if anything and key_node is None and not tail:
+        return c.use("object")  # any object
     items: list[tuple[str, Node]] = []
     for pname, pschema in props.items():
         mark = c.checkpoint()

@@ -4,11 +4,13 @@ Two equal objects may be written differently (key order, `1` and `1.0`, escapes)
 apart by their whole text. Here every item starts with the same key P (made required: a subset), and two items
 differ in P's value, so they are different objects whatever follows:
 
-- P an enum / const of strings: exact on P's values, each at most once (`UniqueArray` of json_unique.py);
-- P a plain string (`type: string`, lengths): its first `_PREFIX` characters, written without escapes, told
-  apart (`UniqueKeyed`: S, the signatures written, each a prefix of up to _PREFIX characters that either ended
-  the string or went on); `[{"name": "John Doe"}, {"name": "Jane Doe"}]` is generated, two names sharing their
-  first _PREFIX characters are not, nor a name starting with an escape or a character beyond ASCII.
+- P an enum / const of strings: exact on P's values, each at most once (a walk over the trie of the values
+  not written yet, so a state holds a stack per branch, not per value: 2,461 values pass `max_stacks`);
+- P a plain string (`type: string`, lengths): its first `_PREFIX` characters and, for a longer one, its last
+  character, told apart, all written without escapes (S: the signatures written); `[{"name": "John Doe"},
+  {"name": "Jane Doe"}]` and names differing only in their last character are generated, two names sharing
+  their first _PREFIX and their last characters are not, nor a name starting with an escape or a character
+  beyond ASCII.
 
 The rest of each item is the object's other members in their listed order (json_objects.object_rule with
 `tail`), P kept off its other keys. P is the first required property that qualifies (else the first listed);
@@ -17,6 +19,7 @@ items of other objects (combinators, property counts, patterns) get no rule here
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from .errors import ConstraintError
@@ -26,7 +29,8 @@ from .json_unique import COMMA, QUOTE, SPACE, UniqueArray, UniqueStrings
 from .limits import ConstraintLimitError
 
 _PREFIX = 24  # characters of P's value told apart
-_MAX_ITEMS = 32  # items written at most (each builds about _PREFIX lazy rules of ~94 branches)
+_MAX_ITEMS = 32  # plain-string keys: items written at most (each builds up to _PREFIX rules of ~94 branches)
+_MAX_VALUES = 256  # enum keys: items written at most
 _PLAIN = [chr(b) for b in range(0x20, 0x7F) if chr(b) not in '"\\']
 _OBJECT_KEYS = {"type", "properties", "required", "additionalProperties"}
 
@@ -34,7 +38,11 @@ _OBJECT_KEYS = {"type", "properties", "required", "additionalProperties"}
 def unique_objects(c: Any, item: dict, lo: int, hi: int | None, path: str) -> Node | None:
     """The array node, or None when the items are not objects handled here."""
     keys = set(item) & VOCABULARY
-    if item.get("type", "object") != "object" or not keys <= _OBJECT_KEYS or not isinstance(item.get("properties"), dict):
+    if (
+        item.get("type", "object") != "object"
+        or not keys <= _OBJECT_KEYS
+        or not isinstance(item.get("properties"), dict)
+    ):
         return None
     props, required = item["properties"], [r for r in item.get("required", []) if isinstance(r, str)]
     c.budget.charge(len(props) + len(required), path)
@@ -68,18 +76,14 @@ def unique_objects(c: Any, item: dict, lo: int, hi: int | None, path: str) -> No
 
 
 def _keyed(c: Any, kind: str, schema: dict, opening: Node, closing: Node, lo: int, hi: int | None, path: str):
-    from .json_values import literal_texts
-
+    values = None
     if kind == "enum":
-        groups = literal_texts(c, [schema["const"]] if "const" in schema else schema["enum"], schema, path)
-        c.budget.charge(sum(len(t) for g in groups for t in g), path)
-        options = {g[0]: (seq(opening, alt(*map(Lit, g)), closing), EMPTY) for g in groups}
-        hi = min(_MAX_ITEMS, len(options)) if hi is None else min(hi, _MAX_ITEMS, len(options))
-        if hi < lo:
-            return None
-        return UniqueArray(c, c.prefix("unique"), options, lo, hi).entry()
-    low, high = schema.get("minLength", 0), schema.get("maxLength")
-    array = UniqueKeyed(c, c.prefix("unique"), seq(opening, QUOTE), closing, int(low), high, lo, hi)
+        raw = [schema["const"]] if "const" in schema else schema["enum"]
+        c.budget.charge(sum(len(v) for v in raw), path)
+        values = sorted({_quoted(v)[1:-1] for v in raw})  # (as written, between the quotes)
+        hi = len(values) if hi is None else min(hi, len(values))
+    low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
+    array = UniqueKeyed(c, c.prefix("unique"), seq(opening, QUOTE), closing, low, high, lo, hi, values)
     return array.entry() if array.hi >= lo else None
 
 
@@ -112,22 +116,25 @@ def _quoted(name: str) -> str:
 
 
 class UniqueKeyed(UniqueArray):
-    """Items `opening` P's string `closing`, told apart by their signatures: (p, True) for a string p shorter
-    than or as long as _PREFIX, (p, False) for one longer, p its first _PREFIX characters.
+    """Items `opening` P's string `closing`, told apart by their signatures (S: those written): (p, True) for a
+    string p of at most _PREFIX characters, (p, l) for a longer one starting with p and ending with l; of an
+    enum (`values`, as written), (v, True) for its value v.
 
         A(S) ::= "" | "," space opening T(S, "")
-        T(S, p) ::= '"' closing A(S + (p, True)) | c T(S, p + c)  (len(p) < _PREFIX)
-                  | char{1,..} '"' closing A(S + (p, False))     (len(p) = _PREFIX)
+        T(S, p) ::= '"' closing A(S + (p, True)) | c T(S, p + c)                (len(p) < _PREFIX)
+                  | char* l '"' closing A(S + (p, l))                          (len(p) = _PREFIX)
     """
 
     lazy = UniqueStrings.lazy
 
     def __init__(self, c: Any, base: str, opening: Node, closing: Node, low: int, high: int | None, lo: int,
-                 hi: int | None) -> None:  # fmt: skip
+                 hi: int | None, values: list[str] | None = None) -> None:  # fmt: skip
         super().__init__(c, base, {}, lo, hi)
-        self.hi = min(hi if hi is not None else _MAX_ITEMS, _MAX_ITEMS)
+        most = _MAX_ITEMS if values is None else _MAX_VALUES  # (an enum's walk: a few branches per rule)
+        self.hi = min(hi if hi is not None else most, most)
         self.opening, self.closing, self.low, self.high = opening, closing, low, high
         self.unit = c.use("length-char" if low > 0 else "char")
+        self.values = values
 
     def entry(self) -> Node:
         return seq(Lit("["), SPACE, Ref(self.rule(frozenset(), True)), Lit("]"), SPACE)
@@ -148,13 +155,22 @@ class UniqueKeyed(UniqueArray):
             return self.high is None or self.high > n
         return self.low <= n and (self.high is None or n <= self.high)
 
+    def live(self, used: frozenset, p: str) -> list[str]:
+        """The enum's values starting with p not written yet."""
+        lo = bisect_left(self.values, p)
+        hi = bisect_left(self.values, p + "\U0010ffff")
+        self.c.budget.charge(1 + hi - lo, self.base)
+        return [v for v in self.values[lo:hi] if (v, True) not in used]
+
     def alive(self, used: frozenset, p: str) -> bool:
         """Whether some string starting with p has a signature not in `used`."""
+        if self.values is not None:
+            return bool(self.live(used, p))
         self.c.budget.charge(1 + len(used), self.base)
         if self.fits(len(p), False) and (p, True) not in used:
             return True
         if len(p) == _PREFIX:
-            return self.fits(len(p), True) and (p, False) not in used
+            return self.fits(len(p), True) and sum(q == p and e is not True for q, e in used) < len(_PLAIN)
         if not self.fits(len(p), True):
             return False
         taken = {q[len(p)] for q, _ in used if len(q) > len(p) and q.startswith(p)}
@@ -163,15 +179,26 @@ class UniqueKeyed(UniqueArray):
     def walk(self, used: frozenset, p: str) -> Node:
         """P's characters after p (the opening quote written)."""
         options: list[Node] = []
-        if self.fits(len(p), False) and (p, True) not in used:
-            options.append(seq(QUOTE, self.closing, Ref(self.rule(used | {(p, True)}, False))))
-        if len(p) < _PREFIX:
-            for ch in _PLAIN:
-                if self.alive(used, p + ch):
-                    nxt = self.lazy((used, p + ch), lambda q=p + ch: self.walk(used, q))
-                    options.append(seq(Lit(ch), Ref(nxt)))
-        elif self.fits(len(p), True) and (p, False) not in used:
-            more = Repeat(self.unit, max(self.low - len(p), 1), None if self.high is None else self.high - len(p))
-            options.append(seq(more, QUOTE, self.closing, Ref(self.rule(used | {(p, False)}, False))))
+        end = seq(QUOTE, self.closing, Ref(self.rule(used | {(p, True)}, False)))
+        if self.values is not None:
+            live = self.live(used, p)
+            if p in live:
+                options.append(end)
+            for ch in sorted({v[len(p)] for v in live if len(v) > len(p)}):
+                options.append(seq(Lit(ch), Ref(self.lazy((used, p + ch), lambda q=p + ch: self.walk(used, q)))))
+        else:
+            if self.fits(len(p), False) and (p, True) not in used:
+                options.append(end)
+            if len(p) < _PREFIX:
+                for ch in _PLAIN:
+                    if self.alive(used, p + ch):
+                        nxt = self.lazy((used, p + ch), lambda q=p + ch: self.walk(used, q))
+                        options.append(seq(Lit(ch), Ref(nxt)))
+            elif self.fits(len(p), True):
+                ends = [seq(Lit(ch), QUOTE, self.closing, Ref(self.rule(used | {(p, ch)}, False)))
+                        for ch in _PLAIN if (p, ch) not in used]  # fmt: skip
+                low, high = max(self.low - len(p) - 1, 0), None if self.high is None else self.high - len(p) - 1
+                if ends:
+                    options.append(seq(Repeat(self.unit, low, high), alt(*ends)))
         self.c.budget.charge(len(options), self.base)
         return alt(*options) if options else Chars(())

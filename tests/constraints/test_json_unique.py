@@ -145,3 +145,18 @@ def test_unique_objects_work_is_charged():
     items = [{"name": f"n{i:02d}"} for i in range(30)]
     with pytest.raises(ConstraintLimitError):
         a.accepts_bytes(json.dumps(items, separators=(",", ":")).encode())
+
+
+def test_unique_objects_keyed_by_a_long_enum_or_a_last_character():
+    """An enum key of many values is walked as a trie (a stack per value passed max_stacks: 2,461 values);
+    plain-string keys sharing their first 24 characters are told apart by their last one."""
+    names = [f"r_AntialiasingMode{i}" for i in range(3000)] + ["r_AntialiasingMode"]
+    item = {"type": "object", "properties": {"name": {"enum": names}, "value": {"type": "string"}},
+            "required": ["name", "value"]}  # fmt: skip
+    a = schema_automaton({"type": "array", "items": item, "uniqueItems": True})
+    doc = [{"name": "r_AntialiasingMode", "value": "1"}, {"name": "r_AntialiasingMode12", "value": "1"}]
+    assert a.accepts_bytes(json.dumps(doc, separators=(",", ":")).encode())
+    assert not a.accepts_bytes(json.dumps([doc[0], doc[0]], separators=(",", ":")).encode())
+    links = [{"name": "https://example.com/link1"}, {"name": "https://example.com/link2"}]
+    assert_sound({"type": "array", "items": _OWNER, "uniqueItems": True}, valid=[links],
+                 invalid=[[links[0], links[0]]], n=10)  # fmt: skip
