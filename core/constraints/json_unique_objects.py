@@ -19,6 +19,7 @@ items of other objects (combinators, property counts, patterns) get no rule here
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from typing import Any
 
@@ -87,6 +88,24 @@ def _keyed(c: Any, kind: str, schema: dict, opening: Node, closing: Node, lo: in
     return array.entry() if array.hi >= lo else None
 
 
+def large_string_enum(c: Any, item: dict, values: list, lo: int, hi: int | None, path: str, most: int,
+                      text: int) -> Node | None:  # fmt: skip
+    """Unique items of an enum of strings too long for UniqueArray (more than `most` values, or a rule per set
+    written listing more than `text` characters: it caps the items) as a trie walk; None otherwise."""
+    from .json_values import literal_texts
+
+    if len(values) <= most:
+        groups = literal_texts(c, values, item, path)
+        size = sum(len(t) for g in groups for t in g) + len(groups)
+        if text // size >= len(groups):
+            return None
+        values = [json.loads(g[0]) for g in groups]
+    elif set(item) & VOCABULARY - {"type", "enum", "const"} or item.get("type", "string") != "string":
+        return None
+    c.use("space")
+    return _keyed(c, "enum", {"enum": values}, EMPTY, SPACE, lo, hi, path)
+
+
 def _key_kind(c: Any, schema: Any, path: str) -> tuple[str, dict] | None:
     """("enum", schema) for an enum / const of strings, ("string", schema) for a plain string, else None."""
     schema = c.deref(schema, path)
@@ -110,8 +129,6 @@ def _tail(c: Any, schema: dict, path: str) -> Node:
 
 
 def _quoted(name: str) -> str:
-    import json
-
     return json.dumps(name, ensure_ascii=False)
 
 

@@ -31,6 +31,9 @@ def test_keywords_that_constrain_nothing_imply_no_type():
     was generated as an object), and a oneOf counts those values as overlapping."""
     assert_sound({"type": "array", "items": {"required": [], "properties": {}}}, valid=[["a", 1], [{}]])
     assert_sound({"oneOf": [{"properties": {}}, {"type": "string"}]}, valid=[5, {}, [1]], invalid=["x"])
+    # (but `minimum: 0` and `contains: {}` constrain numbers and arrays)
+    assert_sound({"minimum": 0}, valid=[0, 3], invalid=[-1])
+    assert_sound({"contains": {}}, valid=[[1]], invalid=[[]])
 
 
 def test_allof_of_a_tuple_and_an_items_schema_checks_the_tuple_items():

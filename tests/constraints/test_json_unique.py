@@ -30,13 +30,15 @@ def test_unique_arrays(schema, valid, invalid):
 
 
 def test_strings_told_apart_by_their_first_or_last_character():
-    """A subset: strings differing in their first or their last character (as written: no escape there) are
-    different; two that share both could be equal, so the second is never written."""
+    """A subset: strings differing in their first or their last character (as written: no escape there), or in
+    their first 24 characters (written without escapes), are different; two that share both could be equal, so
+    the second is never written."""
     a = schema_automaton({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
     for doc in (b'["tag1","tag2"]', b'["size","mode"]', b'["example_migration_1","example_migration_2"]',
-                b'["a","ab","b"]', b'["\xc3\xa9x","\xc3\xa9y"]', b'["a\\nb","a\\nc"]'):  # fmt: skip
+                b'["a","ab","b"]', b'["\xc3\xa9x","\xc3\xa9y"]', b'["a\\nb","a\\nc"]', b'["a1b","a2b"]',
+                b'["a","aba"]'):  # fmt: skip
         assert a.accepts_bytes(doc), doc
-    for doc in (b'["tag1","tag1"]', b'["a1b","a2b"]', b'["\\u0061","a"]', b'["a","aba"]', b'["ab\\n","a"]'):
+    for doc in (b'["tag1","tag1"]', b'["\\u0061","a"]', b'["ab\\n","a"]', b'["\\u0061b","\\u0061b"]'):
         assert not a.accepts_bytes(doc), doc
 
 
@@ -160,3 +162,14 @@ def test_unique_objects_keyed_by_a_long_enum_or_a_last_character():
     links = [{"name": "https://example.com/link1"}, {"name": "https://example.com/link2"}]
     assert_sound({"type": "array", "items": _OWNER, "uniqueItems": True}, valid=[links],
                  invalid=[[links[0], links[0]]], n=10)  # fmt: skip
+
+
+def test_unique_strings_also_told_apart_by_their_first_characters():
+    """Plain strings: the union of (first, last) pairs and 24-character prefixes (["*.js", "*.ts"] share both
+    ends); a string enum whose rules would list too much text is walked as a trie (items were capped at 45)."""
+    schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    assert_sound(schema, valid=[["*.js", "*.ts"], ["minecraft:stone", "minecraft:deepslate"], ["é", "a"]],
+                 invalid=[["*.js", "*.js"]], n=30)  # fmt: skip
+    names = [f"css/feature-{i}" for i in range(700)]
+    big = {"type": "array", "items": {"type": "string", "enum": names}, "uniqueItems": True}
+    assert_sound(big, valid=[names[:60], names[::-1][:3]], invalid=[[names[1], names[1]], ["css/x"]], n=10)
