@@ -255,7 +255,13 @@ def multiples(c: Any, k: int, lo: int | None, hi: int | None, t: str, path: str)
         c.rules.update(rules)
         # (lo <= 0: the positive ones; hi >= 0: the negative ones)
         sign = [] if lo is not None else [Lit("-")] if hi is not None else [Repeat(Lit("-"), 0, 1)]
-        return seq(alt(Lit("0"), seq(*sign, nonzero)), SPACE)
+        signed = seq(alt(Lit("0"), seq(*sign, nonzero)), SPACE)
+        # and the few of the other sign within the bound (multipleOf 10, exclusiveMaximum 100: 10 to 90 too)
+        few = range(k, last + 1, k) if lo is None and last else range(first, 0, k) if hi is None and first else ()
+        if not few or len(few) > _WINDOW:
+            return signed
+        c.budget.charge(len(few), f"{path}/multipleOf")
+        return alt(signed, literals(c, list(few), {"type": t}, f"multiple-of-{k}", path))
     if first is not None and (last is None or (last - first) // k >= _WINDOW):
         last = first + (_WINDOW - 1) * k
     elif first is None or (last - first) // k >= _WINDOW:

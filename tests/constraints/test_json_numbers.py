@@ -103,3 +103,11 @@ def test_integer_multiple_of(schema, valid, invalid):
 def test_decimal_multiple_of_is_what_jsonschema_computes(schema, valid, invalid):
     """A decimal step: numbers whose division by it is an integer in floating point, as jsonschema divides."""
     assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=40)
+
+
+def test_integer_steps_bounded_on_one_side_keep_the_few_of_the_other_sign():
+    """multipleOf 10 below 100 is every non-positive multiple (the divisibility automaton) and 10 .. 90 too (30
+    was refused); the few negative ones above a negative minimum likewise."""
+    assert_sound({"exclusiveMaximum": 100, "multipleOf": 10, "type": "number"}, valid=[30, 90, 0, -20],
+                 invalid=[100, 95, 110])  # fmt: skip
+    assert_sound({"minimum": -35, "multipleOf": 10, "type": "integer"}, valid=[-30, -10, 0, 120], invalid=[-40, 5])
