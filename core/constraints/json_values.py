@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import Alt, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, DecimalMultiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
@@ -238,7 +238,13 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
     if t == "integer":
         return seq(integer_range(*integer_bounds(lo, lo_x, hi, hi_x)), SPACE)
     c.use("decimal-part")
-    return seq(number_range(lo, lo_x, hi, hi_x), SPACE)
+    ranged = seq(number_range(lo, lo_x, hi, hi_x), SPACE)
+    if lo == 0 and not lo_x and hi is None and not c.listed_order:  # (>= 0: any exponent keeps it so: 1e-06)
+        digit = Chars(((0x30, 0x39),))
+        point = Repeat(seq(Lit("."), c.use("decimal-part")), 0, 1)
+        exponent = seq(Chars(((0x45, 0x45), (0x65, 0x65))), Repeat(Chars(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1))
+        return alt(ranged, seq(c.use("integral-part"), point, exponent, Repeat(digit, 1, 2), SPACE))
+    return ranged
 
 
 def multiples(c: Any, k: int, lo: int | None, hi: int | None, t: str, path: str) -> Node:

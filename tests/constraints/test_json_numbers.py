@@ -111,3 +111,8 @@ def test_integer_steps_bounded_on_one_side_keep_the_few_of_the_other_sign():
     assert_sound({"exclusiveMaximum": 100, "multipleOf": 10, "type": "number"}, valid=[30, 90, 0, -20],
                  invalid=[100, 95, 110])  # fmt: skip
     assert_sound({"minimum": -35, "multipleOf": 10, "type": "integer"}, valid=[-30, -10, 0, 120], invalid=[-40, 5])
+
+
+def test_a_number_at_least_zero_may_have_an_exponent():
+    """minimum 0 alone: a non-negative mantissa keeps any exponent non-negative (1e-06 was refused)."""
+    assert_sound({"type": "number", "minimum": 0}, valid=[1e-06, 0.5, 1.5e10, 0], invalid=[-1e-06, -1])
