@@ -206,6 +206,7 @@ def capped(hi: int | None, cap: int | None, lo: int) -> int | None:
 
 def number(c: Any, schema: dict, t: str, path: str) -> Node:
     step = schema.get("multipleOf")
+    written = t  # (a number that must be a multiple of 1 may still be written 6000.0)
     decimal_step = None
     if step is not None:
         if step <= 0:
@@ -236,7 +237,8 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
         return c.use(t)
     lo, lo_x, hi, hi_x = digits_within_limit(c, lo, lo_x, hi, hi_x, path)
     if t == "integer":
-        return seq(integer_range(*integer_bounds(lo, lo_x, hi, hi_x)), SPACE)
+        zeros = [Repeat(seq(Lit("."), Repeat(Lit("0"), 1, 16)), 0, 1)] if written == "number" else []
+        return seq(integer_range(*integer_bounds(lo, lo_x, hi, hi_x)), *zeros, SPACE)
     c.use("decimal-part")
     ranged = seq(number_range(lo, lo_x, hi, hi_x), SPACE)
     if lo == 0 and not lo_x and hi is None and not c.listed_order:  # (>= 0: any exponent keeps it so: 1e-06)

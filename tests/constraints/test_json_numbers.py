@@ -116,3 +116,9 @@ def test_integer_steps_bounded_on_one_side_keep_the_few_of_the_other_sign():
 def test_a_number_at_least_zero_may_have_an_exponent():
     """minimum 0 alone: a non-negative mantissa keeps any exponent non-negative (1e-06 was refused)."""
     assert_sound({"type": "number", "minimum": 0}, valid=[1e-06, 0.5, 1.5e10, 0], invalid=[-1e-06, -1])
+
+
+def test_a_number_multiple_of_one_may_be_written_with_zero_fraction_digits():
+    """type number, multipleOf 1: 6000.0 is a multiple of 1 (it was refused); type integer in draft 4 is not."""
+    schema = {"type": "number", "minimum": 0, "maximum": 99999999, "multipleOf": 1}
+    assert_sound(schema, valid=[6000.0, 6000, 0], invalid=[6000.5, -1.0])
