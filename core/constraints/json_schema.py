@@ -371,10 +371,9 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         self.check_vocabulary(schema, path)
-        if "if" in schema or "then" in schema or "else" in schema:
-            return self.visit_schema(self.without_if(schema, path), name, path)
-        if "not" in schema:
-            return self.visit_schema(self.without_not(schema, path), name, path)
+        again = self.rewritten(schema, path)
+        if again is not None:
+            return self.visit_schema(again, name, path)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY}
             if not rest:
@@ -396,6 +395,16 @@ class SchemaCompiler:
                 raise ConstraintError(f"{path}/enum: expecting a non-empty list")
             return literals(self, schema["enum"], schema, name, path)
         return self.typed(schema, name, path)
+
+    def rewritten(self, schema: dict, path: str) -> Any:
+        """The schema written with other keywords (if / then / else, not, dependent schemas), or None."""
+        if "if" in schema or "then" in schema or "else" in schema:
+            return self.without_if(schema, path)
+        if "not" in schema:
+            return self.without_not(schema, path)
+        if "dependencies" in schema or "dependentSchemas" in schema:
+            return without_dependent_schemas(self, schema, path)
+        return None
 
     def check_vocabulary(self, schema: dict, path: str) -> None:
         for key in schema:
@@ -471,6 +480,28 @@ class SchemaCompiler:
         return out
 
 
+def without_dependent_schemas(c: SchemaCompiler, schema: dict, path: str) -> dict | None:
+    """A schema with at most _SPLIT dependent schemas (`dependentSchemas`, or a schema in draft 4-7's
+    `dependencies`) as the anyOf of the ways each property is there or not: {P: D} is "no P" or "P, and D"
+    (exact); None with more (json_objects.py then never writes those properties: a subset)."""
+    c.budget.charge(1 + len(schema.get("dependencies", ())) + len(schema.get("dependentSchemas", ())), path)
+    deps = {k: v for k, v in schema.get("dependencies", {}).items() if not isinstance(v, list)}
+    deps.update(schema.get("dependentSchemas", {}))
+    deps = {k: v for k, v in deps.items() if v is not True and not (isinstance(v, dict) and not set(v) & VOCABULARY)}
+    if not deps or len(deps) > _SPLIT:
+        return None
+    rest = {k: v for k, v in schema.items() if k not in ("dependencies", "dependentSchemas")}
+    lists = {k: v for k, v in schema.get("dependencies", {}).items() if isinstance(v, list)}
+    if lists:
+        rest["dependencies"] = lists
+    branches: list[Any] = [rest]
+    for k, d in deps.items():
+        branches = [x for b in branches for x in ({"allOf": [b, {"properties": {k: False}}]},
+                                                  {"allOf": [b, d, {"required": [k]}]})]  # fmt: skip
+    return {"anyOf": branches}
+
+
+_SPLIT = 2  # dependent schemas written as an anyOf at most (2 ** _SPLIT branches)
 _RESERVED_BODY = Lit("\0reserved")  # the body of a rule name reserved until its body is set
 
 
