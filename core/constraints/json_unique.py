@@ -114,7 +114,7 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
     else:
         from .json_unique_objects import unique_objects  # (objects told apart by a property written first)
 
-        return unique_objects(c, item, lo, hi, path)
+        return unique_objects(c, item_schema, item, lo, hi, path)
     c.use("space")
     if len(options) < lo or (hi is not None and hi < lo):
         return None

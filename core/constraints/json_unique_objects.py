@@ -32,12 +32,26 @@ from .limits import ConstraintLimitError
 _PREFIX = 24  # characters of P's value told apart
 _MAX_ITEMS = 32  # plain-string keys: items written at most (each builds up to _PREFIX rules of ~94 branches)
 _MAX_VALUES = 256  # enum keys: items written at most
+_NESTED = 4  # unique object arrays built inside one another at most (a $ref with siblings is a new schema each time)
 _PLAIN = [chr(b) for b in range(0x20, 0x7F) if chr(b) not in '"\\']
 _OBJECT_KEYS = {"type", "properties", "required", "additionalProperties"}
 
 
-def unique_objects(c: Any, item: dict, lo: int, hi: int | None, path: str) -> Node | None:
-    """The array node, or None when the items are not objects handled here."""
+def unique_objects(c: Any, item_schema: Any, item: dict, lo: int, hi: int | None, path: str) -> Node | None:
+    """The array node, or None when the items are not objects handled here (`item`: `item_schema` dereferenced).
+    An item schema met again while its rule is built (a recursive `children` array) gets none: its members are
+    compiled inline here, not through a reference."""
+    building = c.__dict__.setdefault("unique_objects_building", set())
+    if id(item) in building or len(building) >= _NESTED:
+        return None
+    building.add(id(item))
+    try:
+        return _unique_objects(c, item_schema, item, lo, hi, path)
+    finally:
+        building.discard(id(item))
+
+
+def _unique_objects(c: Any, item_schema: Any, item: dict, lo: int, hi: int | None, path: str) -> Node | None:
     keys = set(item) & VOCABULARY
     if (
         item.get("type", "object") != "object"
@@ -72,7 +86,7 @@ def unique_objects(c: Any, item: dict, lo: int, hi: int | None, path: str) -> No
     if keyed is None or lo > 1:
         return keyed
     # (or one item at most, its members in any order, as without this rule: the union of two subsets)
-    one = c.named(c.visit(item, "unique-item", path), "unique-item")
+    one = c.named(c.visit(item_schema, "unique-item", path), "unique-item")  # (a $ref stays one: recursion)
     return alt(keyed, seq(Lit("["), SPACE, one if lo else Repeat(one, 0, 1), Lit("]"), SPACE))
 
 

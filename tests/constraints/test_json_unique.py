@@ -173,3 +173,13 @@ def test_unique_strings_also_told_apart_by_their_first_characters():
     names = [f"css/feature-{i}" for i in range(700)]
     big = {"type": "array", "items": {"type": "string", "enum": names}, "uniqueItems": True}
     assert_sound(big, valid=[names[:60], names[::-1][:3]], invalid=[[names[1], names[1]], ["css/x"]], n=10)
+
+
+def test_unique_objects_of_a_recursive_schema_compile():
+    """A node whose unique `children` are nodes: the inner arrays refer to the node's rule (inlining its members
+    in every array recursed to max_nesting: five SARIF schemas were refused)."""
+    node = {"type": "object", "properties": {"name": {"type": "string"},
+            "children": {"type": "array", "uniqueItems": True, "items": {"$ref": "#/$defs/node"}}}}  # fmt: skip
+    schema = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
+    tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "x"}]}, {"name": "c"}]}
+    assert_sound(schema, valid=[tree], invalid=[{"name": "a", "children": [{"name": "b"}, {"name": "b"}]}], n=20)
