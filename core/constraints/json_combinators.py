@@ -112,10 +112,38 @@ def merge_keyword(c: Any, k: str, av: Any, v: Any, path: str) -> Any:
         return [*av, *v]
     if k == "propertyNames":  # names both allow
         return {"allOf": [av, v]}
-    if k == "anyOf":
-        c.budget.charge(len(av) * len(v), f"{path}/anyOf")
-        return [{"allOf": [x, y]} for x in av for y in v]
+    if k == "anyOf":  # every pair a branch, merged and compiled later: charged now by the schemas it holds
+        xs, ys = [_parts(x) for x in av], [_parts(y) for y in v]
+        wx = sum(_size(c, p, path) for x in xs for p in x)
+        wy = sum(_size(c, p, path) for y in ys for p in y)
+        c.budget.charge(len(av) * len(v) + len(v) * wx + len(av) * wy, f"{path}/anyOf")
+        return [{"allOf": [*x, *y]} for x in xs for y in ys]
     raise ConstraintError(f"{path}: allOf with different values for {k!r} cannot be merged")
+
+
+def _parts(s: Any) -> list:
+    """The schemas a branch is the allOf of: the parts of one made by merging anyOf lists (only `allOf`), or
+    itself (so a product of products stays one flat allOf, not a nest of them)."""
+    return list(s["allOf"]) if isinstance(s, dict) and len(s) == 1 and isinstance(s.get("allOf"), list) else [s]
+
+
+def _size(c: Any, schema: Any, path: str) -> int:
+    """The JSON values in `schema` ($refs not followed): a branch holding it merges and visits at least that
+    many (measured once per schema object, the walk charged)."""
+    known = c.sizes.get(id(schema))
+    if known is not None:
+        return known[0]
+    n, todo = 0, [schema]
+    while todo:
+        x = todo.pop()
+        n += 1
+        if isinstance(x, dict):
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+    c.budget.charge(n, path)
+    c.sizes[id(schema)] = (n, schema)  # (kept alive: the id stays its own)
+    return n
 
 
 def _merge_lists(c: Any, k: str, av: list, v: list, path: str) -> list:

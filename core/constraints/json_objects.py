@@ -130,7 +130,7 @@ def _names_pattern(c: Any, names: Any, path: str) -> Node | None:
         return None
     if set(names) & VOCABULARY - {"pattern", "type"} or names.get("type", "string") != "string":
         return None
-    return parse_pattern(names["pattern"], f"{path}/propertyNames/pattern", c.budget, search=True)
+    return parse_pattern(names["pattern"], f"{path}/propertyNames/pattern", c.budget, True, c.patterns)
 
 
 def _property_names(c: Any, names: Any, props: dict, is_required: set, forbidden: list, extras: bool, child,
@@ -194,7 +194,7 @@ def _listed(c: Any, schema: dict, path: str) -> tuple[dict, set, dict, dict, Any
         addl = False
     if addl is None and (not c.closed_objects or not (props or patterns)):
         addl = True  # the spec's default: any other property (after the listed ones)
-    nodes = {p: parse_pattern(p, f"{path}/patternProperties/{p}", c.budget, search=True) for p in patterns}
+    nodes = {p: parse_pattern(p, f"{path}/patternProperties/{p}", c.budget, True, c.patterns) for p in patterns}
     for p, n in nodes.items():
         c.budget.charge(len(props), f"{path}/patternProperties")
         for x in [x for x in props if _matches(n, x, c)]:  # (a listed name is never another member's key)

@@ -134,8 +134,9 @@ class SchemaCompiler:
         self.composites: dict[Any, tuple[str, Any]] = {}  # key (ref_key, id) -> (its rule, the schema)
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, Node], str] = {}  # (base name, body) -> its rule
-        self.patterns: dict[Node, Any] = {}  # (json_objects._matches) a pattern's automaton
+        self.patterns: dict[Any, Any] = {}  # a pattern's nodes (regex.py) and automaton, string products
         self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (merge2)
+        self.sizes: dict[int, tuple[int, Any]] = {}  # schema objects' sizes (json_combinators._size)
         self.fitted: dict[str, dict] = {}  # (json_values.fitting) keywords' text -> their automaton per type
         self.undo: list[tuple[dict, Any]] = []  # (table, key) added to refs / composites / by_body, for rollback
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it

@@ -105,6 +105,7 @@ class _Product:
         self.edges: dict[int, dict[int, list[tuple[int, int]]]] = {}  # state -> next state -> its classes
         self.final: list[bool] = []
         self.dists: dict[int, int | None] = {}
+        self.moved: dict[tuple[int, int], list[int]] = {}  # (automaton, its state) -> its state after each class
         self.cut = False  # whether a search stopped at _SEARCH states (an end it did not find may exist)
         self.add(tuple(a.initial.id for a in automata))
 
@@ -121,12 +122,43 @@ class _Product:
         edges = self.edges.get(i)
         if edges is None:
             self.c.budget.charge(len(self.classes) * len(self.automata), self.path)
-            edges = self.edges[i] = {}
-            for lo, hi in self.classes:
-                nxt = self.step(self.states[i], chr(lo))
-                if nxt is not None:
-                    edges.setdefault(self.add(nxt), []).append((lo, hi))
+            moves = [self.moves(k, s) for k, s in enumerate(self.states[i])]
+            targets: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+            if len(moves) == 1:
+                for cls, j in zip(self.classes, moves[0], strict=True):
+                    if j >= 0:
+                        targets.setdefault((j,), []).append(cls)
+            else:
+                for cls, nxt in zip(self.classes, zip(*moves, strict=True), strict=True):
+                    if -1 not in nxt:
+                        targets.setdefault(nxt, []).append(cls)
+            edges = self.edges[i] = {self.add(nxt): ranges for nxt, ranges in targets.items()}
         return edges
+
+    def moves(self, k: int, sid: int) -> list[int]:
+        """Automaton k's state after each class from its state `sid` (-1: none), once per state: an ASCII class
+        whose character every stack treats as an earlier class's (`advance_of`) goes where that one went."""
+        key = (k, sid)
+        known = self.moved.get(key)
+        if known is not None:
+            return known
+        a = self.automata[k]
+        st, ascii, out = a.by_id[sid], [None] * 0x80, []
+        for lo, _ in self.classes:
+            if lo < 0x80:
+                nxt = ascii[lo]
+                if nxt is None:
+                    bits, after = a.advance_of(st, lo)
+                    nxt = after.id if after is not None else -1
+                    for b in range(lo, 0x80):  # (the classes are in order: the bytes below are done)
+                        if bits >> b & 1:
+                            ascii[b] = nxt
+            else:
+                after = a.push_bytes(st, chr(lo).encode("utf-8"))
+                nxt = after.id if after is not None else -1
+            out.append(nxt)
+        self.moved[key] = out
+        return out
 
     def explore(self) -> bool:
         """Every reachable state's edges now (False: more than _STATES states or _STEPS steps)."""
@@ -137,16 +169,6 @@ class _Product:
             self.out(i)
             i += 1
         return True
-
-    def step(self, states: tuple[int, ...], ch: str) -> tuple[int, ...] | None:
-        data = ch.encode("utf-8")
-        out = []
-        for a, s in zip(self.automata, states, strict=True):
-            st = a.push_bytes(a.by_id[s], data)
-            if st is None:
-                return None
-            out.append(st.id)
-        return tuple(out)
 
     def dist(self, i: int) -> int | None:
         """Fewest characters from state i to an accepting one: a search forwards over at most _SEARCH states

@@ -137,7 +137,7 @@ def string(c: Any, schema: dict, path: str) -> Node:
         c.unknown(path, f"format {fmt!r}", f" (formats known: {', '.join(FORMATS)})")
         fmt = None
     if pattern is not None:
-        node = parse_pattern(pattern, f"{path}/pattern", c.budget, search=not c.anchored_patterns)
+        node = parse_pattern(pattern, f"{path}/pattern", c.budget, not c.anchored_patterns, c.patterns)
         fitted = within_lengths(node, lo, hi) if lengths else node
         if fmt is not None or fitted is not node:  # (exact, when the automata's product is small enough)
             exact = string_product(c, node, fmt, lo, hi, path)

@@ -16,6 +16,8 @@ Limits (limits.py): groups nest at most `max_nesting` deep; a count that must be
 
 from __future__ import annotations
 
+import re
+
 from .errors import ConstraintError
 from .grammar import EMPTY, MAX_CODE_POINT, Alt, Chars, Lit, Node, Repeat, Seq, alt, seq, tree_shape
 from .limits import Budget, budget_of, count_of
@@ -28,6 +30,7 @@ LINE_TERMINATORS = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
 # took 45 s)
 _TOP_GROUPS = 3
 _TRIE_DEPTH = 32  # branchings of a word list's trie at most (deeper: the words stay alternatives)
+_LITERALS = re.compile(r"[^\\\[\](){}|.*+?^$]+")  # characters that stand for themselves outside a class
 _CHAR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0"}
 
 
@@ -42,6 +45,7 @@ class _Regex:
         self.ends = ("", "|")  # what may follow a `$` that ends a top-level branch
         self.anchors = 0  # anchors met at the ends of top-level branches so far
         self.tops = 0  # groups being tried as top-level branches around here (each failed try is parsed again)
+        self.may_anchor = "^" in pattern or "$" in pattern  # (else no group is tried as top-level branches)
 
     def error(self, msg: str) -> ConstraintError:
         return ConstraintError(f"{self.where}: pattern {self.p!r}, position {self.i}: {msg}")
@@ -68,6 +72,7 @@ class _Regex:
         start, depth = self.i, self.depth
         if (
             self.peek() == "("
+            and self.may_anchor
             and self.tops < _TOP_GROUPS
             and self.p[self.i : self.i + 3] not in ("(?=", "(?!")
             and not self.p.startswith("(?<=", self.i)
@@ -117,6 +122,14 @@ class _Regex:
                 end = True
                 self.anchors += 1
                 break
+            run = _LITERALS.match(self.p, self.i)
+            if run is not None and run.end() - self.i > 1:  # (a run of plain characters: one literal, but
+                stop = run.end()  # its last one alone when a quantifier follows it)
+                if stop < len(self.p) and self.p[stop] in "*+?{":
+                    stop -= 1
+                items.append(Lit(self.p[self.i : stop]))
+                self.i = stop
+                continue
             atom = self.atom()
             items.append(self.quantified(atom))
         anything = Repeat(Chars(((0, MAX_CODE_POINT),)), 0, None)
@@ -295,16 +308,25 @@ class _ClassEscape:
         self.letter = letter
 
 
-def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = None, search: bool = False) -> Node:
+def parse_pattern(pattern: str, where: str = "pattern", limits: Budget | None = None, search: bool = False,
+                  memo: dict | None = None) -> Node:  # fmt: skip
     """Grammar nodes (over code points) for strings that fully match `pattern` (search=True: that contain a
     match, as JSON Schema means it: an unanchored start or end matches any text there); `limits` is the
-    compilation's Budget (limits.py)."""
+    compilation's Budget (limits.py). `memo` (a compilation's) keeps each pattern's nodes: met again, it is
+    charged as if parsed again, but not parsed (a pattern under a shared definition is met at each use)."""
     budget = budget_of(limits)
+    key = ("regex", pattern, search)
+    known = memo.get(key) if memo is not None else None
+    if known is not None:
+        budget.charge(known[1], where)
+        return known[0]
     budget.charge(len(pattern), where)
     node = _Regex(pattern, where, budget, search).top()
     size, depth = tree_shape(node, budget.limits.max_nesting)
     budget.charge(size, where)
     budget.check("max_nesting", depth, where, "pattern nesting (groups and stacked quantifiers)")
+    if memo is not None:
+        memo[key] = (node, len(pattern) + size)
     return node
 
 
@@ -321,7 +343,8 @@ def _factored(options: list[Node]) -> Node:
 
 
 def _word(node: Node) -> str | None:
-    """The text of a node of literal characters only (the parser writes one literal per character)."""
+    """The text of a node of literal characters only (the parser writes a run of plain characters as one
+    literal, any other one alone)."""
     if isinstance(node, Lit):
         return node.text
     if isinstance(node, Seq) and all(isinstance(i, Lit) for i in node.items):

@@ -29,13 +29,7 @@ from llamay.kv.cache import Snapshot
 from llamay.kv.pages import OutOfPages
 
 from .bodies import StrictJsonRoute
-from .context_store import Context, ContextStore
-from .deps import ServiceDep
-from .errors import ApiError, bad_request
-from .params import from_openai
-from .scheduler import Job, JobFailed, Pin
-from .schemas import (
-    NAME_PATTERN,
+from .context_schemas import (
     ContextCompletion,
     ContextContinue,
     ContextCreate,
@@ -44,11 +38,16 @@ from .schemas import (
     ContextInfo,
     ContextList,
     ContextRestore,
-    ErrorResponse,
     SnapshotDeleted,
     SnapshotInfo,
     SnapshotList,
 )
+from .context_store import Context, ContextStore
+from .deps import ServiceDep
+from .errors import ApiError, bad_request
+from .params import from_openai
+from .scheduler import Job, JobFailed, Pin
+from .schemas import NAME_PATTERN, ErrorResponse
 from .service import Service
 from .snapshot_store import FULL, ID_PATTERN
 from .streaming import Generation, check_room, sse_response, sse_stream

@@ -23,6 +23,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("llamay.server.requests")
 HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
+# nginx's code for a request the client closed before any answer: counted as the server's 500 it was, a client
+# that hung up mid-body looked like a server failure on every dashboard alerting on 5xx
+CLIENT_CLOSED = 499
 
 
 @dataclass
@@ -67,16 +70,25 @@ class RequestLog:
         token = _current.set(record)
         t0 = time.perf_counter()
         status = 500  # what the client gets if nothing is sent (an error past every handler)
+        started = gone = False
+
+        async def watching_receive() -> Message:
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
 
         async def watching_send(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started = message["status"], True
             await send(message)
 
         try:
-            await self.app(scope, receive, watching_send)
+            await self.app(scope, watching_receive, watching_send)
         finally:
+            if gone and not started:
+                status = CLIENT_CLOSED
             _current.reset(token)
             method = scope.get("method", "")
             route = getattr(scope.get("route"), "path", None) or "unmatched"

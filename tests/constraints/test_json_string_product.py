@@ -58,3 +58,27 @@ def test_a_large_product_is_explored_as_it_is_reached():
     reach them, each search for an end bounded; compiled within the budget, sound."""
     pattern = "^" + "".join(f"[a-z]{{0,{i}}}-" for i in range(40, 80)) + "$"
     assert_sound({"type": "string", "pattern": pattern, "maxLength": 200}, valid=["-" * 40], n=5, budget=60)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "fmt"), [(r"^[a-f0-9]{2,4}(:[a-z]+)?$", "hostname"), (None, "uri"), (r"\d\s[^x]é", None)]
+)
+def test_the_product_steps_each_class_as_its_first_character_does(pattern, fmt):
+    """`_Product.out` steps an ASCII class only when no earlier one is known to go the same way (advance_of),
+    once per automaton state: its edges equal the reference's, every class's first character pushed through
+    every automaton."""
+    from llamay.constraints.json_schema import SchemaCompiler
+    from llamay.constraints.json_string_product import explored
+    from llamay.constraints.regex import parse_pattern
+
+    c = SchemaCompiler({})
+    node = parse_pattern(pattern, limits=c.budget, search=True) if pattern else None
+    product = explored(c, node, fmt, "#", tuple(range(0x20, 0x7F)), whole=True)
+    assert product is not None and len(product.states) > 3
+    for i, states in enumerate(product.states):
+        reference: dict[tuple, list] = {}
+        for lo, hi in product.classes:
+            nxt = [a.push_bytes(a.by_id[s], chr(lo).encode()) for a, s in zip(product.automata, states, strict=True)]
+            if None not in nxt:
+                reference.setdefault(tuple(st.id for st in nxt), []).append((lo, hi))
+        assert {product.states[j]: ranges for j, ranges in product.out(i).items()} == reference

@@ -337,3 +337,36 @@ def test_the_cases_seen_on_the_server_under_rlimits(schema, expect):
     assert " ".join(words[:2]).startswith(expect), (out.returncode, out.stdout, out.stderr[-500:])
     if expect == "compiled":
         assert int(words[1]) <= 20_000
+
+
+def test_an_allof_of_anyofs_is_charged_by_its_branches_before_they_are_compiled(monkeypatch):
+    """allOf of k anyOf lists of objects is one anyOf of their product, every branch a merge of k objects
+    compiled one by one: charged when the product is made, by the branches times the schemas each holds, so
+    a product too large for max_work is refused before its branches are visited (a real schema's oneOf of
+    overlapping branches, negated, made 14,112 branches and took 5 to 9 s to pass max_work). A small one
+    still compiles, its branches exact."""
+    from llamay.constraints.json_schema import SchemaCompiler as compiler
+
+    visits = 0
+    visit = compiler.visit
+
+    def counted(self, *args):
+        nonlocal visits
+        visits += 1
+        return visit(self, *args)
+
+    monkeypatch.setattr(compiler, "visit", counted)
+
+    def objects(i: int) -> dict:
+        return {"anyOf": [{"type": "object", "properties": {f"p{i}{j}{m}": {"type": "string"} for m in range(12)}}
+                          for j in range(3)]}  # fmt: skip
+
+    budget = Budget()
+    with pytest.raises(ConstraintLimitError) as e:
+        schema_to_grammar({"allOf": [objects(i) for i in range(9)]}, limits=budget)
+    assert e.value.limit == "max_work" and visits < 100
+    visits = 0
+    budget, aut = compile_all("schema", {"allOf": [objects(i) for i in range(2)]})
+    assert aut.accepts_bytes(b'{"p000":"a","p120":"b"}')
+    assert not aut.accepts_bytes(b'{"p000":1,"p010":1,"p020":1}')  # (each branch of the first anyOf refuses it)
+    assert visits >= 9 and budget.work < QUICK

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import socket
 
 import pytest
 
@@ -66,3 +67,18 @@ def test_no_lines_when_the_logger_is_off(server, client, caplog):
     with caplog.at_level(logging.WARNING, logger="llamay.server.requests"):
         client.get("/health")
     assert lines(caplog) == []
+
+
+def test_a_client_gone_before_its_answer_is_not_a_server_error(server, client, caplog):
+    """A client that hangs up in the middle of its body gets nothing; it is counted as nginx's 499 (client closed
+    request), not the 500 it was counted as before (a dashboard alerting on 5xx saw a server failure)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    with caplog.at_level(logging.INFO, logger="llamay.server.requests"):
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000\r\n\r\n{\"prompt\": ")  # fmt: skip
+        wait_for(lambda: any(p == "/v1/completions" for _m, p, *_ in lines(caplog)), what="the request's line")
+    assert [s for _m, p, s, *_ in lines(caplog) if p == "/v1/completions"] == ["499"]
+    counted = client.get("/metrics").text
+    assert 'llamay_requests_total{method="POST",route="unmatched",status="499"}' in counted
+    assert 'status="500"' not in counted
