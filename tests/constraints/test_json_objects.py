@@ -339,6 +339,8 @@ def test_property_names(schema, valid, invalid):
          [{"error": "x"}, {"b": 1, "c": 2}, {}], [{"error": "x", "b": 1}, {"error": 1}]),
         ({**PERSON, "dependentSchemas": {"age": {"required": ["x"]}, "name": {"properties": {"age": {"minimum": 3}}}}},
          [{"name": "a"}, {"name": "a", "age": 5, "x": 0}], [{"name": "a", "age": 1, "x": 0}, {"name": "a", "age": 5}]),
+        ({"type": "object", "required": ["a"], "dependentSchemas": {"a": {"required": ["b"]}}},
+         [{"a": 1, "b": 2}], [{"a": 1}, {"b": 1}]),
     ],
 )  # fmt: skip
 def test_dependent_schemas_are_exact(schema, valid, invalid):
