@@ -48,7 +48,7 @@ from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
 from .grammar_checks import check_grammar
 from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
-from .json_combinators import merge2
+from .json_combinators import canonical, merge2
 from .json_formats import FORMATS, format_nodes
 from .json_keywords import (
     ANNOTATIONS,
@@ -340,7 +340,8 @@ class SchemaCompiler:
         base = self.resolver.base_of(schema, self.base)
         while isinstance(schema, dict) and "$ref" in schema:
             ref = schema["$ref"]
-            rests.append({k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY})
+            if self.resolver.draft not in (4, 7):  # (drafts 4 to 7 ignore a $ref's siblings)
+                rests.append({k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY})
             schema, base, key = self.resolve(ref, path, base)
             if key in seen:
                 raise ConstraintError(f"{path}: $ref {ref!r} refers to itself through a chain of references")
@@ -372,6 +373,8 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         self.check_vocabulary(schema, path)
+        if "$ref" in schema and self.resolver.draft in (4, 7):  # (drafts 4 to 7: a $ref's siblings are ignored)
+            return self.ref_rule(schema["$ref"], path)
         again = self.rewritten(schema, path)
         if again is not None:
             return self.visit_schema(again, name, path)
@@ -439,6 +442,9 @@ class SchemaCompiler:
             return rest
         if negated is True or not (set(negated) & VOCABULARY):
             return False
+        kept = _enum_without(self, rest, negated, path)
+        if kept is not None:
+            return kept
         failing = negate(self, negated, f"{path}/not")
         if failing is False:
             self.unsupported(path, "not", " (no schema found for the values it rejects)")
@@ -500,6 +506,18 @@ def without_dependent_schemas(c: SchemaCompiler, schema: dict, path: str) -> dic
         branches = [x for b in branches for x in ({"allOf": [b, {"properties": {k: False}}]},
                                                   {"allOf": [b, d, {"required": [k]}]})]  # fmt: skip
     return {"anyOf": branches}
+
+
+def _enum_without(c: SchemaCompiler, rest: dict, negated: dict, path: str) -> Any:
+    """An enum / const without the values of a `not` that is an enum / const too (exact), None otherwise."""
+    values = [rest["const"]] if "const" in rest else rest.get("enum")
+    out = [negated["const"]] if "const" in negated else negated.get("enum")
+    if not isinstance(values, list) or not isinstance(out, list) or set(negated) & VOCABULARY - {"enum", "const"}:
+        return None
+    c.budget.charge(len(values) + len(out), path)
+    gone = {canonical(v) for v in out}
+    left = [v for v in values if canonical(v) not in gone]
+    return {**{k: v for k, v in rest.items() if k not in ("enum", "const")}, "enum": left} if left else False
 
 
 _SPLIT = 2  # dependent schemas written as an anyOf at most (2 ** _SPLIT branches)
