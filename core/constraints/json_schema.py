@@ -373,8 +373,11 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         self.check_vocabulary(schema, path)
-        if "$ref" in schema and self.resolver.draft in (4, 7):  # (drafts 4 to 7: a $ref's siblings are ignored)
-            return self.ref_rule(schema["$ref"], path)
+        if "$ref" in schema and self.resolver.draft in (4, 7) and len(set(schema) & VOCABULARY) > 1:
+            # (drafts 4 to 7 ignore a $ref's siblings: its target, compiled here as a $ref with siblings always
+            # was, so a oneOf branch it fails in is left out, not the whole schema)
+            key = (self.resolve(schema["$ref"], path)[2], "siblings ignored")
+            return self.composite(key, schema, name, lambda: self.visit(self.deref(schema, path), name, path))
         again = self.rewritten(schema, path)
         if again is not None:
             return self.visit_schema(again, name, path)
