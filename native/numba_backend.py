@@ -34,6 +34,7 @@ import numpy as np
 
 from llamay.errors import UnsupportedTypeError
 from llamay.ggml_types import GGMLType, block_size, row_bytes
+from llamay.kernels import compose
 from llamay.kernels.gelu import gelu_table
 from llamay.kernels.interface import BatchView, Weight
 from llamay.kernels.moe import compose_experts
@@ -84,6 +85,9 @@ def release_file_pages(data: memoryview) -> None:
 
 SMALL_WORK = 200_000  # multiply-adds: about 10 µs on one core
 BIG_WORK = 4_000_000  # about 200 µs on one core
+# the policy counts work in a strip matmul's multiply-adds; one of attention's takes about eight times as long
+# (float32 against int8 dot4s, a score's exp, rows gathered by slot): 16 heads of 64 over 50 keys take ~38 µs
+ATTENTION_COST = 8
 STALL_S = 0.002  # a small kernel that took this long waited for a preempted thread
 STALLS = 3
 WINDOW = 2_000  # small parallel kernels (about ten decode steps of a small model)
@@ -329,6 +333,29 @@ class NumbaBackend:
             return
         self._parallel(h.matmul, work, out, h.data, h.row_bytes, w.n_out, x, n, w.n_in, *self._scratch[h.act])
 
+    def qkv(
+        self,
+        q: np.ndarray,
+        k: np.ndarray,
+        v: np.ndarray,
+        wq: Weight,
+        wk: Weight,
+        wv: Weight,
+        x: np.ndarray,
+        n: int,
+    ) -> None:
+        hq, hk, hv = wq.handle, wk.handle, wv.handle
+        f = hq.strip_format
+        if hq.strips is None or hk.strips is None or hv.strips is None or hk.strip_format != f or hv.strip_format != f:
+            compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)
+            return
+        n_in = wq.n_in
+        if n * n_in > self._cap or self._scratch_threads != self.n_threads or n > self._scratch_tokens:
+            self._grow(n, n_in)
+        work = n * (wq.n_out + wk.n_out + wv.n_out) * n_in
+        self._parallel(st.qkv_strips, work, q, k, v, hq.strips, hk.strips, hv.strips, f.fmt, f.offset, f.has_min,
+                       wq.n_out, wk.n_out, wv.n_out, x, n, n_in, *self._scratch[STRIPS])  # fmt: skip
+
     def moe_experts(
         self,
         out: np.ndarray,
@@ -440,7 +467,7 @@ class NumbaBackend:
             scores = self._scores = np.zeros((self.n_threads, n_slots), np.float32)
             slots = self._slots = np.zeros((self.n_threads, n_slots), np.int32)
         b = batch
-        work = b.n * n_head * (int(b.pos[b.n - 1]) + 1) * (head_dim + head_dim_v)
+        work = ATTENTION_COST * b.n * n_head * (int(b.pos[b.n - 1]) + 1) * (head_dim + head_dim_v)
         self._parallel(
             att.attention, work, out, q, k_cache, v_cache, layer, n_slots,
             (b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len, b.page_size),

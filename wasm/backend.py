@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import LlamayError, UnsupportedTypeError
 from ..ggml_types import GGMLType, block_size
+from ..kernels import compose
 from ..kernels.gelu import gelu_table
 from ..kernels.interface import BatchView, Weight
 from ..kernels.moe import compose_experts
@@ -184,6 +185,9 @@ class WasmBackend:
         rc = self._exec(self._cmds.get(key) or self._matmul_command(w, out, x, n))
         if rc:
             self._check(rc, w.name)
+
+    def qkv(self, q: int, k: int, v: int, wq: Weight, wk: Weight, wv: Weight, x: int, n: int) -> None:
+        compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)  # three commands (one list on the threads backend)
 
     def _matmul_command(self, w: Weight, out: int, x: int, n: int) -> int:
         """A matmul's command, with the scratch grown first to what its activation rows take (a new scratch

@@ -40,9 +40,7 @@ def norm(p: Pass, out: Any, x: Any, nw: NormWeights, n: int | None = None) -> No
 def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None:
     """out (n, n_embd) = self-attention of inp (n, n_embd) at layer il, through the KV cache."""
     be, cfg, st, n = p.be, p.cfg, p.st, p.n
-    be.matmul(st.q, a.q, inp, n)  # (n, n_head·head_dim)
-    be.matmul(st.k, a.k, inp, n)  # (n, n_head_kv·head_dim)
-    be.matmul(st.v, a.v, inp, n)  # (n, n_head_kv·head_dim_v)
+    be.qkv(st.q, st.k, st.v, a.q, a.k, a.v, inp, n)  # (n, n_head·head_dim), (n, n_head_kv·head_dim), (.., head_dim_v)
     if a.q_bias is not None:
         be.add_bias(st.q, a.q_bias, n)
         be.add_bias(st.k, a.k_bias, n)

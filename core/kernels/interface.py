@@ -90,6 +90,10 @@ class Backend(Protocol):
     def matmul(self, out: Buf, w: Weight, x: Buf, n: int) -> None:
         """out (n, w.n_out) = x (n, w.n_in) · wᵀ, with x rounded to w's vec_dot_type first."""
 
+    def qkv(self, q: Buf, k: Buf, v: Buf, wq: Weight, wk: Weight, wv: Weight, x: Buf, n: int) -> None:
+        """q (n, wq.n_out), k (n, wk.n_out), v (n, wv.n_out) = x (n, n_in) times each weight, bit for bit the
+        three `matmul`s (`compose.qkv`); the weights share n_in."""
+
     def add_bias(self, x: Buf, b: Weight, n: int) -> None:
         """x (n, b.n_in) += b, broadcast over rows."""
 

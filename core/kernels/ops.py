@@ -112,6 +112,8 @@ OPS: tuple[Op, ...] = (
     op("matmul", "out: Buf, w: Weight, x: Buf, n: int",
        "int32_t llamay_matmul(int32_t type, float *out, const uint8_t *w, const float *x, int32_t n, int32_t k, "
        "int32_t m, uint8_t *scratch)"),
+    # one input by the three attention projections (one rounding of x, one parallel loop over all their rows)
+    op("qkv", "q: Buf, k: Buf, v: Buf, wq: Weight, wk: Weight, wv: Weight, x: Buf, n: int", None),
     op("add_bias", "x: Buf, b: Weight, n: int",
        "void llamay_add_bias(float *x, const float *b, int32_t n, int32_t dim)"),
     op("rms_norm", "out: Buf, x: Buf, w: Weight | None, n: int, dim: int, eps: float",

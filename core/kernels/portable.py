@@ -6,6 +6,7 @@ Each optimised backend (numba, wasm) is tested against these functions. Float su
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import struct
@@ -15,6 +16,7 @@ from typing import Any
 from ..ggml_types import GGMLType, block_size, row_bytes, type_size
 from ..quants import SUPPORTED_DEQUANTIZE, dequantize
 from ..quants.minifloat import f32 as _f32
+from . import compose
 from .activations import QK8_0, VEC_DOT_TYPE, round_row
 from .gelu import gelu as _gelu
 from .interface import BatchView, Weight
@@ -136,6 +138,10 @@ class PortableBackend:
                 if with_mins:  # Q4_1/Q5_1 · Q8_1: the min term uses Q8_1's fp16-rounded block sum
                     acc += sum(map(mul, h.block_mins(r), corr))
                 out[base + r] = acc
+
+    def qkv(self, q: array, k: array, v: array, wq: Weight, wk: Weight, wv: Weight, x: array, n: int) -> None:
+        # this class's matmul, not self's: a subclass that queues its ops (tests/model/test_sync.py) runs this later
+        compose.qkv(functools.partial(PortableBackend.matmul, self), q, k, v, wq, wk, wv, x, n)
 
     def add_bias(self, x: array, b: Weight, n: int) -> None:
         bias = b.handle.row(0, b.n_in)

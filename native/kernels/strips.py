@@ -219,6 +219,27 @@ def matmul_strips(out, ws, fmt, offset, has_min, n_out, x, n, n_in, xq, xd, xs, 
 
 
 @njit(cache=True, fastmath=False, parallel=True)
+def qkv_strips(q, k, v, wq, wk, wv, fmt, offset, has_min, n_q, n_k, n_v, x, n, n_in, xq, xd, xs, xsum, acc):
+    """`Backend.qkv` over three weights repacked in one format: q (n, n_q), k (n, n_k), v (n, n_v) = x (n, n_in)
+    times each. x is quantised once and the strips of all three matrices are shared among the threads in one
+    parallel loop; each strip is `matmul_strips`' `_strip`, so each value is bit for bit the separate matmul's."""
+    quantize_q8(x, n, n_in, xq, xd, xs, xsum)
+    sq, sk = n_q // ROWS, n_k // ROWS
+    units = sq + sk + n_v // ROWS
+    n_chunks = min(acc.shape[0], units)
+    for c in prange(n_chunks):
+        for u in range(c * units // n_chunks, (c + 1) * units // n_chunks):
+            if u < sq:
+                _strip(q, u * ROWS, n_q, wq, u, fmt, offset, has_min, 0, n, n_in, xq, xd, xs, xsum, acc[c])
+            elif u < sq + sk:
+                s = u - sq
+                _strip(k, s * ROWS, n_k, wk, s, fmt, offset, has_min, 0, n, n_in, xq, xd, xs, xsum, acc[c])
+            else:
+                s = u - sq - sk
+                _strip(v, s * ROWS, n_v, wv, s, fmt, offset, has_min, 0, n, n_in, xq, xd, xs, xsum, acc[c])
+
+
+@njit(cache=True, fastmath=False, parallel=True)
 def moe_strips(out, mats, downs, fmt, offset, has_min, weights, k, x, n_embd, n_ff, h, xq, xd, xs, xsum, acc):
     """One token's chosen experts (`Backend.moe_experts`) over repacked weights: mats (2k): the k experts' gate
     strips then their up strips, downs (k): their down strips. x (n_embd) is quantised once; the rows of all 2k
