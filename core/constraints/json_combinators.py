@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .errors import ConstraintError
-from .json_keywords import KEYWORD_TYPES, NOT_IN, VOCABULARY, check_keywords, value_type
+from .json_keywords import NOT_IN, VOCABULARY, check_keywords, implied_type, value_type
 
 
 def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
@@ -31,8 +31,11 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
     for k, v in b.items():
         if k not in out or out[k] == v or k not in VOCABULARY:  # (annotations: the first part's kept)
             out.setdefault(k, v)
+        elif k == "items" and isinstance(out[k], list) != isinstance(v, list):
+            continue  # (a tuple and a schema for every item: _tuple_and_items)
         else:
             out[k] = merge_keyword(c, k, out[k], v, path)
+    _tuple_and_items(c, a, b, out, path)
     for x, y in ((a, b), (b, a)):
         if y.get("patternProperties") and x.get("additionalProperties") not in (None, True):
             raise ConstraintError(f"{path}: allOf of patternProperties and another part's additionalProperties"
@@ -44,6 +47,28 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
         if lost:
             raise ConstraintError(f"{path}: allOf requires {lost[0]!r}, which another part forbids")
     return out
+
+
+def _tuple_and_items(c: Any, a: dict, b: dict, out: dict, path: str) -> None:
+    """allOf of a tuple (`prefixItems`, or a list `items` before 2020-12) and an `items` schema: every item is
+    valid against both, so each tuple entry and the rest take that schema (kept apart, the tuple's items were
+    not checked against it: allOf [{items: string}, {prefixItems: [true]}] accepted [1])."""
+    for t, e in ((a, b), (b, a)):
+        each = e.get("items")
+        if isinstance(each, list) or "prefixItems" in e or each is None or each is True:
+            continue
+        if isinstance(t.get("prefixItems"), list):
+            tuple_key, rest_key = "prefixItems", "items"
+        elif isinstance(t.get("items"), list):
+            tuple_key, rest_key = "items", "additionalItems"
+        else:
+            continue
+        c.budget.charge(len(t[tuple_key]), path)
+        out[tuple_key] = [{"allOf": [x, each]} for x in t[tuple_key]]
+        rest = t.get(rest_key)
+        both = False if rest is False or each is False else each if rest in (None, True) else {"allOf": [rest, each]}
+        out[rest_key] = both
+        return
 
 
 _BOUNDS = {
@@ -164,7 +189,9 @@ def types_of(c: Any, schema: Any, path: str, generated: bool, depth: int = 0) ->
     t = schema.get("type")
     out = every if t is None else {"number" if x == "integer" else x for x in ([t] if isinstance(t, str) else t)}
     if t is None and generated:
-        inferred = next((ty for ty, keys in KEYWORD_TYPES if any(k in schema for k in keys)), None)
+        from .json_formats import FORMATS
+
+        inferred = implied_type(schema, FORMATS)
         if inferred:
             out = {inferred}
     for key in ("anyOf", "oneOf"):

@@ -66,6 +66,29 @@ KEYWORD_TYPES = (
     ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
 )
 
+
+_COUNTS = ("minLength", "minItems", "minProperties")  # (0: no constraint; `minimum: 0` is one)
+
+
+def implied_type(schema: dict, formats: Any) -> str | None:
+    """The type a schema without `type` is generated as: the first whose keywords it has (None: any value). A
+    keyword that constrains nothing (`properties: {}`, `required: []`, `minItems: 0`; not `contains: {}`)
+    implies nothing, nor does a format not in `formats` (an annotation). The compiler and the oneOf overlap
+    checks (json_combinators) both ask this: a branch must never generate a type the checks did not count."""
+    for t, keys in KEYWORD_TYPES:
+        for k in keys:
+            if k not in schema:
+                continue
+            v = schema[k]
+            empty = k != "contains" and (v is True or (isinstance(v, (dict, list)) and not v))
+            if empty or (k in _COUNTS and v == 0):
+                continue
+            if k == "format" and v not in formats:
+                continue
+            return t
+    return None
+
+
 # what each keyword's value must be (checked before the value is used, so a malformed schema is an error naming
 # the keyword, never a TypeError): kinds are below
 KEYWORD_KINDS = {

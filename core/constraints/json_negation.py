@@ -21,6 +21,7 @@ _KEYWORD_TYPE = {k: t for t, keys in KEYWORD_TYPES for k in keys}
 _ALL = ("string", "number", "boolean", "null", "object", "array")  # (integer is a number)
 _LOWER = {"minLength": ("string", "maxLength"), "minItems": ("array", "maxItems"),
           "minProperties": ("object", "maxProperties")}  # fmt: skip
+_TUPLE = 64  # an enum's array of more items: no way with an item changed (a subset)
 _UPPER = {"maxLength": ("string", "minLength"), "maxItems": ("array", "minItems"),
           "maxProperties": ("object", "minProperties")}  # fmt: skip
 
@@ -54,7 +55,7 @@ def negate(c: Any, schema: Any, path: str, depth: int = 0) -> Any:
         values = [schema["const"]] if "const" in schema else schema["enum"]
         kinds = {_kind(v) for v in values}
         ways.append(_of_types([t for t in types if t not in kinds]))
-        ways += [_other_values(values, kind) for kind in kinds if kind in types]
+        ways += [_other_values(c, values, kind, path) for kind in kinds if kind in types]
     for key, value in schema.items():
         ways.append(_broken(c, key, value, schema, f"{path}/{key}", depth))
     return _any(ways)
@@ -95,10 +96,13 @@ def _broken(c: Any, key: str, value: Any, schema: dict, path: str, depth: int) -
     return False
 
 
-def _other_values(values: list, kind: str) -> Any:
+def _other_values(c: Any, values: list, kind: str, path: str) -> Any:
     """The values of one kind an enum leaves out: the other strings (NOT_IN), the numbers between and beyond
-    its numbers (exclusive bounds), the other boolean (False: none, or no schema)."""
+    its numbers (exclusive bounds), the other boolean, arrays of other lengths and of a length only one value has
+    with an item changed (False: none, or no schema)."""
     mine = [v for v in values if _kind(v) == kind]
+    if kind == "array":
+        return _other_arrays(c, mine, path)
     if kind == "string":
         return {"type": "string", NOT_IN: sorted(set(mine))}
     if kind == "number":
@@ -112,6 +116,27 @@ def _other_values(values: list, kind: str) -> Any:
     if kind == "boolean":
         return _of_types([]) if set(mine) == {True, False} else {"const": not mine[0]}
     return False
+
+
+def _other_arrays(c: Any, mine: list, path: str) -> Any:
+    """Arrays none of `mine`: of a length none has, or of a length one alone has (at most _TUPLE) and another item
+    at some index (a subset: of a length two share, none)."""
+    c.budget.charge(1 + sum(map(len, mine)), path)
+    by_length: dict[int, list] = {}
+    for v in mine:
+        by_length.setdefault(len(v), []).append(v)
+    ways: list[Any] = []
+    lengths = sorted(by_length)
+    for lo, hi in pairwise([-1, *lengths, None]):
+        if hi is None or hi - lo > 1:
+            ways.append({"type": "array", "minItems": lo + 1, **({"maxItems": hi - 1} if hi is not None else {})})
+    for n, vs in by_length.items():
+        if len(vs) == 1 and n <= _TUPLE:
+            c.budget.charge(n * n, path)  # (n ways of n items)
+            for i, item in enumerate(vs[0]):
+                items = [True] * i + [{"not": {"const": item}}] + [True] * (n - i - 1)
+                ways.append({"type": "array", "minItems": n, "maxItems": n, "items": items})
+    return _any(ways)
 
 
 def _types(schema: dict) -> set[str]:

@@ -61,7 +61,9 @@ def matches_nothing(c: Any, schema: Any, path: str) -> bool:
     return negated is True or (isinstance(negated, dict) and not (set(negated) & VOCABULARY))
 
 
-def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
+def object_rule(c: Any, schema: dict, name: str, path: str, tail: bool = False) -> Node:
+    """The object's grammar; `tail`: only its members after a first one written before them, in the listed
+    order, with the closing brace (json_unique_objects.py writes that first member itself)."""
     props, is_required, patterns, nodes, addl = _listed(c, schema, path)
     deps: dict[str, list[str]] = {}
     forbidden = _dependencies(c, schema, props, is_required, addl, deps, path, patterns, nodes)
@@ -83,7 +85,8 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
         extra_allowed = extra_allowed and (
             name_node is not None or (key_node is not False and (key_node is None or not patterns))
         )
-    if not props and not forbidden and not patterns and addl is True and not lo and hi is None and key_node is None:
+    anything = not props and not forbidden and not patterns and addl is True and not lo and hi is None
+    if anything and key_node is None and not tail:
         return c.use("object")  # any object
     items: list[tuple[str, Node]] = []
     for pname, pschema in props.items():
@@ -109,8 +112,8 @@ def object_rule(c: Any, schema: dict, name: str, path: str) -> Node:
     elif extra_allowed:
         value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
         extra = ("additional", c.named(value, child("add")))
-    if c.listed_order:
-        return _in_order(c, schema, items, is_required, extra, [*props, *forbidden], child, path)
+    if c.listed_order or tail:
+        return _in_order(c, schema, items, is_required, extra, [*props, *forbidden], child, path, tail)
     return _any_order(c, items, forbidden, is_required, deps, extra, lo, hi, child, path)
 
 
@@ -312,8 +315,10 @@ _EXACT_SETS = 3  # patterns up to this many: a value per set of them a key match
 # -- listed order (llama.cpp's layout) ---------------------------------------------------------------------------
 
 
-def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names: list, child, path: str) -> Node:
-    """The listed properties in the order written (optional ones may be left out), other members after them."""
+def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names: list, child, path: str,
+              tail: bool = False) -> Node:  # fmt: skip
+    """The listed properties in the order written (optional ones may be left out), other members after them
+    (`tail`: after a member written before them, with the closing brace)."""
     props = dict(items)
     extra_lo, extra_hi = _counts(c, schema, props, is_required, extra is not None, path)
     if extra_hi == 0:
@@ -327,6 +332,8 @@ def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names:
         member = c.named(keys, child("pattern-kv"))
     elif extra is not None:
         member = c.named(other_keys(c, c.prefix(child("additional-k")), names, extra[1]), child("additional-kv"))
+    if tail:
+        return seq(members(c, kvs, member, child, extra_lo, extra_hi, tail=True), Lit("}"), SPACE)
     return seq(Lit("{"), SPACE, members(c, kvs, member, child, extra_lo, extra_hi), Lit("}"), SPACE)
 
 
@@ -341,10 +348,12 @@ def repetition(item: Node, lo: int, hi: int | None) -> Node:
 
 
 def members(
-    c: Any, items: list[tuple[Node, bool]], extra: Node | None, child, extra_lo: int = 0, extra_hi=None
-) -> Node:
+    c: Any, items: list[tuple[Node, bool]], extra: Node | None, child, extra_lo: int = 0, extra_hi=None,
+    tail: bool = False,
+) -> Node:  # fmt: skip
     """Object members in order (optional ones may be left out), comma-separated, then extra_lo..extra_hi `extra`
-    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required."""
+    ones (capped by the compiler's max_items); extra_lo > 0 only when every item is required. `tail`: the members
+    after one written before them (each after a comma)."""
     rest: list[Node] = [EMPTY] * (len(items) + 1)  # rest[i]: items[i:] after at least one member
     cap = extra_hi if c.max_items is None else c.max_items if extra_hi is None else min(extra_hi, c.max_items)
     cap = None if cap is None else max(cap, extra_lo)
@@ -354,6 +363,8 @@ def members(
         piece = seq(COMMA, kv) if req else Repeat(seq(COMMA, kv), 0, 1)
         body = seq(piece, rest[i + 1])
         rest[i] = c.named(body, "rest") if i > 0 and not req else body
+    if tail:
+        return rest[0]
     alts = []
     for i, (kv, req) in enumerate(items):
         alts.append(seq(kv, rest[i + 1]))

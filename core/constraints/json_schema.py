@@ -48,18 +48,18 @@ from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
 from .grammar_checks import check_grammar
 from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
-from .json_combinators import merge2
+from .json_combinators import canonical, merge2
 from .json_formats import FORMATS, format_nodes
 from .json_keywords import (
     ANNOTATIONS,
     DRAFT3_ONLY,
-    KEYWORD_TYPES,
     SUPPORTED,
     TYPES,
     UNSUPPORTED,
     VOCABULARY,
     check_document,
     check_keywords,
+    implied_type,
     text_depth,
 )
 from .json_negation import negate
@@ -340,7 +340,8 @@ class SchemaCompiler:
         base = self.resolver.base_of(schema, self.base)
         while isinstance(schema, dict) and "$ref" in schema:
             ref = schema["$ref"]
-            rests.append({k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY})
+            if self.resolver.draft not in (4, 7):  # (drafts 4 to 7 ignore a $ref's siblings)
+                rests.append({k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY})
             schema, base, key = self.resolve(ref, path, base)
             if key in seen:
                 raise ConstraintError(f"{path}: $ref {ref!r} refers to itself through a chain of references")
@@ -372,10 +373,14 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         self.check_vocabulary(schema, path)
-        if "if" in schema or "then" in schema or "else" in schema:
-            return self.visit_schema(self.without_if(schema, path), name, path)
-        if "not" in schema:
-            return self.visit_schema(self.without_not(schema, path), name, path)
+        if "$ref" in schema and self.resolver.draft in (4, 7) and len(set(schema) & VOCABULARY) > 1:
+            # (drafts 4 to 7 ignore a $ref's siblings: its target, compiled here as a $ref with siblings always
+            # was, so a oneOf branch it fails in is left out, not the whole schema)
+            key = (self.resolve(schema["$ref"], path)[2], "siblings ignored")
+            return self.composite(key, schema, name, lambda: self.visit(self.deref(schema, path), name, path))
+        again = self.rewritten(schema, path)
+        if again is not None:
+            return self.visit_schema(again, name, path)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY}
             if not rest:
@@ -397,6 +402,16 @@ class SchemaCompiler:
                 raise ConstraintError(f"{path}/enum: expecting a non-empty list")
             return literals(self, schema["enum"], schema, name, path)
         return self.typed(schema, name, path)
+
+    def rewritten(self, schema: dict, path: str) -> Any:
+        """The schema written with other keywords (if / then / else, not, dependent schemas), or None."""
+        if "if" in schema or "then" in schema or "else" in schema:
+            return self.without_if(schema, path)
+        if "not" in schema:
+            return self.without_not(schema, path)
+        if "dependencies" in schema or "dependentSchemas" in schema:
+            return without_dependent_schemas(self, schema, path)
+        return None
 
     def check_vocabulary(self, schema: dict, path: str) -> None:
         for key in schema:
@@ -430,6 +445,9 @@ class SchemaCompiler:
             return rest
         if negated is True or not (set(negated) & VOCABULARY):
             return False
+        kept = _enum_without(self, rest, negated, path)
+        if kept is not None:
+            return kept
         failing = negate(self, negated, f"{path}/not")
         if failing is False:
             self.unsupported(path, "not", " (no schema found for the values it rejects)")
@@ -446,8 +464,7 @@ class SchemaCompiler:
                 return alt(*alts)
             t = t[0]
         if t is None:  # (a format this compiler does not know constrains nothing: it implies no type either)
-            present = [k for k in schema if k != "format" or schema[k] in FORMATS]
-            t = next((ty for ty, keys in KEYWORD_TYPES if any(k in present for k in keys)), None)
+            t = implied_type(schema, FORMATS)
             if t is None:
                 if schema.get("format") is not None and schema["format"] not in FORMATS:
                     self.unknown(path, f"format {schema['format']!r}", f" (formats known: {', '.join(FORMATS)})")
@@ -473,6 +490,40 @@ class SchemaCompiler:
         return out
 
 
+def without_dependent_schemas(c: SchemaCompiler, schema: dict, path: str) -> dict | None:
+    """A schema with at most _SPLIT dependent schemas (`dependentSchemas`, or a schema in draft 4-7's
+    `dependencies`) as the anyOf of the ways each property is there or not: {P: D} is "no P" or "P, and D"
+    (exact); None with more (json_objects.py then never writes those properties: a subset)."""
+    c.budget.charge(1 + len(schema.get("dependencies", ())) + len(schema.get("dependentSchemas", ())), path)
+    deps = {k: v for k, v in schema.get("dependencies", {}).items() if not isinstance(v, list)}
+    deps.update(schema.get("dependentSchemas", {}))
+    deps = {k: v for k, v in deps.items() if v is not True and not (isinstance(v, dict) and not set(v) & VOCABULARY)}
+    if not deps or len(deps) > _SPLIT:
+        return None
+    rest = {k: v for k, v in schema.items() if k not in ("dependencies", "dependentSchemas")}
+    lists = {k: v for k, v in schema.get("dependencies", {}).items() if isinstance(v, list)}
+    if lists:
+        rest["dependencies"] = lists
+    branches: list[Any] = [rest]
+    for k, d in deps.items():
+        branches = [x for b in branches for x in ({"allOf": [b, {"properties": {k: False}}]},
+                                                  {"allOf": [b, d, {"required": [k]}]})]  # fmt: skip
+    return {"anyOf": branches}
+
+
+def _enum_without(c: SchemaCompiler, rest: dict, negated: dict, path: str) -> Any:
+    """An enum / const without the values of a `not` that is an enum / const too (exact), None otherwise."""
+    values = [rest["const"]] if "const" in rest else rest.get("enum")
+    out = [negated["const"]] if "const" in negated else negated.get("enum")
+    if not isinstance(values, list) or not isinstance(out, list) or set(negated) & VOCABULARY - {"enum", "const"}:
+        return None
+    c.budget.charge(len(values) + len(out), path)
+    gone = {canonical(v) for v in out}
+    left = [v for v in values if canonical(v) not in gone]
+    return {**{k: v for k, v in rest.items() if k not in ("enum", "const")}, "enum": left} if left else False
+
+
+_SPLIT = 2  # dependent schemas written as an anyOf at most (2 ** _SPLIT branches)
 _RESERVED_BODY = Lit("\0reserved")  # the body of a rule name reserved until its body is set
 
 

@@ -83,6 +83,12 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
         keys.discard("format")
     if "enum" in item or "const" in item:
         values = [item["const"]] if "const" in item else item["enum"]
+        if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+            from .json_unique_objects import large_string_enum  # (a trie walk where listing every value is long)
+
+            node = large_string_enum(c, item, values, lo, hi, path, _MAX_VALUES, _VALUE_TEXT)
+            if node is not None:
+                return node
         if not isinstance(values, list) or len(values) > _MAX_VALUES:
             return None
         groups = literal_texts(c, values, item, path)
@@ -98,11 +104,17 @@ def unique_array(c: Any, item_schema: Any, lo: int, hi: int | None, path: str) -
         high = capped(None if high is None else int(high), c.max_string_length, low)
         c.use("space")
         strings = UniqueStrings(c, c.prefix("unique"), low, high, lo, hi)
-        return strings.entry() if strings.hi >= lo else None
+        from .json_unique_objects import UniqueKeyed  # (or told apart by their first 24 characters: a union)
+
+        keyed = UniqueKeyed(c, c.prefix("unique"), QUOTE, SPACE, low, high, lo, hi)
+        both = [a.entry() for a in (strings, keyed) if a.hi >= lo]
+        return alt(*both) if both else None
     elif item.get("type") == "string" and keys <= {"type", "format", "pattern"} and lo <= 1:
         return _matches_array(c, item, lo, hi, path)
     else:
-        return None
+        from .json_unique_objects import unique_objects  # (objects told apart by a property written first)
+
+        return unique_objects(c, item_schema, item, lo, hi, path)
     c.use("space")
     if len(options) < lo or (hi is not None and hi < lo):
         return None

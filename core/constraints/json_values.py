@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import Alt, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, DecimalMultiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
@@ -206,6 +206,7 @@ def capped(hi: int | None, cap: int | None, lo: int) -> int | None:
 
 def number(c: Any, schema: dict, t: str, path: str) -> Node:
     step = schema.get("multipleOf")
+    written = t  # (a number that must be a multiple of 1 may still be written 6000.0)
     decimal_step = None
     if step is not None:
         if step <= 0:
@@ -236,9 +237,16 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
         return c.use(t)
     lo, lo_x, hi, hi_x = digits_within_limit(c, lo, lo_x, hi, hi_x, path)
     if t == "integer":
-        return seq(integer_range(*integer_bounds(lo, lo_x, hi, hi_x)), SPACE)
+        zeros = [Repeat(seq(Lit("."), Repeat(Lit("0"), 1, 16)), 0, 1)] if written == "number" else []
+        return seq(integer_range(*integer_bounds(lo, lo_x, hi, hi_x)), *zeros, SPACE)
     c.use("decimal-part")
-    return seq(number_range(lo, lo_x, hi, hi_x), SPACE)
+    ranged = seq(number_range(lo, lo_x, hi, hi_x), SPACE)
+    if lo == 0 and not lo_x and hi is None and not c.listed_order:  # (>= 0: any exponent keeps it so: 1e-06)
+        digit = Chars(((0x30, 0x39),))
+        point = Repeat(seq(Lit("."), c.use("decimal-part")), 0, 1)
+        exponent = seq(Chars(((0x45, 0x45), (0x65, 0x65))), Repeat(Chars(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1))
+        return alt(ranged, seq(c.use("integral-part"), point, exponent, Repeat(digit, 1, 2), SPACE))
+    return ranged
 
 
 def multiples(c: Any, k: int, lo: int | None, hi: int | None, t: str, path: str) -> Node:
@@ -255,7 +263,13 @@ def multiples(c: Any, k: int, lo: int | None, hi: int | None, t: str, path: str)
         c.rules.update(rules)
         # (lo <= 0: the positive ones; hi >= 0: the negative ones)
         sign = [] if lo is not None else [Lit("-")] if hi is not None else [Repeat(Lit("-"), 0, 1)]
-        return seq(alt(Lit("0"), seq(*sign, nonzero)), SPACE)
+        signed = seq(alt(Lit("0"), seq(*sign, nonzero)), SPACE)
+        # and the few of the other sign within the bound (multipleOf 10, exclusiveMaximum 100: 10 to 90 too)
+        few = range(k, last + 1, k) if lo is None and last else range(first, 0, k) if hi is None and first else ()
+        if not few or len(few) > _WINDOW:
+            return signed
+        c.budget.charge(len(few), f"{path}/multipleOf")
+        return alt(signed, literals(c, list(few), {"type": t}, f"multiple-of-{k}", path))
     if first is not None and (last is None or (last - first) // k >= _WINDOW):
         last = first + (_WINDOW - 1) * k
     elif first is None or (last - first) // k >= _WINDOW:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llamay.constraints import ConstraintLimitError, ConstraintLimits, schema_to_grammar
+from tests.constraints.helpers import assert_sound
 
 
 def test_overlapping_branches_charge_their_required_lists_per_pair():
@@ -16,3 +17,49 @@ def test_overlapping_branches_charge_their_required_lists_per_pair():
     with pytest.raises(ConstraintLimitError) as e:
         schema_to_grammar(schema, limits=ConstraintLimits(max_work=100_000))
     assert e.value.limit == "max_work"
+
+
+def test_a_branch_of_an_unknown_format_generates_every_type():
+    """An unknown format implies no type: the branch generates any value, so the oneOf must count its numbers
+    as matching the number branch too (5 was accepted: it matches both)."""
+    schema = {"oneOf": [{"format": "int32"}, {"type": "number"}]}
+    assert_sound(schema, valid=["x", {}, [1]], invalid=[5, 2.5])
+
+
+def test_keywords_that_constrain_nothing_imply_no_type():
+    """`properties: {}` / `required: []` constrain nothing: any value fits (a string item was refused: the schema
+    was generated as an object), and a oneOf counts those values as overlapping."""
+    assert_sound({"type": "array", "items": {"required": [], "properties": {}}}, valid=[["a", 1], [{}]])
+    assert_sound({"oneOf": [{"properties": {}}, {"type": "string"}]}, valid=[5, {}, [1]], invalid=["x"])
+    # (but `minimum: 0` and `contains: {}` constrain numbers and arrays)
+    assert_sound({"minimum": 0}, valid=[0, 3], invalid=[-1])
+    assert_sound({"contains": {}}, valid=[[1]], invalid=[[]])
+
+
+def test_allof_of_a_tuple_and_an_items_schema_checks_the_tuple_items():
+    """allOf [{items: S}, {prefixItems: [...]}]: the tuple's items are items too, valid against S ([1] was
+    accepted); the draft-7 tuple (a list `items`) was refused as 'allOf of a list'."""
+    s = {"allOf": [{"type": "array", "items": {"type": "string"}}, {"prefixItems": [True]}]}
+    assert_sound(s, valid=[["a"]], invalid=[[1], ["a", 1]])
+    s7 = {"$schema": "http://json-schema.org/draft-07/schema#", "allOf": [s["allOf"][0], {"items": [True]}]}
+    assert_sound(s7, valid=[["a"]], invalid=[[1], ["a", 1]])
+
+
+def test_oneof_with_an_enum_of_arrays_keeps_the_other_arrays():
+    """The values a oneOf branch shares with an enum of arrays are taken out, not every array: arrays of other
+    lengths, and of the length of one value with an item changed (["size"] and ["size", "mode"] were refused)."""
+    items = {"type": "array", "items": {"enum": ["size", "deleted", "mode"]}}
+    s = {"oneOf": [items, {"enum": [["deleted"], []]}]}
+    assert_sound(s, valid=[["size"], ["size", "mode"], ["deleted", "deleted"]], invalid=[["deleted"], [], ["x"]])
+
+
+def test_tuple_and_items_merge_and_array_enum_negation_are_charged():
+    """Each tuple entry merged with the items schema, and an enum array's ways to differ (n ways of n items), are
+    charged where they are made."""
+    tuple_ = {"allOf": [{"type": "array", "items": {"type": "integer"}}, {"prefixItems": [True] * 2000}]}
+    with pytest.raises(ConstraintLimitError) as e:
+        schema_to_grammar({"properties": {"a": tuple_}}, limits=ConstraintLimits(max_work=3500))
+    assert e.value.where == "#/properties/a"
+    with pytest.raises(ConstraintLimitError) as e:
+        schema_to_grammar({"not": {"enum": [list(range(60))]}}, limits=ConstraintLimits(max_work=3000))
+    assert e.value.where == "#/not"

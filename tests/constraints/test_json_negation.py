@@ -69,3 +69,20 @@ def test_one_of_told_apart_by_a_listed_property_is_made_to_require_it():
     assert_sound(
         schema, valid=[{"k": "a", "x": 1}, {"k": "c", "x": "s"}, {"k": "b"}], invalid=[{}, {"k": "a", "x": "s"}]
     )
+
+
+def test_an_enum_without_a_not_enum_keeps_its_other_values():
+    """`enum` with `not: {enum}`: the values of the first the second does not list (an object value's negation
+    has no schema: every value was refused)."""
+    schema = {"allOf": [{"enum": [{"foo": False}, 1, "a"]}, {"not": {"enum": [6, "foo", [], True, {"foo": 12}, 1.0]}}]}
+    assert_sound(schema, valid=[{"foo": False}, "a"], invalid=[{"foo": 12}, 1, 6])
+
+
+def test_an_enum_without_a_not_enum_is_charged():
+    """Comparing the two lists is charged where the schema is."""
+    from llamay.constraints import ConstraintLimitError, ConstraintLimits, schema_to_grammar
+
+    schema = {"properties": {"a": {"enum": list(range(3000)), "not": {"enum": list(range(1, 3001))}}}}
+    with pytest.raises(ConstraintLimitError) as e:
+        schema_to_grammar(schema, limits=ConstraintLimits(max_work=9000))
+    assert e.value.where == "#/properties/a"

@@ -103,3 +103,22 @@ def test_integer_multiple_of(schema, valid, invalid):
 def test_decimal_multiple_of_is_what_jsonschema_computes(schema, valid, invalid):
     """A decimal step: numbers whose division by it is an integer in floating point, as jsonschema divides."""
     assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=40)
+
+
+def test_integer_steps_bounded_on_one_side_keep_the_few_of_the_other_sign():
+    """multipleOf 10 below 100 is every non-positive multiple (the divisibility automaton) and 10 .. 90 too (30
+    was refused); the few negative ones above a negative minimum likewise."""
+    assert_sound({"exclusiveMaximum": 100, "multipleOf": 10, "type": "number"}, valid=[30, 90, 0, -20],
+                 invalid=[100, 95, 110])  # fmt: skip
+    assert_sound({"minimum": -35, "multipleOf": 10, "type": "integer"}, valid=[-30, -10, 0, 120], invalid=[-40, 5])
+
+
+def test_a_number_at_least_zero_may_have_an_exponent():
+    """minimum 0 alone: a non-negative mantissa keeps any exponent non-negative (1e-06 was refused)."""
+    assert_sound({"type": "number", "minimum": 0}, valid=[1e-06, 0.5, 1.5e10, 0], invalid=[-1e-06, -1])
+
+
+def test_a_number_multiple_of_one_may_be_written_with_zero_fraction_digits():
+    """type number, multipleOf 1: 6000.0 is a multiple of 1 (it was refused); type integer in draft 4 is not."""
+    schema = {"type": "number", "minimum": 0, "maximum": 99999999, "multipleOf": 1}
+    assert_sound(schema, valid=[6000.0, 6000, 0], invalid=[6000.5, -1.0])

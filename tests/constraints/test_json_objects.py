@@ -329,3 +329,28 @@ def test_one_of_whose_branch_becomes_impossible_keeps_the_others():
 def test_property_names(schema, valid, invalid):
     """propertyNames: listed names it refuses are never written; other keys are the strings it allows."""
     assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+          "dependencies": {"error": {"maxProperties": 1}}, "properties": {"error": {"type": "string"}}},
+         [{"error": "x"}, {"b": 1, "c": 2}, {}], [{"error": "x", "b": 1}, {"error": 1}]),
+        ({**PERSON, "dependentSchemas": {"age": {"required": ["x"]}, "name": {"properties": {"age": {"minimum": 3}}}}},
+         [{"name": "a"}, {"name": "a", "age": 5, "x": 0}], [{"name": "a", "age": 1, "x": 0}, {"name": "a", "age": 5}]),
+        ({"type": "object", "required": ["a"], "dependentSchemas": {"a": {"required": ["b"]}}},
+         [{"a": 1, "b": 2}], [{"a": 1}, {"b": 1}]),
+    ],
+)  # fmt: skip
+def test_dependent_schemas_are_exact(schema, valid, invalid):
+    """A property with a dependent schema is written, the schema then applied (it never was)."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=60, budget=60)
+
+
+def test_dependent_schemas_split_is_charged():
+    """Reading the dependencies to split them is charged where the schema is."""
+    deps = {f"p{i}": {"required": ["q"]} for i in range(4000)}
+    with pytest.raises(ConstraintLimitError) as e:
+        schema_to_grammar({"properties": {"o": {"dependencies": deps}}}, limits=ConstraintLimits(max_work=18000))
+    assert e.value.where == "#/properties/o"

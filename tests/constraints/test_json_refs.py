@@ -139,3 +139,25 @@ def test_references_that_only_refer_to_themselves_are_bounded(schema):
 def test_references_that_cannot_be_resolved_are_refused_by_name(schema, message):
     with pytest.raises(ConstraintError, match=message):
         schema_to_gbnf(schema)
+
+
+def test_a_refs_siblings_are_ignored_in_drafts_4_to_7():
+    """Drafts 4 to 7 ignore the keywords beside a `$ref` (jsonschema does): {"type": "string", "$ref": object}
+    is the object (it was merged into a string: every valid document refused)."""
+    target = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    field = {"type": "string", "$ref": "#/definitions/d"}
+    for draft in ("draft-04", "draft-07"):
+        schema = {"$schema": f"http://json-schema.org/{draft}/schema#", "type": "object",
+                  "properties": {"S": field}, "definitions": {"d": target}}  # fmt: skip
+        assert_sound(schema, valid=[{"S": {"a": 1}}], invalid=[{"S": "x"}, {"S": {"a": "x"}}])
+    schema = {"type": "object", "properties": {"S": {"minProperties": 1, "$ref": "#/$defs/d"}}, "$defs": {"d": target}}
+    assert_sound(schema, valid=[{"S": {"a": 1}}], invalid=[{"S": {}}])  # (2019-09 on: siblings apply)
+
+
+def test_a_ref_with_ignored_siblings_fails_inside_its_branch():
+    """A draft-7 oneOf branch {type, $ref} whose target cannot be compiled is left out, as before siblings were
+    ignored (compiled as a plain reference, its error refused the whole schema: hugo.json)."""
+    bad = {"type": "object", "patternProperties": {"^(?!a)$": {}}}
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"bad": bad},
+              "oneOf": [{"type": "object", "$ref": "#/definitions/bad"}, {"type": "string"}]}  # fmt: skip
+    assert_sound(schema, valid=["x"], invalid=[1])

@@ -30,13 +30,15 @@ def test_unique_arrays(schema, valid, invalid):
 
 
 def test_strings_told_apart_by_their_first_or_last_character():
-    """A subset: strings differing in their first or their last character (as written: no escape there) are
-    different; two that share both could be equal, so the second is never written."""
+    """A subset: strings differing in their first or their last character (as written: no escape there), or in
+    their first 24 characters (written without escapes), are different; two that share both could be equal, so
+    the second is never written."""
     a = schema_automaton({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
     for doc in (b'["tag1","tag2"]', b'["size","mode"]', b'["example_migration_1","example_migration_2"]',
-                b'["a","ab","b"]', b'["\xc3\xa9x","\xc3\xa9y"]', b'["a\\nb","a\\nc"]'):  # fmt: skip
+                b'["a","ab","b"]', b'["\xc3\xa9x","\xc3\xa9y"]', b'["a\\nb","a\\nc"]', b'["a1b","a2b"]',
+                b'["a","aba"]'):  # fmt: skip
         assert a.accepts_bytes(doc), doc
-    for doc in (b'["tag1","tag1"]', b'["a1b","a2b"]', b'["\\u0061","a"]', b'["a","aba"]', b'["ab\\n","a"]'):
+    for doc in (b'["tag1","tag1"]', b'["\\u0061","a"]', b'["ab\\n","a"]', b'["\\u0061b","\\u0061b"]'):
         assert not a.accepts_bytes(doc), doc
 
 
@@ -97,3 +99,87 @@ def test_other_items_keep_at_most_one_and_more_are_refused():
     assert a.accepts_bytes(b"[1]") and not a.accepts_bytes(b"[1,2]")
     with pytest.raises(ConstraintError, match="uniqueItems"):
         schema_to_grammar({**schema, "minItems": 2})
+
+
+_OWNER = {"type": "object", "additionalProperties": False,
+          "properties": {"name": {"type": "string"}, "email": {"type": "string"}}}  # fmt: skip
+_KIND = {"type": "object", "properties": {"k": {"enum": ["a", "b", "c"]}, "v": {"type": "integer"}}, "required": ["k"]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "array", "items": _OWNER, "uniqueItems": True},
+         [[{"name": "John Doe", "email": "j@x"}, {"name": "Jane Doe", "email": "j@x"}], [{"email": "x", "name": "y"}],
+          [{"name": "a"}, {"name": "ab"}, {"name": ""}]],
+         [[{"name": "J"}, {"name": "J"}], [{"name": "a", "x": 1}]]),
+        ({"type": "array", "items": _KIND, "uniqueItems": True, "minItems": 2},
+         [[{"k": "a", "v": 1}, {"k": "b", "v": 1}], [{"k": "c"}, {"k": "a"}, {"k": "b"}]],
+         [[{"k": "a"}, {"k": "a"}], [{"k": "a"}], [{"k": "d"}, {"k": "a"}]]),
+    ],
+)  # fmt: skip
+def test_unique_objects_told_apart_by_a_property_written_first(schema, valid, invalid):
+    """Objects whose first member is the same property with different values are different (a subset: two items
+    equal in it are refused, `[{"name": "J"}, {"name": "J", "email": "x"}]`); one item keeps any member order."""
+    assert_sound(schema, valid=valid, invalid=invalid, n=30, budget=120)
+    a = schema_automaton(schema)
+    assert not a.accepts_bytes(b'[{"name":"J"},{"name":"J","email":"x"}]')
+
+
+def test_unique_objects_with_a_long_shared_prefix_are_refused_not_accepted():
+    """Names sharing their first 24 characters cannot be told apart by the signature: refused, never accepted
+    when equal."""
+    a = schema_automaton({"type": "array", "items": _OWNER, "uniqueItems": True})
+    name = "x" * 30
+    same = json.dumps([{"name": name}, {"name": name}], separators=(",", ":")).encode()
+    assert not a.accepts_bytes(same)
+    assert a.accepts_bytes(json.dumps([{"name": name}, {"name": "y" + name}], separators=(",", ":")).encode())
+
+
+def test_unique_objects_work_is_charged():
+    """The members after the key and the key's walk are charged to the lazy rules' budget (the walk checks every
+    signature written per character offered)."""
+    from llamay.constraints import ConstraintLimitError, ConstraintLimits, compile_grammar
+    from llamay.constraints.automaton import Automaton
+
+    schema = {"type": "array", "items": _OWNER, "uniqueItems": True}
+    a = Automaton(compile_grammar(schema_to_grammar(schema, limits=ConstraintLimits(max_work=600))))
+    items = [{"name": f"n{i:02d}"} for i in range(30)]
+    with pytest.raises(ConstraintLimitError):
+        a.accepts_bytes(json.dumps(items, separators=(",", ":")).encode())
+
+
+def test_unique_objects_keyed_by_a_long_enum_or_a_last_character():
+    """An enum key of many values is walked as a trie (a stack per value passed max_stacks: 2,461 values);
+    plain-string keys sharing their first 24 characters are told apart by their last one."""
+    names = [f"r_AntialiasingMode{i}" for i in range(3000)] + ["r_AntialiasingMode"]
+    item = {"type": "object", "properties": {"name": {"enum": names}, "value": {"type": "string"}},
+            "required": ["name", "value"]}  # fmt: skip
+    a = schema_automaton({"type": "array", "items": item, "uniqueItems": True})
+    doc = [{"name": "r_AntialiasingMode", "value": "1"}, {"name": "r_AntialiasingMode12", "value": "1"}]
+    assert a.accepts_bytes(json.dumps(doc, separators=(",", ":")).encode())
+    assert not a.accepts_bytes(json.dumps([doc[0], doc[0]], separators=(",", ":")).encode())
+    links = [{"name": "https://example.com/link1"}, {"name": "https://example.com/link2"}]
+    assert_sound({"type": "array", "items": _OWNER, "uniqueItems": True}, valid=[links],
+                 invalid=[[links[0], links[0]]], n=10)  # fmt: skip
+
+
+def test_unique_strings_also_told_apart_by_their_first_characters():
+    """Plain strings: the union of (first, last) pairs and 24-character prefixes (["*.js", "*.ts"] share both
+    ends); a string enum whose rules would list too much text is walked as a trie (items were capped at 45)."""
+    schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    assert_sound(schema, valid=[["*.js", "*.ts"], ["minecraft:stone", "minecraft:deepslate"], ["é", "a"]],
+                 invalid=[["*.js", "*.js"]], n=30)  # fmt: skip
+    names = [f"css/feature-{i}" for i in range(700)]
+    big = {"type": "array", "items": {"type": "string", "enum": names}, "uniqueItems": True}
+    assert_sound(big, valid=[names[:60], names[::-1][:3]], invalid=[[names[1], names[1]], ["css/x"]], n=10)
+
+
+def test_unique_objects_of_a_recursive_schema_compile():
+    """A node whose unique `children` are nodes: the inner arrays refer to the node's rule (inlining its members
+    in every array recursed to max_nesting: five SARIF schemas were refused)."""
+    node = {"type": "object", "properties": {"name": {"type": "string"},
+            "children": {"type": "array", "uniqueItems": True, "items": {"$ref": "#/$defs/node"}}}}  # fmt: skip
+    schema = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
+    tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "x"}]}, {"name": "c"}]}
+    assert_sound(schema, valid=[tree], invalid=[{"name": "a", "children": [{"name": "b"}, {"name": "b"}]}], n=20)
