@@ -61,13 +61,14 @@ def _cached(key: tuple, vocab: ConstraintVocab, build: Callable[[], Program], li
     key = (*key, id(vocab), limits)
     with _CACHE_LOCK:
         c = _CACHE.get(key)
-        if c is not None and c.vocab is vocab:
+        if c is not None and c.vocab is vocab and not _worn(c):
             _CACHE.move_to_end(key)
             return c
     c = GrammarConstraint(build(), vocab, name=key[0], limits=limits)  # when this raises, nothing is kept
     with _CACHE_LOCK:
         other = _CACHE.get(key)
-        if other is not None and other.vocab is vocab:  # built meanwhile by another thread: share its caches
+        # built meanwhile by another thread: share its caches
+        if other is not None and other.vocab is vocab and not _worn(other):
             c = other
         else:
             _CACHE[key] = c
@@ -75,6 +76,13 @@ def _cached(key: tuple, vocab: ConstraintVocab, build: Callable[[], Program], li
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return c
+
+
+def _worn(c: GrammarConstraint) -> bool:
+    """A cached lazy program past half its rule limit is built anew for the next request: its rules grow with
+    every walk that reaches new ones (unique items: a few hundred an item), and a schema served long enough
+    would otherwise reach max_rules and refuse every request then on. Generations holding it keep it."""
+    return len(c.program.rule_names) > c.limits.max_rules // 2
 
 
 def _vocab(tokenizer: Any) -> ConstraintVocab:

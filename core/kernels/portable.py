@@ -6,7 +6,6 @@ Each optimised backend (numba, wasm) is tested against these functions. Float su
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import struct
@@ -140,8 +139,7 @@ class PortableBackend:
                 out[base + r] = acc
 
     def qkv(self, q: array, k: array, v: array, wq: Weight, wk: Weight, wv: Weight, x: array, n: int) -> None:
-        # this class's matmul, not self's: a subclass that queues its ops (tests/model/test_sync.py) runs this later
-        compose.qkv(functools.partial(PortableBackend.matmul, self), q, k, v, wq, wk, wv, x, n)
+        compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)
 
     def add_bias(self, x: array, b: Weight, n: int) -> None:
         bias = b.handle.row(0, b.n_in)
@@ -173,7 +171,7 @@ class PortableBackend:
             out[i * dim : (i + 1) * dim] = y
 
     def head_rms_norm(self, x: array, w: Weight, n: int, n_heads: int, head_dim: int, eps: float) -> None:
-        PortableBackend.rms_norm(self, x, x, w, n * n_heads, head_dim, eps)  # this class's (see qkv)
+        self.rms_norm(x, x, w, n * n_heads, head_dim, eps)
 
     def rope(
         self,
@@ -364,15 +362,13 @@ class PortableBackend:
         a, b = array("f", bytes(4 * f)), array("f", bytes(4 * f))
         out[:dim] = array("f", bytes(4 * dim))
         row0 = array("i", [0])  # the one row of add_rows_scaled
-        # this class's ops, not self's: a subclass that queues its ops (tests/model/test_sync.py) runs this later
-        be = PortableBackend
         for j in range(k):  # the sequence arch.moe runs for one row, expert by expert
             e = ids[j]
-            be.matmul(self, a, gate[e], x, 1)
-            be.matmul(self, b, up[e], x, 1)
-            be.swiglu(self, a, a, b, f)
-            be.matmul(self, y, down[e], a, 1)
-            be.add_rows_scaled(self, out, y, row0, weights[j : j + 1], 1, dim)
+            self.matmul(a, gate[e], x, 1)
+            self.matmul(b, up[e], x, 1)
+            self.swiglu(a, a, b, f)
+            self.matmul(y, down[e], a, 1)
+            self.add_rows_scaled(out, y, row0, weights[j : j + 1], 1, dim)
 
     def pda(self, vocab: array, arena: array) -> int:
         return _pda(vocab, arena)

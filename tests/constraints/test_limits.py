@@ -22,6 +22,7 @@ from llamay.constraints import (
     compile_grammar,
     grammar_constraint,
     json_constraint,
+    json_schema_constraint,
     lexicon_constraint,
     lexicon_grammar,
     parse_gbnf,
@@ -370,3 +371,24 @@ def test_an_allof_of_anyofs_is_charged_by_its_branches_before_they_are_compiled(
     assert aut.accepts_bytes(b'{"p000":"a","p120":"b"}')
     assert not aut.accepts_bytes(b'{"p000":1,"p010":1,"p020":1}')  # (each branch of the first anyOf refuses it)
     assert visits >= 9 and budget.work < QUICK
+
+
+def test_a_cached_program_past_half_its_rule_limit_is_built_anew():
+    """A lazy program's rules grow with every walk that reaches new ones (unique items: hundreds an item); the
+    cache hands out a fresh one past half of max_rules, so a schema served long never reaches the limit."""
+    import json
+
+    vocab = load_vocab("synthetic")
+    schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    limits = ConstraintLimits(max_rules=4000)
+    c1 = json_schema_constraint(schema, vocab, limits=limits)
+    assert json_schema_constraint(schema, vocab, limits=limits) is c1  # cached while young
+    for i in range(400):  # requests' documents, walked through the one cached program
+        if len(c1.program.rule_names) > 2000:
+            break
+        doc = [f"{chr(97 + (i + j) % 26)}{i}{chr(65 + (i * j) % 26)}" for j in range(5)]
+        assert c1.engine.push_bytes(c1.start(), json.dumps(doc).encode()) is not None
+    assert len(c1.program.rule_names) > 2000
+    c2 = json_schema_constraint(schema, vocab, limits=limits)
+    assert c2 is not c1 and len(c2.program.rule_names) < 2000
+    assert json_schema_constraint(schema, vocab, limits=limits) is c2

@@ -20,19 +20,25 @@ HOST = ("write_f32", "write_i32", "read_f32")  # the host reads or writes a buff
 class DeferredBackend(PortableBackend):
     """Portable, but a kernel with no result only joins a queue; the queue runs at sync and before anything that
     reads or writes a buffer from the host or returns a kernel's result (as a command-list backend must); `copy`,
-    buffer to buffer, joins the queue as a kernel does."""
+    buffer to buffer, joins the queue as a kernel does. An op that portable composes of other ops (qkv,
+    moe_experts, head_rms_norm) runs them when it runs: a command list holds the op, not its parts."""
 
     def __init__(self) -> None:
         super().__init__()
         self.queue: list = []
         self.flushes = 0  # flushes that ran at least one kernel
+        self.flushing = False
 
     def sync(self) -> None:
         if self.queue:
             self.flushes += 1
             queue, self.queue = self.queue, []
-            for method, args in queue:
-                method(self, *args)
+            self.flushing = True
+            try:
+                for method, args in queue:
+                    method(self, *args)
+            finally:
+                self.flushing = False
 
 
 def _deferred(name: str, returns: bool):
@@ -45,7 +51,10 @@ def _deferred(name: str, returns: bool):
     else:
 
         def call(self, *args):
-            self.queue.append((method, args))
+            if self.flushing:
+                method(self, *args)
+            else:
+                self.queue.append((method, args))
 
     return call
 
