@@ -241,6 +241,10 @@ class NumbaBackend:
     def sync(self) -> None:  # every kernel runs when it is called
         pass
 
+    def _fits(self, n: int, n_in: int) -> bool:
+        """Whether the activation scratch holds n rows of n_in for the current threads."""
+        return n * n_in <= self._cap and self._scratch_threads == self.n_threads and n <= self._scratch_tokens
+
     def _grow(self, n: int, n_in: int) -> None:
         """Scratch for matmuls of n rows of n_in; grown, never shrunk, between calls."""
         size = max(n * n_in, 2 * self._cap) if n * n_in > self._cap else self._cap
@@ -318,12 +322,7 @@ class NumbaBackend:
 
     def matmul(self, out: np.ndarray, w: Weight, x: np.ndarray, n: int) -> None:
         h: NumbaWeight = w.handle
-        if (
-            n * w.n_in > self._cap
-            or w.n_in > self._panel_in
-            or self._scratch_threads != self.n_threads
-            or n > self._scratch_tokens
-        ):
+        if not self._fits(n, w.n_in) or w.n_in > self._panel_in:
             self._grow(n, w.n_in)
         work = n * w.n_out * w.n_in
         if h.strips is not None:
@@ -350,7 +349,7 @@ class NumbaBackend:
             compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)
             return
         n_in = wq.n_in
-        if n * n_in > self._cap or self._scratch_threads != self.n_threads or n > self._scratch_tokens:
+        if not self._fits(n, n_in):
             self._grow(n, n_in)
         work = n * (wq.n_out + wk.n_out + wv.n_out) * n_in
         self._parallel(st.qkv_strips, work, q, k, v, hq.strips, hk.strips, hv.strips, f.fmt, f.offset, f.has_min,

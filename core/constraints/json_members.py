@@ -237,6 +237,10 @@ class Members:
                 self.size[at] += self.size[child]
             self.live[at] = mask
 
+    def inlined(self, at: int, depth: int) -> bool:
+        """Whether trie node `at`'s subtree, `depth` characters below a rule, is written into that rule."""
+        return self.size[at] <= _INLINE and depth < _DEPTH
+
     def pattern_rule(self, done: int, k: int, at: int, states: tuple[int, ...]) -> str:
         key = ("p", f"{done:x}", k, at, *states)
         return self.rule(key, lambda: _pattern_node(self, done, k, at, states))
@@ -276,7 +280,7 @@ class Members:
             if here and not on:
                 return seq(Lit(text), QUOTE, COLON, self.values[end], self.members(done | 1 << end, k))
             if here or len(on) != 1:
-                if self.size[at] <= _INLINE and depth < _DEPTH:
+                if self.inlined(at, depth):
                     return seq(Lit(text), self.trie_node(done, k, at, depth + 1))
                 return seq(Lit(text), Ref(self.trie_rule(done, k, at)))
             self.c.budget.charge(1, f"{self.base} (members)")
@@ -302,7 +306,7 @@ class Members:
         if self.trie is None:
             self.build_trie()
         children = self.trie[at]
-        options = [seq(Lit(ch), self.other_node(child, depth + 1) if self.size[child] <= _INLINE and depth < _DEPTH
+        options = [seq(Lit(ch), self.other_node(child, depth + 1) if self.inlined(child, depth)
                        else Ref(self.other_key(child)))
                    for ch, child in children.items() if self.plain[child]]  # fmt: skip
         others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
@@ -334,7 +338,7 @@ def _pattern_node(m: Members, done: int, k: int, at: int, states: tuple[int, ...
     m.c.budget.charge(len(options) + len(groups), f"{m.base} (members)")
     for (child, nxt), ranges in groups.items():
         if child >= 0:
-            if m.size[child] <= _INLINE and depth < _DEPTH:
+            if m.inlined(child, depth):
                 options.append(seq(_first(ranges), _pattern_node(m, done, k, child, nxt, depth + 1)))
             else:
                 options.append(seq(_first(ranges), Ref(m.pattern_rule(done, k, child, nxt))))

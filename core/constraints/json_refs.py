@@ -72,6 +72,7 @@ class Resolver:
         self.draft = _draft(schema)
         uri = schema.get("$schema") if isinstance(schema, dict) else None
         self.draft3 = isinstance(uri, str) and "draft-03" in uri  # (its own keywords mean nothing in later drafts)
+        self.ref_siblings_ignored = self.draft in (4, 7)  # (drafts 3 to 7: a $ref's siblings mean nothing)
         self.base: dict[int, str] = {}  # id(schema object) -> its base URI
         self.resources: dict[str, Any] = {}  # absolute URI without fragment -> schema
         self.anchors: dict[str, Any] = {}  # absolute URI#name -> schema

@@ -340,7 +340,7 @@ class SchemaCompiler:
         base = self.resolver.base_of(schema, self.base)
         while isinstance(schema, dict) and "$ref" in schema:
             ref = schema["$ref"]
-            if self.resolver.draft not in (4, 7):  # (drafts 4 to 7 ignore a $ref's siblings)
+            if not self.resolver.ref_siblings_ignored:
                 rests.append({k: v for k, v in schema.items() if k != "$ref" and k in VOCABULARY})
             schema, base, key = self.resolve(ref, path, base)
             if key in seen:
@@ -373,7 +373,7 @@ class SchemaCompiler:
             raise ConstraintError(f"{path}: a schema is an object or a boolean, not {type(schema).__name__}")
         self.budget.charge(1 + len(schema), path)
         self.check_vocabulary(schema, path)
-        if "$ref" in schema and self.resolver.draft in (4, 7) and len(set(schema) & VOCABULARY) > 1:
+        if "$ref" in schema and self.resolver.ref_siblings_ignored and len(set(schema) & VOCABULARY) > 1:
             # (drafts 4 to 7 ignore a $ref's siblings: its target, compiled here as a $ref with siblings always
             # was, so a oneOf branch it fails in is left out, not the whole schema)
             key = (self.resolve(schema["$ref"], path)[2], "siblings ignored")

@@ -14,7 +14,7 @@ from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, DecimalMultiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
 from .json_keywords import NOT_IN, VOCABULARY, type_matches, value_type
-from .json_numbers import divisible_by, integer_bounds, integer_range, number_range
+from .json_numbers import DIGIT, divisible_by, integer_bounds, integer_range, number_range
 from .json_string_product import string_product
 from .json_strings import json_encoded, within_lengths
 from .json_unique import unique_array
@@ -242,10 +242,9 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
     c.use("decimal-part")
     ranged = seq(number_range(lo, lo_x, hi, hi_x), SPACE)
     if lo == 0 and not lo_x and hi is None and not c.listed_order:  # (>= 0: any exponent keeps it so: 1e-06)
-        digit = Chars(((0x30, 0x39),))
         point = Repeat(seq(Lit("."), c.use("decimal-part")), 0, 1)
         exponent = seq(Chars(((0x45, 0x45), (0x65, 0x65))), Repeat(Chars(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1))
-        return alt(ranged, seq(c.use("integral-part"), point, exponent, Repeat(digit, 1, 2), SPACE))
+        return alt(ranged, seq(c.use("integral-part"), point, exponent, Repeat(DIGIT, 1, 2), SPACE))
     return ranged
 
 

@@ -41,7 +41,6 @@ if PACKAGE not in sys.modules:
     _package.__path__ = []
     sys.modules[PACKAGE] = _package
     sys.modules[f"{PACKAGE}.pda_layout"] = pda_layout
-    _compiled("pda_tables")
-    _compiled("pda_automaton")
-    _compiled("pda")
+    for _name in _SOURCES[1:]:  # (in order: each imports the ones before it)
+        _compiled(_name)
 pda = sys.modules[f"{PACKAGE}.pda"].pda

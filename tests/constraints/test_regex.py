@@ -173,44 +173,39 @@ def test_groups_tried_as_top_level_branches_are_read_again_a_bounded_number_of_t
     """60 nested groups around 5,000 letters: each level was tried as a top-level branch, then read again, 61
     readings (45 s at 100,000 letters); now at most 3 levels are tried and the re-reading is charged. An
     anchored group is still a top-level branch."""
-    from llamay.constraints import regex
-
-    atoms = 0
-    atom = regex._Regex.atom
-
-    def counted(self):
-        nonlocal atoms
-        atoms += 1
-        return atom(self)
-
-    monkeypatch.setattr(regex._Regex, "atom", counted)
+    atoms = _counted(monkeypatch, "atom")
     parse_pattern("(" * 60 + "a" * 5000 + ")" * 60 + "b", search=True)
-    assert atoms <= 5 * 5061
+    assert atoms[0] <= 5 * 5061
     assert_sound(string_schema("^a$|(^b$)"), valid=["a", "b"], invalid=["xb", "ab"])
 
 
 def test_a_pattern_met_again_is_parsed_once_and_charged_each_time(monkeypatch):
     """A compilation's memo keeps a pattern's nodes (a pattern under a shared definition is met at each use):
     read once, but the Budget is charged at each use as if it were read again (work stays bounded the same)."""
-    from llamay.constraints import regex
     from llamay.constraints.limits import Budget
 
     pattern = "^(" + "|".join(f"zone{i}-az{j}" for i in range(30) for j in range(3)) + ")[a-z]*$"
     plain, memoized, memo = Budget(), Budget(), {}
     first = [parse_pattern(pattern, limits=plain, search=True) for _ in range(3)]
-    reads = 0
-    top = regex._Regex.top
-
-    def counted(self):
-        nonlocal reads
-        reads += 1
-        return top(self)
-
-    monkeypatch.setattr(regex._Regex, "top", counted)
+    reads = _counted(monkeypatch, "top")
     again = [parse_pattern(pattern, limits=memoized, search=True, memo=memo) for _ in range(3)]
-    assert reads == 1 and again == first and memoized.work == plain.work > 3 * len(pattern)
+    assert reads[0] == 1 and again == first and memoized.work == plain.work > 3 * len(pattern)
     props = {f"p{i}": {"$ref": "#/$defs/z"} for i in range(5)} | {"q": {"type": "string", "pattern": pattern}}
     schema = {"$defs": {"z": {"type": "string", "pattern": pattern}}, "type": "object", "properties": props}
-    reads = 0
+    reads[0] = 0
     assert_sound(schema, valid=[{"p1": "zone29-az2", "q": "zone0-az0abc"}], invalid=[{"q": "zone30-az0"}])
-    assert reads == 1
+    assert reads[0] == 1
+
+
+def _counted(monkeypatch, method: str) -> list[int]:
+    """The parser's `method` counted from now on: [calls so far]."""
+    from llamay.constraints import regex
+
+    calls, inner = [0], getattr(regex._Regex, method)
+
+    def counting(self):
+        calls[0] += 1
+        return inner(self)
+
+    monkeypatch.setattr(regex._Regex, method, counting)
+    return calls
