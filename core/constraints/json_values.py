@@ -11,7 +11,7 @@ from typing import Any
 from .errors import ConstraintError
 from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_combinators import canonical
-from .json_decimals import MAX_FRACTION, DecimalMultiples, fraction_digits
+from .json_decimals import MAX_FRACTION, decimal_multiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
 from .json_keywords import NOT_IN, VOCABULARY, type_matches, value_type
 from .json_numbers import DIGIT, divisible_by, integer_bounds, integer_range, number_range
@@ -227,8 +227,7 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
     c.use("space")
     if decimal_step is not None:  # (json_decimals.py: the numbers jsonschema holds multiples, a lazy trie)
         bounds = digits_within_limit(c, lo, lo_x, hi, hi_x, path) if lo is not None or hi is not None else (None,) * 4
-        trie = DecimalMultiples(c, c.prefix("multiple"), decimal_step, bounds, t == "integer", path)
-        return seq(trie.entry(), SPACE)
+        return seq(decimal_multiples(c, decimal_step, bounds, t == "integer", path), SPACE)
     if step is not None and step != 1:
         if lo is not None or hi is not None:
             lo, lo_x, hi, hi_x = digits_within_limit(c, lo, lo_x, hi, hi_x, path)

@@ -146,13 +146,17 @@ class _ProgramWords:
     its end, except the rules' entries, set once each (`rule_log` lists them in order)."""
 
     def __init__(self, program: Program) -> None:
-        self.program = program
+        self._program = weakref.ref(program)  # (weak: _PROGRAMS holds this, and the program must be freed)
         self.parts = [array("i") for _ in range(6)]
         self.set_ids: dict[int, int] = {}
         self.n_names = 0  # rules of the program seen (their ids below this have an entry)
         self.rule_log: list[int] = []  # the rules whose entries were set, in order
         self.hint = [0] * L.N_REGIONS  # the region capacities this program's arenas grew to
         self.update(program.root)
+
+    @property
+    def program(self) -> Program:
+        return self._program()
 
     def update(self, rid: int) -> None:
         """Take in what the program compiled since: its new positions and reps, and the entries of rule `rid` and

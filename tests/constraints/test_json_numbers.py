@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 
+from llamay.constraints import schema_to_grammar
 from llamay.constraints.json_numbers import MAX_DIGITS
 from tests.constraints.helpers import assert_sound, schema_automaton, schema_validator
 
@@ -103,6 +104,19 @@ def test_integer_multiple_of(schema, valid, invalid):
 def test_decimal_multiple_of_is_what_jsonschema_computes(schema, valid, invalid):
     """A decimal step: numbers whose division by it is an integer in floating point, as jsonschema divides."""
     assert_sound(schema, valid=valid, invalid=invalid, n=40, budget=40)
+
+
+def test_fields_of_the_same_decimal_step_and_bounds_share_one_trie():
+    """Two fields of one step and bounds walk one lazy trie (each prefix built and lowered once), a field of
+    other bounds its own; each stays exact (jsonschema's division)."""
+    money = {"type": "number", "multipleOf": 0.01, "minimum": 0}
+    schema = {"type": "object", "properties": {"a": money, "b": dict(money), "c": {**money, "maximum": 50}},
+              "required": ["a", "b", "c"]}  # fmt: skip
+    grammar = schema_to_grammar(schema)
+    tries = [n for n in [*grammar.rules, *grammar.lazy] if n.startswith("multiple") and n.endswith("-n")]
+    assert len(tries) == 2
+    assert_sound(schema, valid=[{"a": 1230.55, "b": 0.5, "c": 49.99}], invalid=[{"a": 0.07, "b": 1, "c": 1},
+                 {"a": 1, "b": 1, "c": 50.01}], n=20)  # fmt: skip
 
 
 def test_integer_steps_bounded_on_one_side_keep_the_few_of_the_other_sign():

@@ -5,7 +5,9 @@ the chain shortcut, with arenas that must grow mid-operation, and with its limit
 
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 
 import pytest
 
@@ -168,3 +170,19 @@ def test_lazy_rules_are_compiled_as_the_kernel_reaches_them(backend):
         assert ker.allowed(st_k).bits == ref.allowed(st_r).bits
     assert ker.is_complete(st_k)
     assert len(progs[1].rule_alts) > before + 3
+
+
+@pytest.mark.parametrize("backend", ["portable", "numba"])
+def test_a_program_run_by_the_kernel_is_freed_with_its_constraints(backend):
+    """The program's words (kernel_engine._PROGRAMS, kept per program) do not keep the program alive: once its
+    constraints are gone it is freed, grammar and lazy rules with it (every schema served used to stay)."""
+    vocab = load_vocab("synthetic")
+    prog = compile_grammar(schema_to_grammar({"type": "object", "properties": {"a": {"type": "integer"}}}))
+    ker = GrammarConstraint(prog, vocab)
+    ker.engine = KernelEngine(prog, vocab, ker.limits, require_backend(backend))
+    st = ker.advance_bytes(ker.start(), b'{"a":')
+    assert ker.allowed(st).tokens()
+    gone = weakref.ref(prog)
+    del prog, ker, st
+    gc.collect()
+    assert gone() is None
