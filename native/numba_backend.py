@@ -89,9 +89,12 @@ BIG_WORK = 4_000_000  # about 200 µs on one core
 # (float32 against int8 dot4s, a score's exp, rows gathered by slot): 16 heads of 64 over 50 keys take ~38 µs
 ATTENTION_COST = 8
 STALL_S = 0.002  # a small kernel that took this long waited for a preempted thread
-STALLS = 3
+STALLS = 3  # hiccups (bursts of stalls) within WINDOW that make a back-off
+HICCUP = 50  # stalls within this many small kernels of a hiccup's first are that hiccup (one burst of another process)
 WINDOW = 2_000  # small parallel kernels (about ten decode steps of a small model)
-BACK_OFF = 20_000  # small kernels run on one thread after a back-off (about a hundred decode steps)
+BACK_OFF_MIN = 500  # small kernels on one thread after a first back-off (a few decode steps)
+BACK_OFF_MAX = 20_000  # ... doubled while back-offs follow each other, up to about a hundred decode steps
+RELAPSE = 5 * WINDOW  # a back-off this soon after the last one ended doubles the length; a later one starts over
 
 
 class ThreadPolicy:
@@ -104,8 +107,13 @@ class ThreadPolicy:
     - below `small_work` multiply-adds a kernel runs on one thread (fork and join cost what a second thread saves);
     - from `big_work` up it runs on all of them (its work hides a stall);
     - in between it runs on all of them while they keep up: the caller reports how long each took (`observe`), and
-      after STALLS of them took longer than STALL_S within the last WINDOW, the next BACK_OFF run on one thread
-      before all threads are tried again.
+      after STALLS hiccups within the last WINDOW, the next ones run on one thread for a back-off, then all
+      threads are tried again.
+
+    Evidence must be sustained: the stalls of one burst (another process waking for a few milliseconds) are one
+    hiccup, however many kernels it delays. A back-off starts short (BACK_OFF_MIN) and doubles, up to BACK_OFF_MAX,
+    only while the machine stays busy (the next back-off within RELAPSE of the last one's end): a transient hiccup
+    on an idle machine costs a few decode steps on one thread, never the rest of a run.
     """
 
     def __init__(self, n_threads: int, small_work: int = SMALL_WORK, big_work: int = BIG_WORK) -> None:
@@ -113,8 +121,10 @@ class ThreadPolicy:
         self.small_work = small_work
         self.big_work = big_work
         self._seen = 0  # small kernels run on all threads so far
-        self._stalls: deque[int] = deque()  # when (in _seen) the recent stalls happened
+        self._hiccups: deque[int] = deque()  # when (in _seen) the recent hiccups began
         self._serial_left = 0  # small kernels still to run on one thread
+        self._back_off = BACK_OFF_MIN  # the length of the next back-off
+        self._resumed = -RELAPSE  # when (in _seen) the last back-off ended
         self.back_offs = 0  # how often the policy backed off (for reports and tests)
 
     def threads(self, work: int) -> int:
@@ -126,6 +136,8 @@ class ThreadPolicy:
             return self.n_threads
         if self._serial_left:
             self._serial_left -= 1
+            if not self._serial_left:
+                self._resumed = self._seen
             return 1
         return self.n_threads
 
@@ -137,13 +149,23 @@ class ThreadPolicy:
         self._seen += 1
         if seconds < STALL_S:
             return
-        self._stalls.append(self._seen)
-        while self._stalls[0] <= self._seen - WINDOW:
-            self._stalls.popleft()
-        if len(self._stalls) >= STALLS:
-            self._stalls.clear()
-            self._serial_left = BACK_OFF
+        if self._hiccups and self._seen - self._hiccups[-1] < HICCUP:
+            return  # the same burst
+        self._hiccups.append(self._seen)
+        while self._hiccups[0] <= self._seen - WINDOW:
+            self._hiccups.popleft()
+        if len(self._hiccups) >= STALLS:
+            self._hiccups.clear()
+            relapse = self._seen - self._resumed <= RELAPSE
+            self._back_off = min(2 * self._back_off, BACK_OFF_MAX) if relapse and self.back_offs else BACK_OFF_MIN
+            self._serial_left = self._back_off
             self.back_offs += 1
+
+
+def _same(*formats: st.StripFormat | None) -> bool:
+    """Whether the weights' strip formats are one (by identity first: a type's format is one object, and a
+    dataclass's == costs microseconds on every decode step's qkv and moe_experts)."""
+    return all(g is formats[0] or g == formats[0] for g in formats[1:])
 
 
 @dataclass(eq=False)
@@ -188,6 +210,7 @@ class NumbaBackend:
         self._scores = np.zeros((1, 1), np.float32)  # (threads, n_slots): attention scores
         self._slots = np.zeros((1, 1), np.int32)  # (threads, n_slots): the cache slots of the keys
         self._cos_sin = np.zeros(2, np.float64)  # (n_rot,): rope's cos and sin per pair
+        self._rope_consts: dict[tuple, tuple] = {}  # rope's float32 constants by (base, n_rot, YaRN's three)
 
     # -- threads --------------------------------------------------------------------------------------------
 
@@ -345,7 +368,8 @@ class NumbaBackend:
     ) -> None:
         hq, hk, hv = wq.handle, wk.handle, wv.handle
         f = hq.strip_format
-        if hq.strips is None or hk.strips is None or hv.strips is None or hk.strip_format != f or hv.strip_format != f:
+        fused = hq.strips is not None and hk.strips is not None and hv.strips is not None
+        if not fused or not _same(hk.strip_format, f, hv.strip_format):
             compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)
             return
         n_in = wq.n_in
@@ -354,6 +378,21 @@ class NumbaBackend:
         work = n * (wq.n_out + wk.n_out + wv.n_out) * n_in
         self._parallel(st.qkv_strips, work, q, k, v, hq.strips, hk.strips, hv.strips, f.fmt, f.offset, f.has_min,
                        wq.n_out, wk.n_out, wv.n_out, x, n, n_in, *self._scratch[STRIPS])  # fmt: skip
+
+    def moe_route(
+        self,
+        ids: np.ndarray,
+        weights: np.ndarray,
+        logits: np.ndarray,
+        router: Weight,
+        x: np.ndarray,
+        k: int,
+        gating: int,
+        norm_w: bool,
+        w_scale: float,
+    ) -> None:
+        self.matmul(logits, router, x, 1)
+        moe.moe_route(ids, weights, logits, router.n_out, k, gating, norm_w, w_scale)
 
     def moe_experts(
         self,
@@ -373,7 +412,7 @@ class NumbaBackend:
         mats = tuple(gate[e].handle.strips for e in chosen) + tuple(up[e].handle.strips for e in chosen)
         downs = tuple(down[e].handle.strips for e in chosen)
         f = d0.handle.strip_format
-        if any(m is None for m in mats + downs) or up[0].handle.strip_format != f or g0.handle.strip_format != f:
+        if any(m is None for m in mats + downs) or not _same(up[0].handle.strip_format, f, g0.handle.strip_format):
             compose_experts(self, out, gate, up, down, x, chosen, weights, h, y, self._row0, lambda b, at: b[at:])
             return
         n_embd, n_ff = g0.n_in, g0.n_out
@@ -424,10 +463,15 @@ class NumbaBackend:
     ) -> None:
         if len(self._cos_sin) < n_rot:
             self._cos_sin = np.zeros(n_rot, np.float64)
-        theta_scale = np.float32(base ** (-2.0 / n_rot))
+        key = (base, n_rot, ext_factor, corr_low, corr_high)
+        consts = self._rope_consts.get(key)
+        if consts is None:  # a model's few sets, converted once (not per call: two calls per layer and token)
+            consts = tuple(map(np.float32, (base ** (-2.0 / n_rot), ext_factor, corr_low, corr_high)))
+            self._rope_consts[key] = consts
+        theta_scale, ext, lo, hi = consts
         ff = freq_factors.handle.vec if freq_factors is not None else self._one
         ew.rope(x, pos, n, n_heads, head_dim, n_rot, theta_scale, scale, neox, ff, freq_factors is not None,
-                self._cos_sin, np.float32(ext_factor), mscale, np.float32(corr_low), np.float32(corr_high))  # fmt: skip
+                self._cos_sin, ext, mscale, lo, hi)  # fmt: skip
 
     @staticmethod
     @functools.cache

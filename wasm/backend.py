@@ -292,6 +292,20 @@ class WasmBackend:
         got = self._exec(self._cmds.get(key) or self._command(key))
         return list(zip(self._view(idx, got, "i").tolist(), self._view(val, got, "f").tolist(), strict=True))
 
+    def moe_route(
+        self,
+        ids: int,
+        weights: int,
+        logits: int,
+        router: Weight,
+        x: int,
+        k: int,
+        gating: int,
+        norm_w: bool,
+        w_scale: float,
+    ) -> None:
+        compose.moe_route(self, self.matmul, ids, weights, logits, router, x, k, gating, norm_w, w_scale)
+
     def moe_experts(
         self, out: int, gate: tuple, up: tuple, down: tuple, x: int, ids: int, weights: int, k: int, h: int, y: int
     ) -> None:

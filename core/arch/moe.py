@@ -3,7 +3,8 @@ them, for every MoE architecture's block to wire (`feed_forward` picks it on the
 
 Per token the router's logits (n_expert) become probabilities (softmax or sigmoid), the top `n_expert_used` are
 chosen, their probabilities are the weights (optionally renormalised to sum to one, optionally scaled), and the
-output is the weighted sum of the chosen experts' SwiGLU FFNs. Routing runs on the host (a few floats per token);
+output is the weighted sum of the chosen experts' SwiGLU FFNs. Routing runs on the host (a few floats per token;
+`kernels.compose.route`, which a decode step's one `moe_route` op runs in a kernel where the backend has one);
 the experts run grouped, llama.cpp's MUL_MAT_ID idea: for each expert some token chose, the batch rows routed to it
 are gathered into one block, its three matmuls run over that block, and its weighted output is added back to those
 rows. This reuses the backends' matmul over an expert's matrix (a zero-copy slice of the 3-D tensor,
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ModelError
+from ..kernels import compose
+from ..kernels.compose import GATING_SIGMOID, GATING_SOFTMAX, GATING_SOFTMAX_WEIGHT  # noqa: F401 (the arches' names)
 from .layers import Pass, ffn
 from .meta import MAX_DIM
 from .names import T
@@ -41,9 +44,6 @@ EXPERT_GATING_FUNC = "{arch}.expert_gating_func"
 LEADING_DENSE_BLOCK_COUNT = "{arch}.leading_dense_block_count"
 
 MAX_EXPERTS = 512  # llama.cpp's LLAMA_MAX_EXPERTS
-GATING_SOFTMAX, GATING_SIGMOID = 1, 2  # llama.cpp's llama_expert_gating_func_type
-GATING_SOFTMAX_WEIGHT = 3  # the top-k by raw logit, their weights a softmax over those k (gpt-oss)
-WEIGHTS_SUM_MIN = 6.103515625e-5  # llama.cpp clamps the sum it renormalises by (the smallest normal fp16)
 
 
 @dataclass(frozen=True)
@@ -175,27 +175,7 @@ def route(logits: list[float], n: int, p: MoEParams) -> dict[int, tuple[list[int
     n_exp, k = p.n_expert, p.n_expert_used
     groups: dict[int, tuple[list[int], list[float]]] = {}
     for i in range(n):
-        row = logits[i * n_exp : (i + 1) * n_exp]
-        if p.gating == GATING_SOFTMAX_WEIGHT:
-            probs = row
-        elif p.gating == GATING_SIGMOID:
-            probs = [1.0 / (1.0 + math.exp(-v)) for v in row]
-        else:
-            top = max(row)
-            exps = [math.exp(v - top) for v in row]
-            total = sum(exps)
-            probs = [e / total for e in exps]
-        chosen = sorted(range(n_exp), key=lambda e: -probs[e])[:k]
-        weights = [probs[e] for e in chosen]
-        if p.gating == GATING_SOFTMAX_WEIGHT:
-            top = max(weights)
-            exps = [math.exp(v - top) for v in weights]
-            weights = [v / sum(exps) for v in exps]
-        if p.norm_w:
-            total = max(sum(weights), WEIGHTS_SUM_MIN)
-            weights = [v / total for v in weights]
-        if p.w_scale not in (0.0, 1.0):
-            weights = [v * p.w_scale for v in weights]
+        chosen, weights = compose.route(logits[i * n_exp : (i + 1) * n_exp], k, p.gating, p.norm_w, p.w_scale)
         for e, v in zip(chosen, weights, strict=True):
             rows, scales = groups.setdefault(e, ([], []))
             rows.append(i)
@@ -207,17 +187,18 @@ def moe_ffn(p: Pass, m: MoEWeights, inp: Any, out: Any) -> None:
     """out (n, n_embd) = the mixture of experts of inp (n, n_embd), plus the (gated) shared expert."""
     be, cfg, sc, n = p.be, p.cfg, p.st.scratch, p.n
     e, f = cfg.n_embd, cfg.n_ff_exp
-    be.matmul(sc.moe_logits, m.router, inp, n)  # (n, n_expert)
-    if m.router_bias is not None:
-        be.add_bias(sc.moe_logits, m.router_bias, n)
-    groups = route(be.read_f32(sc.moe_logits, 0, n * cfg.n_expert), n, cfg.params)
-    if n == 1 and m.up_bias is None and not cfg.params.swiglu_limit:  # decode: all chosen experts in one op
-        be.write_i32(sc.moe_ids, list(groups))
-        be.write_f32(sc.moe_weights, [scales[0] for _, scales in groups.values()])
-        be.moe_experts(out, m.gate, m.up, m.down, inp, sc.moe_ids, sc.moe_weights, len(groups), sc.moe_h, sc.moe_y)
+    pm = cfg.params
+    if n == 1 and m.router_bias is None and m.up_bias is None and not pm.swiglu_limit:  # decode: two ops
+        k = pm.n_expert_used
+        be.moe_route(sc.moe_ids, sc.moe_weights, sc.moe_logits, m.router, inp, k, pm.gating, pm.norm_w, pm.w_scale)
+        be.moe_experts(out, m.gate, m.up, m.down, inp, sc.moe_ids, sc.moe_weights, k, sc.moe_h, sc.moe_y)
         if m.shared is not None:
             shared_expert(p, m, inp, out)
         return
+    be.matmul(sc.moe_logits, m.router, inp, n)  # (n, n_expert)
+    if m.router_bias is not None:
+        be.add_bias(sc.moe_logits, m.router_bias, n)
+    groups = route(be.read_f32(sc.moe_logits, 0, n * cfg.n_expert), n, pm)
     be.scale(out, 0.0, n * e)
     for expert, (rows, scales) in groups.items():
         k = len(rows)
@@ -229,8 +210,8 @@ def moe_ffn(p: Pass, m: MoEWeights, inp: Any, out: Any) -> None:
         if m.up_bias is not None:  # gpt-oss: a bias per expert on each of its matrices
             be.add_bias(sc.moe_a, m.gate_bias[expert], k)
             be.add_bias(sc.moe_b, m.up_bias[expert], k)
-        if cfg.params.swiglu_limit:
-            be.swiglu_oai(sc.moe_a, sc.moe_a, sc.moe_b, k * f, cfg.params.swiglu_alpha, cfg.params.swiglu_limit)
+        if pm.swiglu_limit:
+            be.swiglu_oai(sc.moe_a, sc.moe_a, sc.moe_b, k * f, pm.swiglu_alpha, pm.swiglu_limit)
         else:
             be.swiglu(sc.moe_a, sc.moe_a, sc.moe_b, k * f)
         be.matmul(sc.moe_y, m.down[expert], sc.moe_a, k)  # (k, n_embd)

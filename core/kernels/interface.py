@@ -199,6 +199,21 @@ class Backend(Protocol):
         """out[rows[j]] += scales[j] · x[j] for j < n, rows (n, dim) of x; the product rounded to float32 before the
         sum, as ggml multiplies an expert's output by its weight, then adds."""
 
+    def moe_route(
+        self,
+        ids: IBuf,
+        weights: Buf,
+        logits: Buf,
+        router: Weight,
+        x: Buf,
+        k: int,
+        gating: int,
+        norm_w: bool,
+        w_scale: float,
+    ) -> None:
+        """One row's router: logits (router.n_out) = x (router.n_in) · routerᵀ, ids (k) = the k most probable
+        experts in id order, weights (k) = theirs, bit for bit `compose.moe_route` (gating: compose.GATING_*)."""
+
     def moe_experts(
         self,
         out: Buf,

@@ -163,6 +163,9 @@ OPS: tuple[Op, ...] = (
     op("add_rows_scaled", "out: Buf, x: Buf, rows: IBuf, scales: Buf, n: int, dim: int",
        "void llamay_add_rows_scaled(float *out, const float *x, const int32_t *rows, const float *scales, int32_t n, "
        "int32_t dim)"),
+    # one token's router in one call (decode): its logits, the chosen experts and their weights (compose.moe_route)
+    op("moe_route", "ids: IBuf, weights: Buf, logits: Buf, router: Weight, x: Buf, k: int, gating: int, "
+       "norm_w: bool, w_scale: float", None),
     # one token's chosen experts in one call (decode): wasm runs it as the matmuls and row kernels above
     op("moe_experts", "out: Buf, gate: Experts, up: Experts, down: Experts, x: Buf, ids: IBuf, weights: Buf, k: int, "
        "h: Buf, y: Buf", None),

@@ -345,6 +345,20 @@ class PortableBackend:
             products = array("f", (scales[j] * v for v in x[j * dim : (j + 1) * dim]))  # float32, as ggml_mul
             out[r : r + dim] = array("f", map(operator.add, out[r : r + dim], products))
 
+    def moe_route(
+        self,
+        ids: array,
+        weights: array,
+        logits: array,
+        router: Weight,
+        x: array,
+        k: int,
+        gating: int,
+        norm_w: bool,
+        w_scale: float,
+    ) -> None:
+        compose.moe_route(self, self.matmul, ids, weights, logits, router, x, k, gating, norm_w, w_scale)
+
     def moe_experts(
         self,
         out: array,

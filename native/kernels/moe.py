@@ -27,3 +27,65 @@ def add_rows_scaled(out, x, rows, scales, n, dim):
         s = np.float32(scales[j])
         for c in range(dim):
             out[r + c] = out[r + c] + np.float32(s * x[o + c])
+
+
+@njit(cache=True, fastmath=False)
+def _softmax(out, values, n):
+    """out[:n] = the softmax of values[:n], in doubles, summed left to right (`compose._softmax`)."""
+    top = values[0]
+    for e in range(1, n):
+        top = max(top, values[e])
+    total = 0.0
+    for e in range(n):
+        out[e] = np.exp(values[e] - top)
+        total += out[e]
+    for e in range(n):
+        out[e] = out[e] / total
+
+
+@njit(cache=True, fastmath=False)
+def _top_k(chosen, w, taken, probs, n_expert, k):
+    """chosen (k), w (k) = the k largest of probs and their values, largest first; ties to the lower id, as a
+    stable sort by -probability; taken (n_expert) marks them."""
+    for j in range(k):
+        best = -1
+        for e in range(n_expert):
+            if not taken[e] and (best < 0 or probs[e] > probs[best]):
+                best = e
+        taken[best] = True
+        chosen[j] = best
+        w[j] = probs[best]
+
+
+@njit(cache=True, fastmath=False)
+def moe_route(ids, weights, logits, n_expert, k, gating, norm_w, w_scale):
+    """ids (k) = the k most probable experts of logits (n_expert), in id order, weights (k) = theirs: bit for bit
+    `llamay.kernels.compose.moe_route` after its matmul (gating: 1 softmax, 2 sigmoid, 3 softmax over the k)."""
+    raw = np.empty(n_expert, np.float64)
+    for e in range(n_expert):
+        raw[e] = logits[e]
+    probs = raw.copy()
+    if gating == 2:
+        for e in range(n_expert):
+            probs[e] = 1.0 / (1.0 + np.exp(-raw[e]))
+    elif gating != 3:
+        _softmax(probs, raw, n_expert)
+    chosen, w, taken = np.empty(k, np.int64), np.empty(k, np.float64), np.zeros(n_expert, np.bool_)
+    _top_k(chosen, w, taken, probs, n_expert, k)
+    if gating == 3:
+        _softmax(w, w.copy(), k)
+    if norm_w:
+        total = 0.0
+        for j in range(k):
+            total += w[j]
+        total = max(total, 6.103515625e-5)  # compose.WEIGHTS_SUM_MIN
+        for j in range(k):
+            w[j] = w[j] / total
+    scale = w_scale != 0.0 and w_scale != 1.0
+    at = 0
+    for e in range(n_expert):  # in id order
+        for j in range(k):
+            if taken[e] and chosen[j] == e:
+                ids[at] = e
+                weights[at] = np.float32(w[j] * w_scale if scale else w[j])
+                at += 1

@@ -78,27 +78,75 @@ def test_small_kernels_run_on_one_thread():
     assert numba.get_num_threads() == 1
 
 
+def _run_policy(p, durations):
+    """Small kernels through the policy, each taking the next of `durations` where it runs on all threads (the
+    fake clock); returns the thread count each got."""
+    small = p.small_work
+    counts = []
+    for d in durations:
+        counts.append(p.threads(small))
+        if counts[-1] > 1:
+            p.observe(d)
+    return counts
+
+
+def _hiccups(th, n, calm=None):
+    """n hiccups (one stall each) spread over less than a window, then `calm` quick kernels."""
+    gap = th.WINDOW // (2 * n)
+    one = [th.STALL_S] + [1e-5] * (gap - 1)
+    return one * n + [1e-5] * (th.WINDOW if calm is None else calm)
+
+
 def test_thread_policy_backs_off_when_threads_stall():
     from llamay.native import numba_backend as th
 
     p = th.ThreadPolicy(2)
     small, big = th.SMALL_WORK, th.BIG_WORK
     assert (p.threads(small - 1), p.threads(small), p.threads(big)) == (1, 2, 2)
-    for _ in range(th.WINDOW):  # occasional stalls, spread out: no back-off
-        assert p.threads(small) == 2
-        p.observe(th.STALL_S if _ % (th.WINDOW // 2) == 0 else 1e-5)
+    spread = ([th.STALL_S] + [1e-5] * (th.WINDOW // 2 - 1)) * 4  # occasional stalls, spread out: no back-off
+    assert _run_policy(p, spread) == [2] * len(spread)
     assert p.back_offs == 0
-    for _ in range(th.STALLS):
-        p.observe(10 * th.STALL_S)
+    counts = _run_policy(p, _hiccups(th, th.STALLS))
     assert p.back_offs == 1
-    assert [p.threads(small) for _ in range(th.BACK_OFF)] == [1] * th.BACK_OFF
-    assert p.threads(big) == 2 and p.threads(small) == 2
+    start = counts.index(1)  # right after the third hiccup: one thread for BACK_OFF_MIN kernels, then all again
+    assert counts[start : start + th.BACK_OFF_MIN + 1] == [1] * th.BACK_OFF_MIN + [2]
+    assert counts.count(1) == th.BACK_OFF_MIN
+    assert p.threads(big) == 2
     assert th.ThreadPolicy(1).threads(big) == 1
+
+
+def test_thread_policy_one_burst_is_one_hiccup():
+    """Another process waking for a few milliseconds delays the kernels of its burst: however many, they count
+    once, so a burst never halves the threads (they backed off for a hundred decode steps on an idle machine)."""
+    from llamay.native import numba_backend as th
+
+    p = th.ThreadPolicy(2)
+    burst = [10 * th.STALL_S] * (th.HICCUP - 1) + [1e-5] * th.WINDOW
+    assert _run_policy(p, burst * 2) == [2] * (2 * len(burst))  # two bursts a window apart
+    assert p.back_offs == 0
+
+
+def test_thread_policy_backs_off_longer_while_stalls_go_on():
+    """A machine that stays busy: each back-off that follows soon after the last doubles, up to BACK_OFF_MAX; one
+    after a calm stretch starts again from BACK_OFF_MIN."""
+    from llamay.native import numba_backend as th
+
+    p = th.ThreadPolicy(2)
+    want = [min(th.BACK_OFF_MIN << i, th.BACK_OFF_MAX) for i in range(10)]
+    lengths = []
+    for n in want:  # stalls again soon after all threads are back
+        counts = _run_policy(p, _hiccups(th, th.STALLS, calm=n + 1))
+        lengths.append(counts.count(1))
+        assert counts[-1] == 2
+    assert lengths == want and lengths[-1] == th.BACK_OFF_MAX
+    _run_policy(p, [1e-5] * (th.RELAPSE + 1))  # calm
+    assert _run_policy(p, _hiccups(th, th.STALLS)).count(1) == th.BACK_OFF_MIN
+    assert p.back_offs == 11
 
 
 def test_a_kernels_first_call_is_no_stall():
     """A kernel's first call loads it from numba's cache (or compiles it): however long, it is not counted as a
-    stalled thread; later slow calls are (three of them: a back-off)."""
+    stalled thread; later slow calls are (three hiccups of them: a back-off)."""
     import time
 
     from llamay.native import numba_backend as th
@@ -112,11 +160,17 @@ def test_a_kernels_first_call_is_no_stall():
     def slow() -> None:
         time.sleep(2 * th.STALL_S)
 
+    def quick() -> None:
+        pass
+
     kernels = [lambda: slow(), lambda: slow(), lambda: slow()]  # three distinct kernels
+    be._parallel(quick, work)
     for k in kernels:
         be._parallel(k, work)
     assert be.policy.back_offs == 0
     for k in kernels:
+        for _ in range(th.HICCUP):  # three hiccups, not one burst
+            be.policy.observe(0.0)
         be._parallel(k, work)
     assert be.policy.back_offs == 1
 
