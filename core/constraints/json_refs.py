@@ -134,9 +134,6 @@ class Resolver:
             try:
                 node = node[int(part)] if isinstance(node, list) else node[part]
             except (KeyError, IndexError, ValueError, TypeError):
-                if self.draft == 0 and ref.startswith("#") and uri != self.root_base:
-                    # (no draft named: `id` may be no keyword, as in 2019-09 on; the pointer is then the root's)
-                    return self.resolve(ref, self.root_base, path)
                 raise ConstraintError(f"$ref {ref!r} at {path}: {part!r} is not in the schema") from None
             node_base = self.base_of(node, node_base)
         return node, node_base, f"{uri}#{frag}"

@@ -105,3 +105,11 @@ def test_the_strings_an_enum_leaves_out_with_lengths():
     with pytest.raises(ConstraintError):
         c.gbnf()
     assert any("other than given ones with 'minLength'" in x for x in c.left_out), c.left_out
+
+
+def test_a_oneof_fails_when_two_branches_match():
+    """`not oneOf` is "no branch matches, or two do" (each pair's allOf): items of a oneOf [true, string] fail
+    it when they are strings, so an array of strings fails that branch and matches the other (was refused)."""
+    assert_sound({"not": {"oneOf": [{"type": "integer"}, {"minimum": 2}]}}, valid=[2, 5], invalid=[1, -3, "a"])
+    schema = {"oneOf": [{}, {"type": "array", "items": {"oneOf": [{}, {"type": "string"}]}, "minItems": 1}]}
+    assert_sound(schema, valid=[["a", "b"], 3, "s", []], invalid=[[1], [1, None]], n=60)

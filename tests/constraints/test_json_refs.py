@@ -161,15 +161,3 @@ def test_a_ref_with_ignored_siblings_fails_inside_its_branch():
     schema = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"bad": bad},
               "oneOf": [{"type": "object", "$ref": "#/definitions/bad"}, {"type": "string"}]}  # fmt: skip
     assert_sound(schema, valid=["x"], invalid=[1])
-
-
-def test_a_pointer_not_in_an_id_resource_is_the_roots_when_no_draft_is_named():
-    """No `$schema`: `id` may be no keyword (it is none from 2019-09 on, jsonschema's default), so a "#/..."
-    pointer that is not in the resource an `id` names is the root's (it was refused: 'definitions' is not in
-    the schema); with draft 4 named, that pointer is the resource's own, and refused."""
-    source = {"id": "/source", "properties": {"n": {"$ref": "#/definitions/limit"}}, "required": ["n"]}
-    schema = {"type": "object", "definitions": {"limit": {"type": "integer", "minimum": 1}, "source": source},
-              "$ref": "#/definitions/source"}  # fmt: skip
-    assert_sound(schema, valid=[{"n": 2}], invalid=[{"n": 0}, {"n": "x"}, {}])
-    with pytest.raises(ConstraintError, match="'definitions' is not in the schema"):
-        schema_to_grammar({**schema, "$schema": D4})
