@@ -493,28 +493,21 @@ class SchemaCompiler:
 def without_dependent_schemas(c: SchemaCompiler, schema: dict, path: str) -> dict | None:
     """A schema with at most _SPLIT dependent schemas (`dependentSchemas`, or a schema in draft 4-7's
     `dependencies`) as the anyOf of the ways each property is there or not: {P: D} is "no P" or "P, and D"
-    (exact); with more, those properties are never written (json_objects.py: a subset). {P: {not: {required:
+    (exact); None with more (json_objects.py then never writes those properties: a subset). {P: {not: {required:
     [X]}}} is "no P" or "no X", counted once with {X: {not: {required: [P]}}} (two properties that exclude each
-    other); {P: {required: [...]}} is the list it requires (dependentRequired). None: nothing to rewrite."""
+    other)."""
     c.budget.charge(1 + len(schema.get("dependencies", ())) + len(schema.get("dependentSchemas", ())), path)
-    given = {k: v for k, v in schema.get("dependencies", {}).items() if not isinstance(v, list)}
-    given.update(schema.get("dependentSchemas", {}))
-    given = {k: v for k, v in given.items() if v is not True and not (isinstance(v, dict) and not set(v) & VOCABULARY)}
-    lists = {k: v for k, v in schema.get("dependencies", {}).items() if isinstance(v, list)}
-    converted = {k: names for k, d in given.items() if (names := _required_only(c, d, path)) is not None}
-    for k, names in converted.items():
-        lists[k] = list(dict.fromkeys([*lists.get(k, []), *names]))
-    deps = {k: d for k, d in given.items() if k not in converted}
-    kept = {k: d for k, d in deps.items() if k not in lists}  # (a property with a list and a schema: both, as given)
+    deps = {k: v for k, v in schema.get("dependencies", {}).items() if not isinstance(v, list)}
+    deps.update(schema.get("dependentSchemas", {}))
+    deps = {k: v for k, v in deps.items() if v is not True and not (isinstance(v, dict) and not set(v) & VOCABULARY)}
     pairs = {frozenset((k, x)): None for k, x in ((k, _excluded(c, d, path)) for k, d in deps.items()) if x}
     deps = {k: d for k, d in deps.items() if not _excluded(c, d, path)}
+    if not (deps or pairs) or len(deps) + len(pairs) > _SPLIT:
+        return None
     rest = {k: v for k, v in schema.items() if k not in ("dependencies", "dependentSchemas")}
+    lists = {k: v for k, v in schema.get("dependencies", {}).items() if isinstance(v, list)}
     if lists:
         rest["dependencies"] = lists
-    if not (deps or pairs) or len(deps) + len(pairs) > _SPLIT:
-        if not converted or len(kept) < len(deps):
-            return None
-        return {**rest, "dependencies": {**lists, **kept}}
     branches: list[Any] = [rest]
     for k, d in deps.items():
         branches = [x for b in branches for x in ({"allOf": [b, {"properties": {k: False}}]},
@@ -522,15 +515,6 @@ def without_dependent_schemas(c: SchemaCompiler, schema: dict, path: str) -> dic
     for pair in pairs:
         branches = [{"allOf": [b, {"properties": {n: False}}]} for b in branches for n in sorted(pair)]
     return {"anyOf": branches}
-
-
-def _required_only(c: SchemaCompiler, dependent: Any, path: str) -> list | None:
-    """The names of a dependent schema that is `{required: [...]}` alone, else None."""
-    dependent = c.deref(dependent, path)
-    if not isinstance(dependent, dict) or set(dependent) & VOCABULARY != {"required"}:
-        return None
-    names = dependent["required"]
-    return names if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
 
 
 def _excluded(c: SchemaCompiler, dependent: Any, path: str) -> str | None:

@@ -377,13 +377,3 @@ def test_dependencies_that_exclude_a_property_are_pairs():
               "dependencies": {"a": excl("b"), "b": excl("a"), "c": excl("d"), "d": excl("c")}}  # fmt: skip
     assert_sound(schema, valid=[{"a": 1, "c": 2}, {"b": 1, "d": 2}, {"a": 1}, {}],
                  invalid=[{"a": 1, "b": 2}, {"c": 1, "d": 1, "a": 1}], n=60)  # fmt: skip
-
-
-def test_dependent_schemas_that_only_require_are_dependent_required():
-    """{P: {required: [...]}} is the list P requires (three such schemas left every one of those properties out)."""
-    req = lambda *names: {"required": list(names)}  # noqa: E731
-    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
-              "properties": {k: {"type": "integer"} for k in "abcd"}, "required": ["d"],
-              "dependencies": {"a": req("b", "c"), "b": req("a", "c"), "c": req("a", "b")}}  # fmt: skip
-    assert_sound(schema, valid=[{"d": 1}, {"a": 1, "b": 2, "c": 3, "d": 4}],
-                 invalid=[{"a": 1, "d": 1}, {"b": 1, "c": 1, "d": 1}, {}], n=60)  # fmt: skip
