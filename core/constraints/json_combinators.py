@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import ConstraintError
 from .json_keywords import NOT_IN, VOCABULARY, check_keywords, implied_type, value_type
+from .limits import ConstraintLimitError
 
 
 def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
@@ -27,6 +28,9 @@ def merge2(c: Any, a: Any, b: Any, path: str) -> Any:
             check_keywords(part, path)
             c.checked[id(part)] = part  # (kept alive: the id stays its own)
     c.budget.charge(len(a) + len(b), path)
+    if any(k in a for k in _CONDITIONAL) and any(a.get(k) != b.get(k) for k in _CONDITIONAL if k in b):
+        b = c.without_if(b, path)  # (one if / then / else per schema: b's as the anyOf it means)
+        return merge2(c, a, b, path)
     out = dict(a)
     for k, v in b.items():
         if k not in out or out[k] == v or k not in VOCABULARY:  # (annotations: the first part's kept)
@@ -158,6 +162,71 @@ def _merge_lists(c: Any, k: str, av: list, v: list, path: str) -> list:
     return common
 
 
+_CONDITIONAL = ("if", "then", "else")
+_OTHER_TYPES = ["string", "number", "boolean", "null", "array"]  # (than object: integer is a number)
+
+
+def conditional_cases(c: Any, parts: list, path: str) -> list:
+    """allOf parts whose `if` tests one property's values (`{properties: {p: {const | enum}}}`, with `required:
+    [p]` in all of them or in none) written as one anyOf of the cases of p, each with the `then` of the tests it
+    passes and the `else` of the others: p absent (or not an object), p one of the values (a case per set of
+    tests they pass), p another value. Exact, and a case per value set, where merging the parts' conditions
+    two by two made 2 ** n branches (or was refused)."""
+    tests: dict[str, list] = {}
+    for i, part in enumerate(parts):
+        part = c.deref(part, path)
+        tested = _tested(c, part.get("if"), path) if isinstance(part, dict) else None
+        if tested is not None:
+            tests.setdefault(tested[0], []).append((i, part, *tested[1:]))
+    chain = max(tests.values(), key=len, default=[])
+    if len(chain) < 2 or len({required for *_, required in chain}) > 1:
+        return parts
+    p, required = next(k for k, v in tests.items() if v is chain), chain[0][-1]
+    c.budget.charge(sum(len(values) for _, _, values, _ in chain) * len(chain), path)
+    passed: dict[str, set[int]] = {}
+    for n, (_, _, values, _) in enumerate(chain):
+        for v in values:
+            passed.setdefault(v, set()).add(n)
+    groups: dict[frozenset, list] = {}
+    for v, ns in passed.items():
+        groups.setdefault(frozenset(ns), []).append(json.loads(v))
+    then = [part.get("then", True) for _, part, _, _ in chain]
+    other = [part.get("else", True) for _, part, _, _ in chain]
+    every = set(range(len(chain)))
+    cases: list[tuple[dict, set]] = [({"type": "object", "required": [p], "properties": {p: {"enum": vs}}}, set(ns))
+                                     for ns, vs in groups.items()]  # fmt: skip
+    every_value = [json.loads(v) for v in passed]
+    cases.append(({"type": "object", "required": [p], "properties": {p: {"not": {"enum": every_value}}}}, set()))
+    if required:
+        cases += [({"type": "object", "properties": {p: False}}, set()), ({"type": _OTHER_TYPES}, every)]
+    else:
+        cases.append(({"properties": {p: False}}, every))
+    branches = [{"allOf": [case, *(then[n] if n in ns else other[n] for n in sorted(every))]} for case, ns in cases]
+    kept = {i: {k: v for k, v in part.items() if k not in _CONDITIONAL} for i, part, _, _ in chain}
+    first = chain[0][0]
+    out = [kept.get(i, part) for i, part in enumerate(parts)]
+    out.insert(first + 1, {"anyOf": branches})
+    return out
+
+
+def _tested(c: Any, cond: Any, path: str) -> tuple[str, set, bool] | None:
+    """(p, the canonical texts of its values, whether p is required) of an `if` that tests one property against
+    a const / enum and nothing else; None for any other."""
+    cond = c.deref(cond, path) if cond is not None else None
+    if not isinstance(cond, dict) or not set(cond) & VOCABULARY <= {"properties", "required"}:
+        return None
+    props = cond.get("properties")
+    if not isinstance(props, dict) or len(props) != 1:
+        return None
+    p, sub = next(iter(props.items()))
+    if cond.get("required") not in (None, [p]):
+        return None
+    sub = c.deref(sub, path)
+    if not isinstance(sub, dict) or len(set(sub) & VOCABULARY) != 1 or not set(sub) & {"const", "enum"}:
+        return None
+    return p, _fixed(c, sub, path), cond.get("required") == [p]
+
+
 def merge_properties(a: dict, b: dict) -> tuple[dict, set]:
     pa, pb = a.get("properties", {}), b.get("properties", {})
     addl_a, addl_b = a.get("additionalProperties"), b.get("additionalProperties")
@@ -249,11 +318,32 @@ def excludes(c: Any, a: Any, b: Any, path: str) -> bool:
                 return True
         elif b.get("additionalProperties") is False and not b.get("patternProperties"):
             return True
-        if p in required_b:
-            va, vb = _fixed(c, props_a.get(p), path), _fixed(c, props_b.get(p), path)
-            if va is not None and vb is not None and not va & vb:
-                return True
+        if p in required_b and _disjoint(c, props_a.get(p), props_b.get(p), path):
+            return True
     return False
+
+
+def _disjoint(c: Any, a: Any, b: Any, path: str) -> bool:
+    """Whether no value is valid against both schemas (False: not known): const / enum values they do not
+    share, or patterns no string matches both of (one of the schemas allowing strings alone)."""
+    va, vb = _fixed(c, a, path), _fixed(c, b, path)
+    if va is not None and vb is not None:
+        return not va & vb
+    a, b = c.deref(a, path), c.deref(b, path)
+    if not (isinstance(a, dict) and isinstance(b, dict) and "pattern" in a and "pattern" in b):
+        return False
+    if {"string"} not in (types_of(c, a, path, generated=False), types_of(c, b, path, generated=False)):
+        return False  # (a pattern constrains strings alone)
+    from .json_string_product import patterns_disjoint
+    from .regex import parse_pattern
+
+    try:
+        nodes = [parse_pattern(s["pattern"], f"{path}/pattern", c.budget, True, c.patterns) for s in (a, b)]
+    except ConstraintLimitError:
+        raise
+    except ConstraintError:  # (a pattern not compiled: not known)
+        return False
+    return patterns_disjoint(c, *nodes, path)
 
 
 def canonical(value: Any) -> str:

@@ -6,8 +6,9 @@ maxLength, minItems, maxProperties, ...), a required property left out, a listed
 schema rejects, an enum's type left or its other values of its types (strings, through the internal `NOT_IN`
 keyword; numbers between and beyond its numbers). Where a way to fail has no schema (a pattern not matched, a
 format, items that are not all valid) it is left out: the result is a subset of the rejected
-values, never one the schema accepts. `oneOf` is negated as "no branch matches" (also a subset: two matching
-branches fail it too). Every function takes the compiler `c` for its `deref` and budget.
+values, never one the schema accepts. `oneOf` is negated as "no branch matches, or two do" (each pair's
+allOf; with more than _PAIRS branches "no branch matches" alone, a subset). Every function takes the compiler
+`c` for its `deref` and budget.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ _KEYWORD_TYPE = {k: t for t, keys in KEYWORD_TYPES for k in keys}
 _ALL = ("string", "number", "boolean", "null", "object", "array")  # (integer is a number)
 _LOWER = {"minLength": ("string", "maxLength"), "minItems": ("array", "maxItems"),
           "minProperties": ("object", "maxProperties")}  # fmt: skip
+_PAIRS = 8  # a oneOf of more branches: negated as none matching only (a subset)
 _TUPLE = 64  # an enum's array of more items: no way with an item changed (a subset)
 _UPPER = {"maxLength": ("string", "minLength"), "maxItems": ("array", "minItems"),
           "maxProperties": ("object", "minProperties")}  # fmt: skip
@@ -47,6 +49,8 @@ def negate(c: Any, schema: Any, path: str, depth: int = 0) -> Any:
             rest = {k: v for k, v in schema.items() if k != key}
             parts = [negate(c, s, f"{path}/{key}/{i}", depth + 1) for i, s in enumerate(schema[key])]
             failed = _any(parts) if key == "allOf" else _all(parts)
+            if key == "oneOf":  # (or two branches match)
+                failed = _any([failed, *_pairs(c, schema[key], path)])
             return _any([failed, negate(c, rest, path, depth + 1)])
     types = _types(schema)
     # (integer only: the numbers that are not integers have no schema, and `number` would hold the integers)
@@ -59,6 +63,14 @@ def negate(c: Any, schema: Any, path: str, depth: int = 0) -> Any:
     for key, value in schema.items():
         ways.append(_broken(c, key, value, schema, f"{path}/{key}", depth))
     return _any(ways)
+
+
+def _pairs(c: Any, branches: list, path: str) -> list:
+    """The values two of a oneOf's branches match: each pair's allOf (none past _PAIRS branches: a subset)."""
+    if len(branches) > _PAIRS:
+        return []
+    c.budget.charge(len(branches) ** 2, path)
+    return [{"allOf": [a, b]} for i, a in enumerate(branches) for b in branches[i + 1 :]]
 
 
 def _broken(c: Any, key: str, value: Any, schema: dict, path: str, depth: int) -> Any:

@@ -64,6 +64,7 @@ def matches_nothing(c: Any, schema: Any, path: str) -> bool:
 def object_rule(c: Any, schema: dict, name: str, path: str, tail: bool = False) -> Node:
     """The object's grammar; `tail`: only its members after a first one written before them, in the listed
     order, with the closing brace (json_unique_objects.py writes that first member itself)."""
+    schema = _names_listed(c, schema, path) or schema
     props, is_required, patterns, nodes, addl = _listed(c, schema, path)
     deps: dict[str, list[str]] = {}
     forbidden = _dependencies(c, schema, props, is_required, addl, deps, path, patterns, nodes)
@@ -115,6 +116,40 @@ def object_rule(c: Any, schema: dict, name: str, path: str, tail: bool = False) 
     if c.listed_order or tail:
         return _in_order(c, schema, items, is_required, extra, [*props, *forbidden], child, path, tail)
     return _any_order(c, items, forbidden, is_required, deps, extra, lo, hi, child, path)
+
+
+def _names_listed(c: Any, schema: dict, path: str) -> dict | None:
+    """propertyNames an enum / const of names beside patternProperties, as those names listed with the schemas
+    they take (their own and the patterns they match, else additionalProperties) and no other key: exact
+    (other keys were never written there: a key had to match both a pattern and the names). None otherwise."""
+    where = f"{path}/propertyNames"
+    if not schema.get("patternProperties") or "propertyNames" not in schema or "unevaluatedProperties" in schema:
+        return None
+    names = c.deref(schema["propertyNames"], where)
+    if not isinstance(names, dict) or len(set(names) & {"enum", "const"}) != 1:
+        return None
+    if set(names) & VOCABULARY - {"enum", "const", "type"} or names.get("type", "string") != "string":
+        return None
+    values = [names["const"]] if "const" in names else names["enum"]
+    values = list(dict.fromkeys(v for v in values if isinstance(v, str))) if isinstance(values, list) else []
+    patterns, props, addl = schema["patternProperties"], schema.get("properties", {}), schema.get(_ADDL)
+    c.budget.charge(len(values) * (1 + len(patterns)), where)
+    if addl is None:  # (as _listed: the spec's default, or closed_objects' choice)
+        addl = not c.closed_objects
+    nodes = {p: parse_pattern(p, f"{path}/patternProperties/{p}", c.budget, True, c.patterns) for p in patterns}
+    listed = {}
+    for n in values:
+        if n in props:
+            hits = [patterns[p] for p, node in nodes.items() if _matches(node, n, c)]
+            listed[n] = {"allOf": [props[n], *hits]} if hits else props[n]
+        elif (sub := unlisted_schema(c, n, patterns, nodes, addl)) is not None:
+            listed[n] = sub
+    rest = {k: v for k, v in schema.items() if k not in _NAMED}
+    return {**rest, "properties": listed, _ADDL: False}
+
+
+_ADDL = "additionalProperties"
+_NAMED = ("propertyNames", "patternProperties", _ADDL, "properties")
 
 
 def constrains(schema: Any) -> bool:

@@ -48,7 +48,7 @@ from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
 from .grammar_checks import check_grammar
 from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
-from .json_combinators import canonical, merge2
+from .json_combinators import canonical, conditional_cases, merge2
 from .json_formats import FORMATS, format_nodes
 from .json_keywords import (
     ANNOTATIONS,
@@ -390,7 +390,7 @@ class SchemaCompiler:
         if "allOf" in schema:
             rest = {k: v for k, v in schema.items() if k != "allOf"}
             parts = schema["allOf"]
-            merged = lambda: self.visit(self.merge([rest, *parts], path), name, path)  # noqa: E731
+            merged = lambda: self.visit(self.merge(conditional_cases(self, [rest, *parts], path), path), name, path)  # noqa: E731
             return self.composite(id(schema), schema, name, merged)
         for key in ("anyOf", "oneOf"):
             if key in schema:
@@ -415,7 +415,7 @@ class SchemaCompiler:
 
     def check_vocabulary(self, schema: dict, path: str) -> None:
         for key in schema:
-            if key in DRAFT3_ONLY and not self.resolver.draft3:
+            if (key in DRAFT3_ONLY and not self.resolver.draft3) or (key in _CONDITIONAL and self.resolver.draft == 4):
                 self.unknown(path, key)
             elif key in UNSUPPORTED:
                 self.unsupported(path, key)
@@ -425,9 +425,9 @@ class SchemaCompiler:
 
     def without_if(self, schema: dict, path: str) -> Any:
         """if / then / else as an anyOf: (if and then) or (what `if` rejects, a subset: json_negation.py, and
-        else); then / else without if constrain nothing."""
-        rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
-        if "if" not in schema:
+        else); then / else without if constrain nothing, nor do all three in drafts 3 and 4 (draft 7 made them)."""
+        rest = {k: v for k, v in schema.items() if k not in _CONDITIONAL}
+        if "if" not in schema or self.resolver.draft == 4:
             return rest
         cond = schema["if"]
         branches = [{"allOf": [cond, schema.get("then", True)]}]
@@ -493,12 +493,16 @@ class SchemaCompiler:
 def without_dependent_schemas(c: SchemaCompiler, schema: dict, path: str) -> dict | None:
     """A schema with at most _SPLIT dependent schemas (`dependentSchemas`, or a schema in draft 4-7's
     `dependencies`) as the anyOf of the ways each property is there or not: {P: D} is "no P" or "P, and D"
-    (exact); None with more (json_objects.py then never writes those properties: a subset)."""
+    (exact); None with more (json_objects.py then never writes those properties: a subset). {P: {not: {required:
+    [X]}}} is "no P" or "no X", counted once with {X: {not: {required: [P]}}} (two properties that exclude each
+    other)."""
     c.budget.charge(1 + len(schema.get("dependencies", ())) + len(schema.get("dependentSchemas", ())), path)
     deps = {k: v for k, v in schema.get("dependencies", {}).items() if not isinstance(v, list)}
     deps.update(schema.get("dependentSchemas", {}))
     deps = {k: v for k, v in deps.items() if v is not True and not (isinstance(v, dict) and not set(v) & VOCABULARY)}
-    if not deps or len(deps) > _SPLIT:
+    pairs = {frozenset((k, x)): None for k, x in ((k, _excluded(c, d, path)) for k, d in deps.items()) if x}
+    deps = {k: d for k, d in deps.items() if not _excluded(c, d, path)}
+    if not (deps or pairs) or len(deps) + len(pairs) > _SPLIT:
         return None
     rest = {k: v for k, v in schema.items() if k not in ("dependencies", "dependentSchemas")}
     lists = {k: v for k, v in schema.get("dependencies", {}).items() if isinstance(v, list)}
@@ -508,7 +512,21 @@ def without_dependent_schemas(c: SchemaCompiler, schema: dict, path: str) -> dic
     for k, d in deps.items():
         branches = [x for b in branches for x in ({"allOf": [b, {"properties": {k: False}}]},
                                                   {"allOf": [b, d, {"required": [k]}]})]  # fmt: skip
+    for pair in pairs:
+        branches = [{"allOf": [b, {"properties": {n: False}}]} for b in branches for n in sorted(pair)]
     return {"anyOf": branches}
+
+
+def _excluded(c: SchemaCompiler, dependent: Any, path: str) -> str | None:
+    """X of a dependent schema `{not: {required: [X]}}` (nothing else), else None."""
+    dependent = c.deref(dependent, path)
+    if not isinstance(dependent, dict) or set(dependent) & VOCABULARY != {"not"}:
+        return None
+    negated = c.deref(dependent["not"], path)
+    if not isinstance(negated, dict) or set(negated) & VOCABULARY != {"required"}:
+        return None
+    names = negated["required"]
+    return names[0] if isinstance(names, list) and len(names) == 1 and isinstance(names[0], str) else None
 
 
 def _enum_without(c: SchemaCompiler, rest: dict, negated: dict, path: str) -> Any:
@@ -523,6 +541,7 @@ def _enum_without(c: SchemaCompiler, rest: dict, negated: dict, path: str) -> An
     return {**{k: v for k, v in rest.items() if k not in ("enum", "const")}, "enum": left} if left else False
 
 
+_CONDITIONAL = ("if", "then", "else")
 _SPLIT = 2  # dependent schemas written as an anyOf at most (2 ** _SPLIT branches)
 _RESERVED_BODY = Lit("\0reserved")  # the body of a rule name reserved until its body is set
 

@@ -82,6 +82,21 @@ def explored(c: Any, pattern: Node | None, fmt: str | None, path: str, points: t
     return product if not whole or product.explore() else None
 
 
+def patterns_disjoint(c: Any, a: Node, b: Node, path: str) -> bool:
+    """Whether no string matches both patterns (their search forms): their product explored whole reaches no
+    state both accept (False too when it is too large to explore)."""
+    from .json_objects import pattern_automaton
+
+    key = ("disjoint", a, b)
+    known = c.patterns.get(key)
+    if known is None:
+        bounds = {0x80, 0x800, 0x10000, *boundaries([a, b], rules=True)}
+        automata = [pattern_automaton(c, a), pattern_automaton(c, b)]
+        product = _Product(c, automata, intervals(bounds, normalize(_SURROGATES, True)), path)
+        known = c.patterns[key] = product.explore() and not any(product.final)
+    return known
+
+
 def _format_automaton(c: Any, fmt: str, rules: dict[str, Node]) -> Any:
     from .automaton import Automaton
     from .compile import compile_grammar

@@ -166,14 +166,21 @@ def string(c: Any, schema: dict, path: str) -> Node:
 
 def other_strings(c: Any, schema: dict, path: str) -> Node:
     """A string none of schema[NOT_IN] (json_negation.py writes it for what an enum leaves out): every other
-    one written without escapes (json_members.py's key trie), with no other string keyword (else refused)."""
+    one written without escapes (json_members.py's key trie). Lengths: the strings out of them are no longer
+    left out (with none left, the lengths alone), minLength 1 leaves out "" too; other string keywords, or
+    other lengths, are refused."""
     from .json_members import other_keys
 
-    others = [k for k in ("pattern", "format", "minLength", "maxLength") if k in schema]
+    lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
+    c.budget.charge(len(schema[NOT_IN]), path)
+    names = [s for s in schema[NOT_IN] if lo <= len(s) and (hi is None or len(s) <= hi)]
+    if not names:
+        return string(c, {k: v for k, v in schema.items() if k != NOT_IN}, path)
+    others = [k for k in ("pattern", "format", "maxLength") if k in schema] + (["minLength"] if lo > 1 else [])
     if others:
         raise ConstraintError(f"{path}: a string other than given ones with {others[0]!r} is not compiled")
     c.use("space")
-    return other_keys(c, c.prefix("other-string"), list(schema[NOT_IN]), None)
+    return other_keys(c, c.prefix("other-string"), names + [""] * lo, None)
 
 
 def no_lengths(c: Any, node: Node, path: str, what: str) -> Node:

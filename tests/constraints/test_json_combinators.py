@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from llamay.constraints import ConstraintLimitError, ConstraintLimits, schema_to_grammar
+from llamay.constraints import ConstraintError, ConstraintLimitError, ConstraintLimits, schema_to_grammar
 from tests.constraints.helpers import assert_sound
 
 
@@ -63,3 +63,16 @@ def test_tuple_and_items_merge_and_array_enum_negation_are_charged():
     with pytest.raises(ConstraintLimitError) as e:
         schema_to_grammar({"not": {"enum": [list(range(60))]}}, limits=ConstraintLimits(max_work=3000))
     assert e.value.where == "#/not"
+
+
+def test_oneof_branches_told_apart_by_disjoint_patterns_of_a_required_property():
+    """Branches that each require `status`, a string matching ^success$ / ^fail$ / ^error$: no string matches
+    two of the patterns (their automata's product accepts nothing), so no value matches two branches (every
+    branch but the first was left out: a pattern has no negation)."""
+    branch = lambda pattern: {"required": ["status"], "properties": {"status": {"type": "string", "pattern": pattern}}}  # noqa: E731
+    schema = {"type": "object", "oneOf": [branch("^success$"), branch("^fail$"), branch("^error$")]}
+    assert_sound(schema, valid=[{"status": "fail"}, {"status": "error", "x": 1}, {"status": "success"}],
+                 invalid=[{"status": "failure"}, {}, {"status": 1}])  # fmt: skip
+    # patterns that share a string ("ab") are not told apart: neither has a schema for the other's strings left
+    with pytest.raises(ConstraintError, match="oneOf"):
+        schema_to_grammar({"type": "object", "oneOf": [branch("^a"), branch("b$")]})

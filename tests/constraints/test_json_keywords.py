@@ -140,3 +140,40 @@ def test_enum_and_const_keep_the_values_the_other_keywords_accept(schema, valid,
     assert_sound(schema, valid=valid, invalid=invalid)
     with pytest.raises(ConstraintError, match="no value of enum/const fits the schema's type and keywords"):
         schema_to_gbnf({"enum": ["a", "b", 1], "type": "string", "minLength": 2})
+
+
+def test_if_then_else_constrain_nothing_in_draft_4():
+    """Draft 7 made if / then / else: a draft-04 document's are keywords no draft 4 knows, ignored as the spec
+    says (a valid shortcut "Ctrl + Shift + A" was refused by a `then` pattern draft 4 never applies)."""
+    cond = {"if": {"properties": {"k": {"const": "a"}}}, "then": {"required": ["x"]}, "else": {"required": ["y"]}}
+    schema = {"$schema": D4, **KIND, **cond}
+    assert_sound(schema, valid=[{"k": "a"}, {"k": "b", "x": 1}, {}], invalid=[{"k": 1}])
+    c = SchemaCompiler(schema)
+    c.gbnf()
+    assert c.unknown_keywords == ["#/if", "#/then", "#/else"]
+    assert_sound({**KIND, **cond}, valid=[{"k": "a", "x": 1}], invalid=[{"k": "a"}, {}])  # (draft 7 and later)
+
+
+def test_all_of_conditions_on_one_property_are_its_cases():
+    """allOf parts each `if: {properties: {k: {const}}}` (a discriminator): one anyOf of the cases of k (absent,
+    each value, any other), each with the then / else it takes; was refused ('different values for if')."""
+    part = lambda v, then: {"if": {"properties": {"k": {"const": v}}}, "then": then}  # noqa: E731
+    schema = {"type": "object", "properties": {"k": {"type": "string"}},
+              "allOf": [part("a", {"required": ["x"]}), part("b", {"properties": {"x": {"type": "string"}}}),
+                        part("c", {"required": ["y"]})]}  # fmt: skip
+    assert_sound(schema, valid=[{"k": "a", "x": 1}, {"k": "b", "x": "s"}, {"k": "c", "y": 0}, {"k": "d"},
+                                {"x": "s", "y": 1}],
+                 invalid=[{"k": "a"}, {"k": "b", "x": 1}, {"k": "c"}, {"x": "s"}, {"x": 1, "y": 1}], n=80)  # fmt: skip
+    required = {"allOf": [{**part("a", {"minimum": 3}), "else": {"type": "object"}},
+                          {**part(1, {"required": ["z"]}), "else": {"type": ["object", "number"]}}]}  # fmt: skip
+    for p in required["allOf"]:
+        p["if"]["required"] = ["k"]
+    assert_sound(required, valid=[4, {"k": "a"}, {"k": 1, "z": 0}, {}], invalid=[2, {"k": 1}], n=80)
+
+
+def test_two_different_conditions_merge_as_the_anyof_they_mean():
+    """Parts with other conditions (not one property's values): the second's as (if and then) or (not if, and
+    else), merged with the first (a subset where `not if` is one)."""
+    schema = {"allOf": [{"if": {"type": "string"}, "then": {"minLength": 2}},
+                        {"if": {"minimum": 5}, "then": {"multipleOf": 2}}]}  # fmt: skip
+    assert_sound(schema, valid=["ab", 6, 3, None], invalid=["a", 7], n=60)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llamay.constraints import ConstraintError, schema_to_gbnf
+from llamay.constraints.json_schema import SchemaCompiler
 from tests.constraints.helpers import assert_sound
 
 CASES = [
@@ -86,3 +87,29 @@ def test_an_enum_without_a_not_enum_is_charged():
     with pytest.raises(ConstraintLimitError) as e:
         schema_to_grammar(schema, limits=ConstraintLimits(max_work=9000))
     assert e.value.where == "#/properties/a"
+
+
+def test_the_strings_an_enum_leaves_out_with_lengths():
+    """A string other than an enum's with minLength 1 leaves out "" too; the enum's strings no length allows
+    need no leaving out (with none left: the lengths alone); a `not` inside oneOf branches over the same
+    property (`init_system` not "upstart", or "upstart") was refused as 'not compiled'."""
+    assert_sound({"type": "string", "minLength": 1, "not": {"enum": ["upstart", "a"]}},
+                 valid=["b", "upstarts", "ups"], invalid=["", "a", "upstart"])  # fmt: skip
+    assert_sound({"type": "string", "maxLength": 3, "not": {"enum": ["upstart"]}}, valid=["", "abc"],
+                 invalid=["abcd", "upstart"])  # fmt: skip
+    attrs = lambda s: {"properties": {"a": {"type": "object", "required": ["i"], "properties": {"i": s}}}}  # noqa: E731
+    schema = {"type": "object", "oneOf": [attrs({"not": {"enum": ["u"]}, "type": "string", "minLength": 1}),
+                                          {**attrs({"enum": ["u"]}), "required": ["a"]}]}  # fmt: skip
+    assert_sound(schema, valid=[{"a": {"i": "systemd"}}, {"a": {"i": "u"}}, {}], invalid=[{"a": {"i": ""}}])
+    c = SchemaCompiler({"type": "string", "minLength": 2, "not": {"enum": ["ab"]}})  # (other lengths: refused)
+    with pytest.raises(ConstraintError):
+        c.gbnf()
+    assert any("other than given ones with 'minLength'" in x for x in c.left_out), c.left_out
+
+
+def test_a_oneof_fails_when_two_branches_match():
+    """`not oneOf` is "no branch matches, or two do" (each pair's allOf): items of a oneOf [true, string] fail
+    it when they are strings, so an array of strings fails that branch and matches the other (was refused)."""
+    assert_sound({"not": {"oneOf": [{"type": "integer"}, {"minimum": 2}]}}, valid=[2, 5], invalid=[1, -3, "a"])
+    schema = {"oneOf": [{}, {"type": "array", "items": {"oneOf": [{}, {"type": "string"}]}, "minItems": 1}]}
+    assert_sound(schema, valid=[["a", "b"], 3, "s", []], invalid=[[1], [1, None]], n=60)

@@ -354,3 +354,26 @@ def test_dependent_schemas_split_is_charged():
     with pytest.raises(ConstraintLimitError) as e:
         schema_to_grammar({"properties": {"o": {"dependencies": deps}}}, limits=ConstraintLimits(max_work=18000))
     assert e.value.where == "#/properties/o"
+
+
+def test_property_names_of_an_enum_beside_pattern_properties():
+    """propertyNames an enum beside patternProperties: each name listed with the schemas it takes (its own, the
+    patterns it matches, else additionalProperties), no other key (every key was refused)."""
+    schema = {"type": "object", "propertyNames": {"enum": ["p1", "p2", "q", "r", 3]},
+              "patternProperties": {"^p": {"type": "number"}, "2$": {"minimum": 2}},
+              "properties": {"q": {"type": "string"}}, "additionalProperties": {"type": "boolean"}}  # fmt: skip
+    assert_sound(schema, valid=[{}, {"p1": 1}, {"p2": 2, "q": "s", "r": True}],
+                 invalid=[{"p1": "a"}, {"p2": 1}, {"q": 1}, {"r": 1}, {"s": True}, {"p3": 1}], n=60)  # fmt: skip
+    closed = {**schema, "additionalProperties": False}
+    assert_sound(closed, valid=[{"p1": 1, "q": "s"}], invalid=[{"r": True}], n=60)
+
+
+def test_dependencies_that_exclude_a_property_are_pairs():
+    """{P: {not: {required: [X]}}} is "no P or no X", counted once with {X: {not: {required: [P]}}}: two such pairs
+    fit the split into cases (four of these dependencies left every one of the properties out)."""
+    excl = lambda x: {"not": {"required": [x]}}  # noqa: E731
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+              "properties": {k: {"type": "integer"} for k in "abcd"},
+              "dependencies": {"a": excl("b"), "b": excl("a"), "c": excl("d"), "d": excl("c")}}  # fmt: skip
+    assert_sound(schema, valid=[{"a": 1, "c": 2}, {"b": 1, "d": 2}, {"a": 1}, {}],
+                 invalid=[{"a": 1, "b": 2}, {"c": 1, "d": 1, "a": 1}], n=60)  # fmt: skip
