@@ -7,10 +7,11 @@ differ in P's value, so they are different objects whatever follows:
 - P an enum / const of strings: exact on P's values, each at most once (a walk over the trie of the values
   not written yet, so a state holds a stack per branch, not per value: 2,461 values pass `max_stacks`);
 - P a plain string (`type: string`, lengths): its first `_PREFIX` characters and, for a longer one, its last
-  character, told apart, all written without escapes (S: the signatures written); `[{"name": "John Doe"},
-  {"name": "Jane Doe"}]` and names differing only in their last character are generated, two names sharing
-  their first _PREFIX and their last characters are not, nor a name starting with an escape or a character
-  beyond ASCII.
+  character, told apart, all written without escapes (S: the signatures written); names differing in their
+  first or last character are generated, two names sharing both are not (`[{"name": "John Doe"}, {"name":
+  "Jane Doe"}]`), nor a name starting with an escape or a character beyond ASCII. Why one character: a mask
+  inside P's value walks every token's prefix through T(S, p), one rule each naming its ~94 successors, and
+  24 characters went past max_rules on a 49k vocabulary at the first mask of an item.
 
 The rest of each item is the object's other members in their listed order (json_objects.object_rule with
 `tail`), P kept off its other keys. P is the first required property that qualifies (else the first listed);
@@ -29,8 +30,8 @@ from .json_keywords import ANNOTATIONS, VOCABULARY
 from .json_unique import COMMA, QUOTE, SPACE, UniqueArray, UniqueStrings
 from .limits import ConstraintLimitError
 
-_PREFIX = 24  # characters of P's value told apart
-_MAX_ITEMS = 32  # plain-string keys: items written at most (each builds up to _PREFIX rules of ~94 branches)
+_PREFIX = 1  # characters of P's value told apart before its last (each more multiplies a mask's rules by ~94)
+_MAX_ITEMS = 32  # plain-string keys: items written at most
 _MAX_VALUES = 256  # enum keys: items written at most
 _NESTED = 4  # unique object arrays built inside one another at most (a $ref with siblings is a new schema each time)
 _PLAIN = [chr(b) for b in range(0x20, 0x7F) if chr(b) not in '"\\']
