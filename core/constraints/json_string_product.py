@@ -87,7 +87,7 @@ def patterns_disjoint(c: Any, a: Node, b: Node, path: str) -> bool:
     state both accept (False too when it is too large to explore)."""
     from .json_objects import pattern_automaton
 
-    key = ("disjoint", a, b)
+    key = ("disjoint", frozenset((a, b)))  # (a oneOf checks each pair of branches both ways)
     known = c.patterns.get(key)
     if known is None:
         bounds = {0x80, 0x800, 0x10000, *boundaries([a, b], rules=True)}
