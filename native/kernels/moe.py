@@ -7,6 +7,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# compose.GATING_SIGMOID, compose.GATING_SOFTMAX_WEIGHT and compose.WEIGHTS_SUM_MIN (llama.cpp's), written here:
+# numba's cache follows this folder's sources only (tests/kernels/test_compose runs every gating on numba)
+GATING_SIGMOID, GATING_SOFTMAX_WEIGHT = 2, 3
+WEIGHTS_SUM_MIN = 6.103515625e-5
+
 
 @njit(cache=True, fastmath=False)
 def gather_rows(out, x, rows, n, dim):
@@ -65,20 +70,20 @@ def moe_route(ids, weights, logits, n_expert, k, gating, norm_w, w_scale):
     for e in range(n_expert):
         raw[e] = logits[e]
     probs = raw.copy()
-    if gating == 2:
+    if gating == GATING_SIGMOID:
         for e in range(n_expert):
             probs[e] = 1.0 / (1.0 + np.exp(-raw[e]))
-    elif gating != 3:
+    elif gating != GATING_SOFTMAX_WEIGHT:
         _softmax(probs, raw, n_expert)
     chosen, w, taken = np.empty(k, np.int64), np.empty(k, np.float64), np.zeros(n_expert, np.bool_)
     _top_k(chosen, w, taken, probs, n_expert, k)
-    if gating == 3:
+    if gating == GATING_SOFTMAX_WEIGHT:
         _softmax(w, w.copy(), k)
     if norm_w:
         total = 0.0
         for j in range(k):
             total += w[j]
-        total = max(total, 6.103515625e-5)  # compose.WEIGHTS_SUM_MIN
+        total = max(total, WEIGHTS_SUM_MIN)
         for j in range(k):
             w[j] = w[j] / total
     scale = w_scale != 0.0 and w_scale != 1.0
