@@ -228,7 +228,7 @@ class _Compiler:
         return out
 
     def emit(self, node: Node, base: str, out: list[Elem]) -> None:
-        kind = type(node)  # (the node kinds by identity first: emit runs once per node of every rule body)
+        kind = type(node)  # (the common kinds by identity first: emit runs once per node of every rule body)
         if kind is Seq:
             for item in node.items:
                 self.emit(item, base, out)
@@ -239,7 +239,11 @@ class _Compiler:
             self.extend(out, elems, base)
         elif kind is Ref and node.name in self.ids:
             out.append((REF, self.ids[node.name]))
-        elif isinstance(node, Lit):
+        else:
+            self.emit_other(node, base, out)
+
+    def emit_other(self, node: Node, base: str, out: list[Elem]) -> None:
+        if isinstance(node, Lit):
             self.extend(out, [(BYTES, 1 << b) for b in node.text.encode("utf-8", "surrogatepass")], base)
         elif isinstance(node, Chars):
             self.emit_chars(node, base, out)

@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from llamay.constraints import GrammarConstraint, compile_grammar, parse_gbnf, schema_to_grammar
+from llamay.constraints import (
+    GrammarConstraint,
+    compile_grammar,
+    json_keys,
+    json_members,
+    kernel_engine,
+    parse_gbnf,
+    schema_to_grammar,
+)
 from llamay.constraints import compile as compile_module
-from llamay.constraints import json_keys, json_members, kernel_engine
 from llamay.constraints.constraint import PythonEngine
 from llamay.constraints.kernel_engine import KernelEngine
 from tests.backends import require_backend
