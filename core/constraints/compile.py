@@ -171,16 +171,40 @@ class _Compiler:
         return rid
 
     def compile_rule(self, rid: int) -> tuple[int, ...]:
-        """(Lazy) the alternatives of grammar rule `rid`, compiled now (built first when it is a lazy rule)."""
+        """(Lazy) the alternatives of grammar rule `rid`, compiled now (built first when it is a lazy rule). All
+        or nothing: when it raises (a limit), the program is as before, so the rule raises again when reached
+        again and the rules compiled with it are not left without bodies (a cached program serves on)."""
         name = self.names[rid]
         if self.started:  # (after the start: each rule's work is bounded on its own, not the generation's)
             self.budget.work = 0
-        node = self.grammar.body(name)
-        size, depth = tree_shape(node, self.budget.limits.max_nesting)
-        self.budget.charge(size, f"rule {name!r}")
-        self.budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
-        self.set_body(rid, self.alternatives(node, name), name)
+        mark = self._mark()
+        try:
+            node = self.grammar.body(name)
+            size, depth = tree_shape(node, self.budget.limits.max_nesting)
+            self.budget.charge(size, f"rule {name!r}")
+            self.budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
+            self.set_body(rid, self.alternatives(node, name), name)
+        except BaseException:  # (a limit, or the bench's timeout signal: either may come mid-rule)
+            self._undo(mark)
+            raise
         return self.rule_alts[rid]
+
+    def _mark(self) -> tuple[int, int, int, int, int]:
+        return len(self.names), len(self.kind), self.positions, len(self.reps), len(self.chars)
+
+    def _undo(self, mark: tuple[int, int, int, int, int]) -> None:
+        """Back to `mark`: the rules numbered since forgotten, and whatever refers to them (the classes' element
+        cache among it); the program's lists cut back in place (the Program shares them). (`counter` keeps its
+        counts: a generated name is not used twice.)"""
+        n_names, n_kind, self.positions, n_reps, n_chars = mark
+        for name in self.names[n_names:]:
+            self.ids.pop(name, None)
+        for r in range(n_names, len(self.names)):
+            self.rule_alts.pop(r, None)
+        self.generated = {k: r for k, r in self.generated.items() if r < n_names}
+        self.rep_ids = {k: r for k, r in self.rep_ids.items() if r < n_reps}
+        self.chars = dict(list(self.chars.items())[:n_chars])  # (in insertion order: the older ones stay)
+        del self.names[n_names:], self.bodies[n_names:], self.kind[n_kind:], self.arg[n_kind:], self.reps[n_reps:]
 
     def set_body(self, rid: int, alts: list[list[Elem]], base: str) -> None:
         """Lay the rule's alternatives out at the end of the program (each a run of elements, then END)."""

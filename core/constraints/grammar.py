@@ -111,10 +111,12 @@ class Grammar:
         """The rule's body, built now when it is lazy (None: no such rule)."""
         node = self.rules.get(name)
         if node is None:
-            lazy = self.lazy.pop(name, None)
+            lazy = self.lazy.get(name)
             if lazy is None:
                 return None
+            # (taken out of `lazy` only once built: a build that raises, a limit, leaves it there to raise again)
             node = self.rules[name] = lazy.build()
+            del self.lazy[name]
         return node
 
     def has(self, name: str) -> bool:

@@ -3,7 +3,8 @@ JSON Schema (as llama-server builds its tool grammars).
 
 A call is the schema `{"name": {"const": NAME}, ARGS_KEY: PARAMETERS}` (name first, so a stream names the
 function before its arguments); the tools are an `anyOf` of their calls. Each tool's own `$ref`s (`#`,
-`#/$defs/x`) are moved under `#/$defs/tool-I...` of the combined document, so they still point into it. The
+`#/$defs/x`, `#/properties/y`: any pointer) are moved under `#/$defs/tool-I...` of the combined document, so
+they still point into the tool's parameters (not into the call around them). The
 JSON grammar comes from the constraint engine's `schema_to_gbnf`; its `root` is renamed `tc-call` and the
 syntax's rules (`tc-...`) are written around it.
 """
@@ -31,13 +32,13 @@ def _rebase(schema: Any, prefix: str, defs: dict[str, Any]) -> Any:
     whole = [False]  # `#` is referred to: the parameters are a definition too
 
     def ref(target: str) -> str:
-        if target == "#":
-            whole[0] = True
-            return f"#/$defs/{prefix}"
         for key in ("#/$defs/", "#/definitions/"):
             if target.startswith(key):
                 return f"#/$defs/{prefix}-{target[len(key) :]}"
-        return target  # refused by the compiler, naming it
+        if target == "#" or target.startswith("#/"):  # (any other pointer: into the parameters themselves)
+            whole[0] = True
+            return f"#/$defs/{prefix}{target[1:]}"
+        return target  # an anchor (the document's own) or another document's: the compiler resolves or names it
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):

@@ -77,7 +77,8 @@ def native_params(body: CompletionBody, service: Service) -> GenParams:
         raise bad_request("give either grammar or json_schema", "json_schema", "conflicting_fields")
     fmt = {"type": "json_schema", "json_schema": {"schema": body.json_schema}} if body.json_schema is not None else None
     return GenParams(max_tokens=None, sampling=sampling, seed=got.seed, stop=got.stop, n=body.n_cmpl,
-                     logprobs=n_probs or None, response_format=fmt, grammar=body.grammar)  # fmt: skip
+                     logprobs=n_probs or None, response_format=fmt, grammar=body.grammar,
+                     format_field="json_schema")  # fmt: skip
 
 
 def n_predict(body: CompletionBody) -> int:

@@ -41,6 +41,7 @@ class GenParams:
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} / {"type": "json_schema", ...}
     grammar: str | None = None  # llama.cpp's GBNF `grammar` (when no response_format is given)
     tools: Any = None  # a llamay.tools.ToolPlan: the reply's grammar is its tool calls'
+    format_field: str = "response_format"  # the request's name of it, in errors (Ollama's `format`, ...)
 
 
 def response_format(fmt: Any) -> dict[str, Any] | None:
@@ -90,7 +91,7 @@ def from_ollama(opts: OllamaOptions | None, fmt: str | dict[str, Any] | None) ->
     else:
         raise bad_request(f"format is 'json' or a JSON schema, got {fmt!r}", "format")
     return GenParams(max_tokens=got.max_tokens, sampling=got.sampling, seed=got.seed, stop=got.stop,
-                     response_format=rf)  # fmt: skip
+                     response_format=rf, format_field="format")  # fmt: skip
 
 
 def with_defaults(p: GenParams, defaults: Any) -> GenParams:
@@ -123,7 +124,7 @@ def constraint_for(p: GenParams, tokenizer: Any) -> Any:
     compile limit names itself: `limit`). Runs on a preparation thread: compiling costs time. A tool plan's
     grammar constrains the reply instead (either of the others together with it is refused)."""
     if p.tools is not None:
-        for given, name in ((p.response_format, "response_format"), (p.grammar, "grammar")):
+        for given, name in ((p.response_format, p.format_field), (p.grammar, "grammar")):
             if given:
                 raise bad_request(f"{name} cannot constrain a reply that may call tools: the tool calls' "
                                   "grammar does (give one of them, or tool_choice: none)", name,
@@ -134,7 +135,7 @@ def constraint_for(p: GenParams, tokenizer: Any) -> Any:
             raise bad_request(str(e), e.field, "invalid_tools") from None
     if p.response_format is None and not p.grammar:
         return None
-    field = "response_format" if p.response_format is not None else "grammar"
+    field = p.format_field if p.response_format is not None else "grammar"
     req = {"response_format": p.response_format} if p.response_format is not None else {"grammar": p.grammar}
     try:
         from llamay.constraints import constraint_from_request
@@ -149,7 +150,8 @@ def constraint_for(p: GenParams, tokenizer: Any) -> Any:
     try:
         return constraint_from_request(req, tokenizer)
     except LlamayError as e:
-        code = "constraint_limit_exceeded" if getattr(e, "limit", None) else f"invalid_{field}"
+        kind = "grammar" if p.response_format is None else "response_format"  # (the codes: one per kind)
+        code = "constraint_limit_exceeded" if getattr(e, "limit", None) else f"invalid_{kind}"
         raise bad_request(f"{field}: {e}", field, code) from None
     except RecursionError:  # a compiler without a nesting limit
         raise bad_request(f"{field}: the schema is nested too deeply to compile", field,

@@ -111,7 +111,7 @@ async def responses(body: ResponsesRequest, request: Request, service: ServiceDe
     got = requested(body, "openai", service.tokenizer.n_vocab)
     rf, text_block = _format(body)
     params = GenParams(max_tokens=body.max_output_tokens, sampling=got.sampling, seed=got.seed, stop=got.stop,
-                       response_format=rf)  # fmt: skip
+                       response_format=rf, format_field="text.format")  # fmt: skip
     prompt = await service.offload(service.chat_ids, _messages(body))
     prompt, budget, cut = service.fit(prompt, body.max_output_tokens, "max_output_tokens",
                                       truncate=body.truncation == "auto")  # fmt: skip

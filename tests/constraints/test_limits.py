@@ -392,3 +392,28 @@ def test_a_cached_program_past_half_its_rule_limit_is_built_anew():
     c2 = json_schema_constraint(schema, vocab, limits=limits)
     assert c2 is not c1 and len(c2.program.rule_names) < 2000
     assert json_schema_constraint(schema, vocab, limits=limits) is c2
+
+
+def test_a_lazy_rule_refused_by_a_limit_leaves_the_cached_program_whole():
+    """One request's walk reaching a limit while a lazy rule compiles (here max_rules, unique items naming
+    hundreds of rules) must not fail the next requests sharing the cached program: the compile is undone, so
+    a document that needs none of it is still accepted and masked as token checks say, and the refused one
+    is refused again by the same limit. (Before: the rules numbered in the failed compile stayed, so `{"b":1}`
+    then raised max_rules too, and the third walk raised "not a grammar node: None", the lazy rule gone.)"""
+    vocab = load_vocab("synthetic")
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                                               "b": {"type": "integer"}}}  # fmt: skip
+    limits = ConstraintLimits(max_rules=390)
+    c = json_schema_constraint(schema, vocab, limits=limits)
+    many = json.dumps({"a": ["x", "y", "zz", "w"]}, separators=(",", ":")).encode()
+    for attempt in range(2):
+        with pytest.raises(ConstraintLimitError) as e:
+            c.engine.push_bytes(c.start(), many)
+        assert e.value.limit == "max_rules", attempt
+        assert len(c.program.rule_names) < 390
+        st = c.start()
+        for tok in b'{"b":1':  # (the synthetic vocabulary's first 256 tokens are the single bytes)
+            mask = c.allowed(st)
+            assert tok in mask and all(c.accepts(st, t) == (t in mask) for t in range(vocab.n_vocab))
+            st = c.advance(st, tok)
+        assert c.engine.push_bytes(st, b"}") is not None

@@ -41,10 +41,10 @@ def post(client, schema_text: str, route: str = "openai", max_tokens: int = 8):
 def limit_refusal(r) -> str:
     assert r.status_code == 400, r.text
     err = r.json()["error"]
-    if r.request.url.path.startswith("/api/"):  # Ollama's error shape: the message alone, naming the field
-        assert isinstance(err, str) and err.startswith(("response_format", "format")), err
+    if r.request.url.path.startswith("/api/"):  # Ollama's error shape: the message alone, naming its field
+        assert isinstance(err, str) and err.startswith("format: "), err
         return err
-    assert err["param"] in ("response_format", "format"), err
+    assert err["param"] == "response_format", err
     return err["message"]
 
 
@@ -88,3 +88,33 @@ def test_max_length_of_a_million_compiles_and_generates_within_it(client):
             assert isinstance(value, str)
     else:
         assert isinstance(json.loads(text), str)
+
+
+UNSUPPORTED = {"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}, "required": ["a"]}  # (no base)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (CHAT, {"model": STORIES_ID, "messages": MSG, "max_tokens": 2,
+                "response_format": {"type": "json_schema", "json_schema": {"name": "t", "schema": UNSUPPORTED}}},
+         "response_format"),
+        ("/v1/responses", {"model": STORIES_ID, "input": "hi", "max_output_tokens": 2,
+                           "text": {"format": {"type": "json_schema", "name": "t", "schema": UNSUPPORTED}}},
+         "text.format"),
+        ("/completion", {"prompt": "hi", "n_predict": 2, "json_schema": UNSUPPORTED}, "json_schema"),
+        ("/api/chat", {"model": STORIES_ID, "messages": MSG, "stream": False, "format": UNSUPPORTED}, "format"),
+    ],
+    ids=["openai", "responses", "llamacpp", "ollama"],
+)  # fmt: skip
+def test_a_schema_refused_names_the_field_as_each_api_spells_it(client, path, body, field):
+    """A schema the compiler refuses is a 400 naming the request's own field: not `response_format` on the
+    routes that call it `text.format`, `json_schema` or `format`."""
+    r = client.post(path, json=body, timeout=GUARD)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    if path.startswith("/api/"):
+        assert err.startswith(f"{field}: "), err
+    else:
+        assert err["param"] == field and err["message"].startswith(f"{field}: "), err
+        assert err["code"] == "invalid_response_format", err

@@ -51,8 +51,8 @@ RUNTIME_REFUSALS = {
 OLLAMA_REFUSALS = {
     "context_length_exceeded": ("shorten it", "reads at most"),
     "template_error": ("the chat template cannot render",),
-    "invalid_response_format": ("response_format: ",),
-    "constraint_limit_exceeded": ("response_format: ",),
+    "invalid_response_format": ("format: ",),
+    "constraint_limit_exceeded": ("format: ",),
     "invalid_tools": ("two tools are named", "the tools' parameters"),
     "conflicting_fields": (
         "think needs the model's own template",

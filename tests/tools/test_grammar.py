@@ -263,3 +263,38 @@ def test_a_tool_the_engine_cannot_enforce_is_refused_beside_others_not_left_out(
     with pytest.raises(ToolRequestError) as e:
         plan_tools(None, tools, choice, True).constraint(tok)
     assert e.value.field == "tools" and "'enc'" in str(e.value)
+
+
+POINTERS = {
+    "alias": ({"type": "object", "properties": {"name": {"type": "string", "maxLength": 3},
+                                                "alias": {"$ref": "#/properties/name"}}, "required": ["alias"]},
+              [{"alias": "ab"}, {"alias": "abcd"}, {"alias": 1}, {"name": "x", "alias": "y"}, {}]),
+    "root": ({"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#"}}, "required": ["v"]},
+             [{"v": 1}, {"v": 1, "next": {"v": 2}}, {"v": 1, "next": {"w": 2}}, {"v": 1, "next": 3}]),
+    "inside a definition": ({"definitions": {"n": {"type": "object", "properties": {"k": {"enum": [1, 2]}}}},
+                             "type": "object", "properties": {"a": {"$ref": "#/definitions/n/properties/k"}}},
+                            [{"a": 1}, {"a": 2}, {"a": 3}, {"a": "1"}, {}]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", POINTERS)
+def test_a_tools_pointers_point_into_its_parameters(name):
+    """A tool's `$ref` pointers (`#/properties/name`, `#`, into a definition) resolve in its parameters, not in
+    the call wrapped around them (where `#/properties/name` was the function's name: refused as "not in the
+    schema" or, worse, the name's const): jsonschema on the combined call schema and the compiled grammar
+    both agree with jsonschema on the tool's own parameters, document by document."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from llamay.constraints import compile_grammar, schema_to_grammar
+    from llamay.constraints.automaton import Automaton
+    from llamay.tools.grammar import call_schema
+
+    params, docs = POINTERS[name]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": params}},
+             {"type": "function", "function": {"name": "name", "parameters": {"type": "object"}}}]  # fmt: skip
+    combined = call_schema(tools, "arguments")
+    aut = Automaton(compile_grammar(schema_to_grammar(combined)))
+    for doc in docs:
+        valid = jsonschema.Draft202012Validator(params).is_valid(doc)
+        call = {"name": "f", "arguments": doc}
+        assert jsonschema.Draft202012Validator(combined).is_valid(call) == valid, doc
+        assert aut.accepts_bytes(json.dumps(call, separators=(",", ":")).encode()) == valid, doc
