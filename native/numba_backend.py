@@ -391,6 +391,11 @@ class NumbaBackend:
         norm_w: bool,
         w_scale: float,
     ) -> None:
+        if router.type == GGMLType.F32:  # llama.cpp's quantizer leaves routers F32: one serial kernel
+            h: NumbaWeight = router.handle
+            moe.moe_route_f32(ids, weights, logits, h.data, h.row_bytes, x, router.n_out, router.n_in, k, gating,
+                              norm_w, w_scale)  # fmt: skip
+            return
         self.matmul(logits, router, x, 1)
         moe.moe_route(ids, weights, logits, router.n_out, k, gating, norm_w, w_scale)
 

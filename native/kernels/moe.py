@@ -7,10 +7,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from llamay.ggml_types import GGMLType
+
+from .matmul_float import TRAITS as FLOAT_TRAITS
+from .matmul_float import float_dot
+
 # compose.GATING_SIGMOID, compose.GATING_SOFTMAX_WEIGHT and compose.WEIGHTS_SUM_MIN (llama.cpp's), written here:
 # numba's cache follows this folder's sources only (tests/kernels/test_compose runs every gating on numba)
 GATING_SIGMOID, GATING_SOFTMAX_WEIGHT = 2, 3
 WEIGHTS_SUM_MIN = 6.103515625e-5
+F32 = FLOAT_TRAITS[GGMLType.F32]
 
 
 @njit(cache=True, fastmath=False)
@@ -94,3 +100,13 @@ def moe_route(ids, weights, logits, n_expert, k, gating, norm_w, w_scale):
                 ids[at] = e
                 weights[at] = np.float32(w[j] * w_scale if scale else w[j])
                 at += 1
+
+
+@njit(cache=True, fastmath=False)
+def moe_route_f32(ids, weights, logits, w, row_bytes, x, n_expert, n_embd, k, gating, norm_w, w_scale):
+    """`moe_route` with its F32 router's matmul (w: n_expert rows of row_bytes) on this thread: each logit is the
+    F32 matmul's own `float_dot`, so bit for bit; a few thousand multiply-adds, where a parallel matmul's region
+    between two-thread kernels cost ~15 µs of thread hand-over at 2 threads (a qwen3moe's decode: 12 a token)."""
+    for e in range(n_expert):
+        logits[e] = float_dot(F32, w, e * row_bytes, x, 0, n_embd)
+    moe_route(ids, weights, logits, n_expert, k, gating, norm_w, w_scale)
