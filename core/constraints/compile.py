@@ -134,6 +134,7 @@ class _Compiler:
         self.generated: dict[object, int] = {}
         self.counter: dict[str, int] = {}
         self.chars: dict[Chars, list[Elem]] = {}  # the elements of each class compiled so far
+        self.lits: dict[str, list[Elem]] = {}  # the elements of each literal compiled so far
         self.reps: list[tuple[int, int, int]] = []
         self.rep_ids: dict[tuple[int, int, int], int] = {}
         self._consumes: dict[str, bool] = {}
@@ -222,9 +223,14 @@ class _Compiler:
             self.bodies[rid] = alts
 
     def extend(self, out: list[Elem], elems: list[Elem], base: str) -> None:
-        self.budget.charge(len(elems), f"rule {base!r}")
+        budget = self.budget  # (the checks' calls only when one may refuse or record a peak: extend runs often)
+        budget.work += len(elems)
+        if budget.work > budget.limits.max_work:
+            budget.charge(0, f"rule {base!r}")
         out.extend(elems)
-        self.budget.check("max_positions", len(out), f"rule {base!r}", "program size (elements)")
+        n = len(out)
+        if n > budget.peak.get("max_positions", -1) or n > budget.limits.max_positions:
+            budget.check("max_positions", n, f"rule {base!r}", "program size (elements)")
 
     def new_rule(self, key: object, base: str) -> tuple[int, bool]:
         rid = self.generated.get(key)
@@ -246,6 +252,21 @@ class _Compiler:
         return out
 
     def emit(self, node: Node, base: str, out: list[Elem]) -> None:
+        kind = type(node)  # (the common kinds by identity first: emit runs once per node of every rule body)
+        if kind is Seq:
+            for item in node.items:
+                self.emit(item, base, out)
+        elif kind is Lit:
+            elems = self.lits.get(node.text)  # (literals recur: keys, quotes, colons)
+            if elems is None:
+                elems = self.lits[node.text] = [(BYTES, 1 << b) for b in node.text.encode("utf-8", "surrogatepass")]
+            self.extend(out, elems, base)
+        elif kind is Ref and node.name in self.ids:
+            out.append((REF, self.ids[node.name]))
+        else:
+            self.emit_other(node, base, out)
+
+    def emit_other(self, node: Node, base: str, out: list[Elem]) -> None:
         if isinstance(node, Lit):
             self.extend(out, [(BYTES, 1 << b) for b in node.text.encode("utf-8", "surrogatepass")], base)
         elif isinstance(node, Chars):

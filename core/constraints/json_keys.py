@@ -39,11 +39,19 @@ class PatternKeys:
         # (json_members.py) the rules of a key's rest off the trie, by (value, states); the values each reaches
         self.rules: dict[tuple, str] = {}
         self.reach: dict[tuple[int, ...], tuple[Node, ...]] = {}
+        self.steps: dict[tuple[tuple[int, ...], str], tuple[int, ...]] = {}  # (states, character) -> next states
+        self.ends: dict[tuple[int, ...], Node | None] = {}  # states -> `value` (searches ask again and again)
 
     def start(self) -> tuple[int, ...]:
         return tuple(a.initial.id for a in self.automata)
 
     def step(self, states: tuple[int, ...], ch: str) -> tuple[int, ...]:
+        got = self.steps.get((states, ch))
+        if got is None:
+            got = self.steps[states, ch] = self._step(states, ch)
+        return got
+
+    def _step(self, states: tuple[int, ...], ch: str) -> tuple[int, ...]:
         data = ch.encode("utf-8", "surrogatepass")
         out = []
         for a, s in zip(self.automata, states, strict=True):
@@ -53,6 +61,12 @@ class PatternKeys:
 
     def value(self, states: tuple[int, ...]) -> Node | None:
         """The value of a key that ends here (None: no key may end here)."""
+        if states in self.ends:
+            return self.ends[states]
+        got = self.ends[states] = self._value(states)
+        return got
+
+    def _value(self, states: tuple[int, ...]) -> Node | None:
         if self.names and (states[-1] == DEAD or not self.automata[-1].by_id[states[-1]].complete):
             return None
         matched = frozenset(i for i, (a, s) in enumerate(zip(self.automata[: self.n], states, strict=False))

@@ -83,6 +83,7 @@ class Members:
         self.trie: list[dict[str, int]] | None = None  # built on first use: children by character, per node
         self.ends: dict[int, int] = {}  # trie node -> the listed property (index) whose name ends there
         self.plain: list[bool] = []  # per trie node: its prefix holds no character another key cannot hold
+        self.runs: dict[int, tuple[str, int]] = {}  # trie node -> `run_from` it
         self.rules: dict[tuple, str] = {}
         self.viable_memo: dict[tuple[int, int], bool] = {}
         # no names to tell apart: another key is any string, escapes too (exact)
@@ -274,6 +275,13 @@ class Members:
         name alone) or the node where the ways part: written here when its subtree is small (as `other_node`),
         else its rule."""
         while True:
+            run = self.runs.get(at)
+            if run is None:
+                run = self.runs[at] = self.run_from(at)
+            if run[1] != at:  # (a run of nodes with one child and no name: the same whatever is offered)
+                self.c.budget.charge(len(run[0]), f"{self.base} (members)")
+                text += run[0]
+                at = run[1]
             end = self.ends.get(at)
             here = end is not None and end >= 0 and offered >> end & 1
             on = [(ch, child) for ch, child in self.trie[at].items() if self.live[child] & offered]
@@ -286,6 +294,15 @@ class Members:
             self.c.budget.charge(1, f"{self.base} (members)")
             text += on[0][0]
             at = on[0][1]
+
+    def run_from(self, at: int) -> tuple[str, int]:
+        """The characters from trie node `at` down its nodes that have one child and end no listed name (their
+        listed names are those below, whatever the set offered), and the node where they stop."""
+        text = []
+        while len(self.trie[at]) == 1 and self.ends.get(at, -1) < 0:
+            ((ch, at),) = self.trie[at].items()
+            text.append(ch)
+        return "".join(text), at
 
     def other_key(self, at: int) -> str:
         """Another key's characters from trie node `at` on (the same rule for every set of members, and for

@@ -152,15 +152,15 @@ class _ProgramWords:
         self.n_names = 0  # rules of the program seen (their ids below this have an entry)
         self.rule_log: list[int] = []  # the rules whose entries were set, in order
         self.hint = [0] * L.N_REGIONS  # the region capacities this program's arenas grew to
-        self.update(program.root)
+        self.update([program.root])
 
     @property
     def program(self) -> Program:
         return self._program()
 
-    def update(self, rid: int) -> None:
-        """Take in what the program compiled since: its new positions and reps, and the entries of rule `rid` and
-        of the rules compiled with it (a lazy program: the ones numbered since; an eager one: all of them)."""
+    def update(self, rids: list[int]) -> None:
+        """Take in what the program compiled since: its new positions and reps, and the entries of the rules
+        `rids` and of the rules compiled with them (a lazy program: the ones numbered since; an eager one: all)."""
         prog = self.program
         kind, args, sets, rules, alts, reps = self.parts
         n = len(kind)
@@ -180,13 +180,33 @@ class _ProgramWords:
         rules.extend([-1, -1] * (n_names - self.n_names))
         lazy = prog.lazy
         new = range(self.n_names, n_names) if lazy else range(n_names)
-        for r in (rid, *new):
+        for r in (*rids, *new):
             if rules[2 * r] < 0 and (not lazy or r in table):  # (a lazy program's dict: compiled ones only)
                 starts = table[r]
                 rules[2 * r], rules[2 * r + 1] = len(alts), len(alts) + len(starts)
                 alts.extend(starts)
                 self.rule_log.append(r)
         self.n_names = n_names
+
+
+def _compile_leftmost(program: Program, rid: int) -> list[int]:
+    """Rule `rid` compiled, and with it the rules that begin one of its alternatives (a REF or a REP's unit
+    first), and theirs in turn: the kernel predicts them as soon as it enters `rid`, and each rule it meets
+    uncompiled costs a NEED_RULE and the operation run again from its start. The rules compiled, in order."""
+    table, kind, arg, reps = program.rule_alts, program.kind, program.arg, program.reps
+    out, todo = [], [rid]
+    while todo:
+        r = todo.pop()
+        if out and r in table:  # (compiled already: by another engine of the program, or just now)
+            continue
+        out.append(r)
+        for at in table[r]:  # (compiled on first access: compile._LazyRules)
+            k = kind[at]
+            if k == L.REF:
+                todo.append(arg[at])
+            elif k == L.REP:
+                todo.append(reps[arg[at]][0])
+    return out
 
 
 def program_words(program: Program) -> _ProgramWords:
@@ -263,8 +283,7 @@ class Arena:
         the program gained written: each part's new end, and the rules' entries set since (PROG laid out again,
         grown, when a part outgrows its room)."""
         pw = self.pw
-        pw.program.rule_alts[rid]  # (compiled on first access: compile._LazyRules)
-        pw.update(rid)
+        pw.update(_compile_leftmost(pw.program, rid))
         be = self.be
         if any(len(part) > c for part, c in zip(pw.parts, self.pcaps, strict=True)):
             self.pcaps = [max(c, 2 * len(part)) for part, c in zip(pw.parts, self.pcaps, strict=True)]
