@@ -211,6 +211,9 @@ class NumbaBackend:
         self._slots = np.zeros((1, 1), np.int32)  # (threads, n_slots): the cache slots of the keys
         self._cos_sin = np.zeros(2, np.float64)  # (n_rot,): rope's cos and sin per pair
         self._rope_consts: dict[tuple, tuple] = {}  # rope's float32 constants by (base, n_rot, YaRN's three)
+        self._attn_consts: dict[tuple, tuple] = {}  # attention's float32 scale and (softcap, max_bias) by their floats
+        self._fused_qkv: dict[int, tuple] = {}  # id(q's handle) -> (k's, v's, whether one strip kernel runs them, q's)
+        self._experts: dict[int, tuple] = {}  # id(gate) -> (gate, up, down, their strips): `_expert_strips`
 
     # -- threads --------------------------------------------------------------------------------------------
 
@@ -368,8 +371,11 @@ class NumbaBackend:
     ) -> None:
         hq, hk, hv = wq.handle, wk.handle, wv.handle
         f = hq.strip_format
-        fused = hq.strips is not None and hk.strips is not None and hv.strips is not None
-        if not fused or not _same(hk.strip_format, f, hv.strip_format):
+        fused = self._fused_qkv.get(id(hq))
+        if fused is None or fused[0] is not hk or fused[1] is not hv:  # a layer's three, judged once
+            ok = hq.strips is not None and hk.strips is not None and hv.strips is not None
+            fused = self._fused_qkv[id(hq)] = (hk, hv, ok and _same(hk.strip_format, f, hv.strip_format), hq)
+        if not fused[2]:
             compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)
             return
         n_in = wq.n_in
@@ -413,14 +419,14 @@ class NumbaBackend:
         y: np.ndarray,
     ) -> None:
         chosen = ids[:k].tolist()
-        g0, d0 = gate[0], down[0]
-        mats = tuple(gate[e].handle.strips for e in chosen) + tuple(up[e].handle.strips for e in chosen)
-        downs = tuple(down[e].handle.strips for e in chosen)
-        f = d0.handle.strip_format
-        if any(m is None for m in mats + downs) or not _same(up[0].handle.strip_format, f, g0.handle.strip_format):
+        strips = self._expert_strips(gate, up, down)
+        if strips is None:
             compose_experts(self, out, gate, up, down, x, chosen, weights, h, y, self._row0, lambda b, at: b[at:])
             return
-        n_embd, n_ff = g0.n_in, g0.n_out
+        gs, us, ds, f = strips
+        mats = tuple(gs[e] for e in chosen) + tuple(us[e] for e in chosen)
+        downs = tuple(ds[e] for e in chosen)
+        n_embd, n_ff = gate[0].n_in, gate[0].n_out
         if max(n_embd, k * n_ff) > self._cap or self._scratch_threads != self.n_threads or self._scratch_tokens < 2:
             self._grow(max(k, 2), max(n_embd, n_ff))
         xq, xd, xs, xsum, acc = self._scratch[STRIPS]
@@ -430,6 +436,21 @@ class NumbaBackend:
         work = 2 * k * n_embd * n_ff
         self._parallel(st.moe_strips, work, out, mats, downs, f.fmt, f.offset, f.has_min, weights, k, x, n_embd,
                        n_ff, h, xq, xd, xs, xsum, acc)  # fmt: skip
+
+    def _expert_strips(self, gate: tuple, up: tuple, down: tuple) -> tuple | None:
+        """A layer's experts' strips (gate, up, down, each by expert) and their one format, or None when some expert
+        is not in strips of that format; looked up once per layer (the experts' tuples are the model's own)."""
+        key = id(gate)
+        hit = self._experts.get(key)
+        if hit is not None and hit[0] is gate and hit[1] is up and hit[2] is down:
+            return hit[3]
+        gs, us, ds = (tuple(w.handle.strips for w in ws) for ws in (gate, up, down))
+        f = down[0].handle.strip_format
+        fmts = [w.handle.strip_format for w in (*gate, *up, *down)]
+        ok = all(m is not None for m in gs + us + ds) and _same(f, *fmts)
+        strips = (gs, us, ds, f) if ok else None
+        self._experts[key] = (gate, up, down, strips)  # the tuples kept alive: their ids stay theirs
+        return strips
 
     def add_bias(self, x: np.ndarray, b: Weight, n: int) -> None:
         ew.add_bias(x, b.handle.vec, n, b.n_in)
@@ -516,12 +537,17 @@ class NumbaBackend:
             slots = self._slots = np.zeros((self.n_threads, n_slots), np.int32)
         b = batch
         work = ATTENTION_COST * b.n * n_head * (int(b.pos[b.n - 1]) + 1) * (head_dim + head_dim_v)
+        key = (kq_scale, softcap, max_bias)
+        consts = self._attn_consts.get(key)
+        if consts is None:  # a model's one set, converted once (not on every layer of every token)
+            consts = self._attn_consts[key] = (np.float32(kq_scale), np.float32(softcap), np.float32(max_bias))
+        t = self.n_threads
         self._parallel(
             att.attention, work, out, q, k_cache, v_cache, layer, n_slots,
             (b.n, b.pos, b.seq, b.pages, b.page_off, b.seq_len, b.page_size),
-            (n_head, n_head_kv, head_dim, head_dim_v), np.float32(kq_scale), causal, window,
-            (np.float32(softcap), np.float32(max_bias), sinks is not None),
-            sinks.handle.vec if sinks is not None else self._one, scores[: self.n_threads], slots[: self.n_threads],
+            (n_head, n_head_kv, head_dim, head_dim_v), consts[0], causal, window,
+            (consts[1], consts[2], sinks is not None),
+            sinks.handle.vec if sinks is not None else self._one, scores[:t], slots[:t],
         )  # fmt: skip
 
     def argmax(self, x: np.ndarray, offset: int, n: int) -> int:

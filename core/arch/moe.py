@@ -186,7 +186,6 @@ def route(logits: list[float], n: int, p: MoEParams) -> dict[int, tuple[list[int
 def moe_ffn(p: Pass, m: MoEWeights, inp: Any, out: Any) -> None:
     """out (n, n_embd) = the mixture of experts of inp (n, n_embd), plus the (gated) shared expert."""
     be, cfg, sc, n = p.be, p.cfg, p.st.scratch, p.n
-    e, f = cfg.n_embd, cfg.n_ff_exp
     pm = cfg.params
     if n == 1 and m.router_bias is None and m.up_bias is None and not pm.swiglu_limit:  # decode: two ops
         k = pm.n_expert_used
@@ -195,6 +194,7 @@ def moe_ffn(p: Pass, m: MoEWeights, inp: Any, out: Any) -> None:
         if m.shared is not None:
             shared_expert(p, m, inp, out)
         return
+    e, f = cfg.n_embd, pm.n_ff_exp
     be.matmul(sc.moe_logits, m.router, inp, n)  # (n, n_expert)
     if m.router_bias is not None:
         be.add_bias(sc.moe_logits, m.router_bias, n)
