@@ -24,6 +24,7 @@ import mmap
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -212,8 +213,10 @@ class NumbaBackend:
         self._cos_sin = np.zeros(2, np.float64)  # (n_rot,): rope's cos and sin per pair
         self._rope_consts: dict[tuple, tuple] = {}  # rope's float32 constants by (base, n_rot, YaRN's three)
         self._attn_consts: dict[tuple, tuple] = {}  # attention's float32 scale and (softcap, max_bias) by their floats
-        self._fused_qkv: dict[int, tuple] = {}  # id(q's handle) -> (k's, v's, whether one strip kernel runs them, q's)
-        self._experts: dict[int, tuple] = {}  # id(gate) -> (gate, up, down, their strips): `_expert_strips`
+        # per layer, judged once: keyed weakly on a weight's handle (this backend outlives the models it runs, and
+        # the values hold no reference to their key), so a model's weights are freed with it
+        self._fused_qkv: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # q's -> (k's, v's, one kernel?)
+        self._experts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # gate[0]'s: `_expert_strips`
 
     # -- threads --------------------------------------------------------------------------------------------
 
@@ -371,10 +374,10 @@ class NumbaBackend:
     ) -> None:
         hq, hk, hv = wq.handle, wk.handle, wv.handle
         f = hq.strip_format
-        fused = self._fused_qkv.get(id(hq))
+        fused = self._fused_qkv.get(hq)
         if fused is None or fused[0] is not hk or fused[1] is not hv:  # a layer's three, judged once
             ok = hq.strips is not None and hk.strips is not None and hv.strips is not None
-            fused = self._fused_qkv[id(hq)] = (hk, hv, ok and _same(hk.strip_format, f, hv.strip_format), hq)
+            fused = self._fused_qkv[hq] = (hk, hv, ok and _same(hk.strip_format, f, hv.strip_format))
         if not fused[2]:
             compose.qkv(self.matmul, q, k, v, wq, wk, wv, x, n)
             return
@@ -439,17 +442,18 @@ class NumbaBackend:
 
     def _expert_strips(self, gate: tuple, up: tuple, down: tuple) -> tuple | None:
         """A layer's experts' strips (gate, up, down, each by expert) and their one format, or None when some expert
-        is not in strips of that format; looked up once per layer (the experts' tuples are the model's own)."""
-        key = id(gate)
+        is not in strips of that format; looked up once per layer (keyed on gate[0]'s handle, checked against the
+        first up and down handles: a layer's three go together)."""
+        key = gate[0].handle
         hit = self._experts.get(key)
-        if hit is not None and hit[0] is gate and hit[1] is up and hit[2] is down:
+        if hit is not None and hit[0] is up[0].handle and hit[1] is down[0].handle and hit[2] == len(gate):
             return hit[3]
         gs, us, ds = (tuple(w.handle.strips for w in ws) for ws in (gate, up, down))
         f = down[0].handle.strip_format
         fmts = [w.handle.strip_format for w in (*gate, *up, *down)]
         ok = all(m is not None for m in gs + us + ds) and _same(f, *fmts)
         strips = (gs, us, ds, f) if ok else None
-        self._experts[key] = (gate, up, down, strips)  # the tuples kept alive: their ids stay theirs
+        self._experts[key] = (up[0].handle, down[0].handle, len(gate), strips)  # (arrays and other handles only)
         return strips
 
     def add_bias(self, x: np.ndarray, b: Weight, n: int) -> None:

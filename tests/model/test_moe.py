@@ -99,3 +99,51 @@ def test_rows_are_grouped_by_expert_and_decode_reads_only_the_chosen(tmp_path):
         forward(m, st, [5])
         gate = [(name, n) for name, n in spy.calls if "gate_exps" in name]
         assert len(gate) == cfg.n_layer * cfg.n_expert_used and all(n == 1 for _, n in gate)
+
+
+def _handles(node, out: list, seen: set) -> list:
+    """Every bound weight's backend handle under `node` (the model's weights: dataclasses, tuples, dicts)."""
+    if id(node) in seen or node is None or isinstance(node, str | bytes | int | float):
+        return out
+    seen.add(id(node))
+    if hasattr(node, "handle") and hasattr(node, "n_in"):
+        out.append(node.handle)
+    elif isinstance(node, tuple | list):
+        for x in node:
+            _handles(x, out, seen)
+    elif isinstance(node, dict):
+        for x in node.values():
+            _handles(x, out, seen)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:
+            _handles(getattr(node, name), out, seen)
+    return out
+
+
+@pytest.mark.parametrize("t", [GGMLType.F32, GGMLType.Q8_0], ids=lambda v: v.name)
+def test_a_closed_model_leaves_nothing_in_the_backend(backend_name, t, tmp_path):
+    """The backend lives as long as the process and runs model after model (a server loads and unloads them):
+    what it caches per layer to save a decode step's Python (qkv's fused kernel, the experts' strips) must not
+    keep a closed model's weights alive. Every handle of the model is weakly referenced, the model decodes,
+    closes, and every handle must be gone."""
+    import contextlib
+    import gc
+    import weakref
+
+    path = tmp_path / "m.gguf"
+    write_tiny("qwen3moe", path, ggml_type=t)
+    m = load_model(path, backend_name)
+    handles = _handles(m.weights, [], set())
+    refs = []
+    while handles:
+        with contextlib.suppress(TypeError):  # (a backend whose handles are plain values holds nothing to free)
+            refs.append(weakref.ref(handles.pop()))
+    st = m.new_state(n_ctx=16)
+    prefill(m, st, [1, 2, 3])
+    for tok in (4, 5, 6):
+        forward(m, st, [tok])
+    m.close()
+    del m, st
+    gc.collect()
+    alive = sum(r() is not None for r in refs)
+    assert alive == 0, f"{alive} of {len(refs)} weight handles outlive their closed model on {backend_name}"
