@@ -261,26 +261,19 @@ class _Compiler:
             if elems is None:
                 elems = self.lits[node.text] = [(BYTES, 1 << b) for b in node.text.encode("utf-8", "surrogatepass")]
             self.extend(out, elems, base)
-        elif kind is Ref and node.name in self.ids:
-            out.append((REF, self.ids[node.name]))
+        elif kind is Ref and (rid := self.ids.get(node.name)) is not None:
+            out.append((REF, rid))
         else:
             self.emit_other(node, base, out)
 
     def emit_other(self, node: Node, base: str, out: list[Elem]) -> None:
-        if isinstance(node, Lit):
-            self.extend(out, [(BYTES, 1 << b) for b in node.text.encode("utf-8", "surrogatepass")], base)
-        elif isinstance(node, Chars):
+        """The node kinds `emit` leaves (Lit and Seq never reach here; a Ref only when not numbered yet)."""
+        if isinstance(node, Chars):
             self.emit_chars(node, base, out)
         elif isinstance(node, Ref):
-            rid = self.ids.get(node.name)
-            if rid is None:
-                if not self.grammar.has(node.name):
-                    raise ConstraintError(f"rule {base!r} refers to undefined rule {node.name!r}")
-                rid = self.rule_id(node.name)
-            out.append((REF, rid))
-        elif isinstance(node, Seq):
-            for item in node.items:
-                self.emit(item, base, out)
+            if not self.grammar.has(node.name):
+                raise ConstraintError(f"rule {base!r} refers to undefined rule {node.name!r}")
+            out.append((REF, self.rule_id(node.name)))
         elif isinstance(node, Alt):
             if len(node.options) == 1:
                 self.emit(node.options[0], base, out)
