@@ -123,7 +123,7 @@ class Members:
         return Ref(name)
 
     def first(self) -> Node:
-        return _alt([*[EMPTY] * self.closable(0, 0), *self.keys(0, 0)])
+        return _alt([*[EMPTY] * self.closable(0, 0), *self.keys(0, 0, False)])
 
     def after(self, done: int, k: int) -> Node:
         keys = self.keys(done, k)
@@ -203,8 +203,9 @@ class Members:
 
     # -- keys ---------------------------------------------------------------------------------------------------
 
-    def keys(self, done: int, k: int) -> list[Node]:
-        """The ways a next member begins (its key), after `done` listed ones and k others."""
+    def keys(self, done: int, k: int, root_here: bool = True) -> list[Node]:
+        """The ways a next member begins (its key), after `done` listed ones and k others; `root_here`: the names'
+        trie's root may be written here (`trie_root`)."""
         out: list[Node] = []
         extra = self.extra_offered(done, k)
         if self.extra is not None and self.extra[0] == "patterns":
@@ -218,7 +219,7 @@ class Members:
             out.append(seq(Ref("string"), Lit(":"), SPACE, self.extra[1], self.members(done, self.next_k(k))))
         else:
             if self.offered(done, k):
-                out.append(seq(QUOTE, self.trie_root(done, k)))
+                out.append(seq(QUOTE, self.trie_root(done, k) if root_here else Ref(self.trie_rule(done, k, 0))))
             if extra and self.extra[0] != "pattern":  # (another key: its characters alike for every set)
                 out.append(seq(QUOTE, Ref(self.other_key(0)), QUOTE, self.other_end(done, k)))
         if extra and self.extra[0] == "pattern":
