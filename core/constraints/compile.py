@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import ConstraintError
+from .gc_pause import gc_paused
 from .grammar import Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq, tree_shape
 from .limits import Budget, ConstraintLimits, budget_of
 from .utf8 import byte_mask, byte_sequences, normalize
@@ -179,11 +180,12 @@ class _Compiler:
             self.budget.work = 0
         mark = self._mark()
         try:
-            node = self.grammar.body(name)
-            size, depth = tree_shape(node, self.budget.limits.max_nesting)
-            self.budget.charge(size, f"rule {name!r}")
-            self.budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
-            self.set_body(rid, self.alternatives(node, name), name)
+            with gc_paused:
+                node = self.grammar.body(name)
+                size, depth = tree_shape(node, self.budget.limits.max_nesting)
+                self.budget.charge(size, f"rule {name!r}")
+                self.budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
+                self.set_body(rid, self.alternatives(node, name), name)
         except BaseException:  # (a limit, or the bench's timeout signal: either may come mid-rule)
             self._undo(mark)
             raise
@@ -513,4 +515,5 @@ def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None =
     checks, left recursion and a finite derivation, are then the caller's: `grammar_checks.check_grammar`), and
     a limit passed then is an error of that step. A grammar with lazy rules is compiled lazily."""
     lazy = lazy or bool(grammar.lazy)
-    return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)
+    with gc_paused:
+        return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)
