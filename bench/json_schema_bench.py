@@ -259,6 +259,13 @@ def report(recs: dict, labels: list, times: dict) -> None:
                    strict=True))  # fmt: skip
     print(f"compiled by llamay only {only[True, False]}, by llguidance only {only[False, True]}, "
           f"by both {only[True, True]}")  # fmt: skip
+    pairs = [(a["cpu"], b["cpu"]) for a, b in zip(recs["llamay"], recs["llguidance"], strict=True)
+             if a["status"] == b["status"] == "ok"]  # fmt: skip
+    if pairs:
+        lm_cpu, lg_cpu = [a for a, _ in pairs], [b for _, b in pairs]
+        print(f"compile CPU on the {len(pairs)} schemas both compile: llamay p50 {pct(lm_cpu, 0.5) * 1e3:.2f} ms, "
+              f"p99 {pct(lm_cpu, 0.99) * 1e3:.1f} ms; llguidance p50 {pct(lg_cpu, 0.5) * 1e3:.2f} ms, "
+              f"p99 {pct(lg_cpu, 0.99) * 1e3:.1f} ms")  # fmt: skip
     bad = [(r["file"], i) for r, lab in zip(recs["llamay"], labels, strict=True) if r["status"] == "ok"
            for i, (a, v) in enumerate(zip(r["accepts"], lab, strict=True)) if a and not v]  # fmt: skip
     if bad:
