@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import ConstraintError
+from .gc_pause import gc_paused
 from .grammar import Alt, Chars, Grammar, Lit, Node, Ref, Repeat, Seq, tree_shape
 from .limits import Budget, ConstraintLimits, budget_of
 from .utf8 import byte_mask, byte_sequences, normalize
@@ -40,6 +41,7 @@ from .utf8 import byte_mask, byte_sequences, normalize
 BYTES, REF, END, REP = 0, 1, 2, 3
 # repetitions of more copies than this (of a unit that always consumes a byte) are counted, not copied
 _COUNT_FROM = 16
+_ASCII_END = 0x7F  # the last code point UTF-8 writes as one byte
 # repetitions are written out as copies while they stay this small (count, elements); beyond, in powers of two
 _UNROLL, _UNROLL_SIZE = 1024, 4096
 
@@ -179,11 +181,12 @@ class _Compiler:
             self.budget.work = 0
         mark = self._mark()
         try:
-            node = self.grammar.body(name)
-            size, depth = tree_shape(node, self.budget.limits.max_nesting)
-            self.budget.charge(size, f"rule {name!r}")
-            self.budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
-            self.set_body(rid, self.alternatives(node, name), name)
+            with gc_paused:
+                node = self.grammar.body(name)
+                size, depth = tree_shape(node, self.budget.limits.max_nesting)
+                self.budget.charge(size, f"rule {name!r}")
+                self.budget.check("max_nesting", depth, f"rule {name!r}", "nesting depth")
+                self.set_body(rid, self.alternatives(node, name), name)
         except BaseException:  # (a limit, or the bench's timeout signal: either may come mid-rule)
             self._undo(mark)
             raise
@@ -294,25 +297,37 @@ class _Compiler:
         self.extend(out, elems, base)
 
     def chars_elements(self, node: Chars, base: str) -> list[Elem]:
+        """A class's elements: one BYTES for its ASCII part; its wider code points a rule of UTF-8 byte-range
+        sequences shared by every class with the same ones (other keys' classes each leave out a few ASCII
+        characters of all of Unicode: the wide part was split into UTF-8 again for each)."""
         self.budget.charge(len(node.ranges), f"rule {base!r}")
         ranges = normalize(node.ranges, node.negated)
-        seqs = byte_sequences(ranges)
         single = 0
-        multi = []
-        for s in seqs:
-            if len(s) == 1:
-                single |= byte_mask(*s[0])
-            else:
-                multi.append(s)
-        if not multi:
+        for lo, hi in ranges:
+            if lo <= _ASCII_END:
+                single |= byte_mask(lo, min(hi, _ASCII_END))
+        wide = tuple((max(lo, _ASCII_END + 1), hi) for lo, hi in ranges if hi > _ASCII_END)
+        if not wide:
             return [(BYTES, single)]
-        if not single and len(multi) == 1:
-            return [(BYTES, byte_mask(lo, hi)) for lo, hi in multi[0]]
+        elems = self.wide_elements(wide, base)
+        if not single:
+            return elems
         rid, fresh = self.new_rule(("chars", tuple(ranges)), base)
         if fresh:
-            alts = [[(BYTES, single)]] if single else []
-            alts += [[(BYTES, byte_mask(lo, hi)) for lo, hi in s] for s in multi]
-            self.set_body(rid, alts, base)
+            self.set_body(rid, [[(BYTES, single)], elems], base)
+        return [(REF, rid)]
+
+    def wide_elements(self, wide: tuple[tuple[int, int], ...], base: str) -> list[Elem]:
+        """Code points past ASCII (normalized ranges): one run of byte sets when they are one product of byte
+        ranges, else a reference to their rule (one per program and set of code points)."""
+        rid = self.generated.get(("wide", wide))
+        if rid is not None:
+            return [(REF, rid)]
+        seqs = byte_sequences(list(wide))
+        if len(seqs) == 1:
+            return [(BYTES, byte_mask(lo, hi)) for lo, hi in seqs[0]]
+        rid, _ = self.new_rule(("wide", wide), base)
+        self.set_body(rid, [[(BYTES, byte_mask(lo, hi)) for lo, hi in s] for s in seqs], base)
         return [(REF, rid)]
 
     def emit_repeat(self, node: Repeat, base: str, out: list[Elem]) -> None:
@@ -513,4 +528,5 @@ def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None =
     checks, left recursion and a finite derivation, are then the caller's: `grammar_checks.check_grammar`), and
     a limit passed then is an error of that step. A grammar with lazy rules is compiled lazily."""
     lazy = lazy or bool(grammar.lazy)
-    return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)
+    with gc_paused:
+        return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)

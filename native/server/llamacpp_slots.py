@@ -94,6 +94,15 @@ async def props(service: ServiceDep) -> dict[str, Any]:
     }
 
 
+@router.post("/props", include_in_schema=False)  # (no operation to describe: every request is refused)
+async def change_props() -> None:
+    """llama-server changes its settings here only when started with `--props` (else it answers 501, as this
+    does); llamay's are its command-line options and a request's own fields."""
+    raise ApiError(501, "changing the server's properties (POST /props) is not supported: llamay's settings are "
+                   "its command-line options, and each request may set its own sampling fields",
+                   code="not_supported", type="not_supported_error")  # fmt: skip
+
+
 @router.get("/slots", summary="Each slot (sequence): busy or idle, its last settings, its cached tokens")
 async def slots(service: ServiceDep, fail_on_no_slot: Annotated[int, Query(ge=0, le=1)] = 0) -> list[dict[str, Any]]:
     defaults = default_settings(service)

@@ -21,7 +21,11 @@ def test_props(server, client):
     assert d["params"]["temperature"] == pytest.approx(0.8) and d["params"]["top_k"] == 40
     assert d["params"]["n_predict"] == -1 and d["params"]["seed"] == 4294967295  # llama.cpp's "random"
     assert p["bos_token"] == server.service.tokenizer.token_text(server.service.tokenizer.bos_id)
-    assert client.post("/props", json={}).status_code == 405  # read-only (llama-server without --props)
+    r = client.post("/props", json={"default_generation_settings": {"temperature": 0.1}})
+    assert r.status_code == 501  # read-only: llama-server's answer without --props
+    err = r.json()["error"]
+    assert err["type"] == "not_supported_error" and "POST /props" in err["message"]
+    assert client.get("/props").json()["default_generation_settings"]["params"]["temperature"] == pytest.approx(0.8)
 
 
 def test_slot_cache_save_restore_erase(server, client):
