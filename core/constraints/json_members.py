@@ -16,7 +16,9 @@ S is the set of listed properties written so far (a bit set), k the other member
 mattering); the first member has no comma (M at the start is FIRST). Every rule above is a `LazyRule`: built
 the first time the automaton reaches it, so an object of 40 properties costs the sets a document visits, not
 2^40 rules; the other keys' rules O are the same for every S (and for every object of the same names), so a set
-of members adds only the branching nodes of its names' trie that a walk reaches. The key trie is that of the
+of members adds only the branching nodes of its names' trie that a walk reaches (T(S,k,"") written into M(S,k)
+when the names are short: a walk that reaches a set goes down its keys, and one rule costs the kernel one
+NEED_RULE, not two). The key trie is that of the
 listed names as JSON text (escapes written as JSON writes them); other keys are written without escapes (a
 subset of the keys), so none decodes to a listed name. `required`,
 `dependentRequired` (made listed properties when absent), `minProperties` and `maxProperties` are exact on
@@ -30,7 +32,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .grammar import EMPTY, Chars, LazyRule, Lit, Node, Ref, Repeat, alt, seq
+from .grammar import EMPTY, Alt, Chars, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
 
 SPACE = Ref("space")
 COLON = seq(SPACE, Lit(":"), SPACE)
@@ -40,6 +42,7 @@ KEY_CHAR = Chars(_RAW_OUT, negated=True)
 # key-trie subtrees of at most _INLINE nodes, down to _DEPTH characters, are written into their parent's rule
 # (each character nests an alternative in a sequence: within the grammar's max_nesting)
 _INLINE, _DEPTH = 32, 12
+_ROOT_INLINE = 256  # (`trie_root`) a names trie of at most this many characters is written into a set's rule
 
 
 def _is_raw(ch: str) -> bool:
@@ -72,9 +75,11 @@ class Members:
         self.base = base
         self.names = [n for n, _ in items]
         self.values = [v for _, v in items]
+        self.tails: list[Node | None] = [None] * len(items)  # per listed property: `tail`
         index = {n: i for i, n in enumerate(self.names)}
         self.required = sum(1 << index[r] for r in required)
-        self.deps = {index[p]: sum(1 << index[d] for d in ds) for p, ds in deps.items() if p in index}
+        # (a name listed twice is one bit: a sum of the bits would require another property)
+        self.deps = {index[p]: sum(1 << index[d] for d in set(ds)) for p, ds in deps.items() if p in index}
         self.excluded = excluded
         self.extra = extra
         self.min_props, self.max_props, self.max_extra = min_props, max_props, max_extra
@@ -101,20 +106,24 @@ class Members:
         witness = seq(*needed) if needed else EMPTY
         return Ref(self.rule(("first", 0, 0), lambda: self.first(), witness))
 
-    def rule(self, key: tuple, build, witness: Node = EMPTY) -> str:
+    def rule(self, key: tuple, build, witness: Node = EMPTY, label: str | None = None) -> str:
+        """The lazy rule of `key`, made on first call (named by `label`, else by the key)."""
         name = self.rules.get(key)
         if name is None:
-            name = self.rules[key] = self.c.fresh_lazy(f"{self.base}-{'-'.join(map(str, key))}")
+            name = self.rules[key] = self.c.fresh_lazy(label or f"{self.base}-{'-'.join(map(str, key))}")
             self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), witness)
         return name
 
     def members(self, done: int, k: int) -> Node:
         if self.standalone:
             return EMPTY
-        return Ref(self.rule(("m", f"{done:x}", k), lambda: self.after(done, k)))
+        name = self.rules.get(("m", done, k))  # (a set's trie names every set one member on: looked up often)
+        if name is None:
+            name = self.rule(("m", done, k), lambda: self.after(done, k), EMPTY, f"{self.base}-m-{done:x}-{k}")
+        return Ref(name)
 
     def first(self) -> Node:
-        return _alt([*[EMPTY] * self.closable(0, 0), *self.keys(0, 0)])
+        return _alt([*[EMPTY] * self.closable(0, 0), *self.keys(0, 0, False)])
 
     def after(self, done: int, k: int) -> Node:
         keys = self.keys(done, k)
@@ -131,6 +140,8 @@ class Members:
 
     def needed(self, done: int) -> int:
         """`done` with the required properties and the dependencies of all of them (transitively)."""
+        if not self.deps:
+            return done | self.required
         out, grown = done | self.required, True
         while grown:
             grown = False
@@ -171,7 +182,9 @@ class Members:
         out = self.offered_memo.get((done, k))
         if out is None:
             out = 0
-            if self.max_props is None or self.count(done, k) < self.max_props:
+            if self.max_props is None and not self.min_props:  # (every completion closes: `viable` holds)
+                out = (1 << len(self.names)) - 1 & ~done
+            elif self.max_props is None or self.count(done, k) < self.max_props:
                 for p in range(len(self.names)):
                     if not done >> p & 1 and self.viable(done | 1 << p, k):
                         out |= 1 << p
@@ -190,8 +203,9 @@ class Members:
 
     # -- keys ---------------------------------------------------------------------------------------------------
 
-    def keys(self, done: int, k: int) -> list[Node]:
-        """The ways a next member begins (its key), after `done` listed ones and k others."""
+    def keys(self, done: int, k: int, root_here: bool = True) -> list[Node]:
+        """The ways a next member begins (its key), after `done` listed ones and k others; `root_here`: the names'
+        trie's root may be written here (`trie_root`)."""
         out: list[Node] = []
         extra = self.extra_offered(done, k)
         if self.extra is not None and self.extra[0] == "patterns":
@@ -205,7 +219,7 @@ class Members:
             out.append(seq(Ref("string"), Lit(":"), SPACE, self.extra[1], self.members(done, self.next_k(k))))
         else:
             if self.offered(done, k):
-                out.append(seq(QUOTE, Ref(self.trie_rule(done, k, 0))))
+                out.append(seq(QUOTE, self.trie_root(done, k) if root_here else Ref(self.trie_rule(done, k, 0))))
             if extra and self.extra[0] != "pattern":  # (another key: its characters alike for every set)
                 out.append(seq(QUOTE, Ref(self.other_key(0)), QUOTE, self.other_end(done, k)))
         if extra and self.extra[0] == "pattern":
@@ -246,6 +260,17 @@ class Members:
         key = ("p", f"{done:x}", k, at, *states)
         return self.rule(key, lambda: _pattern_node(self, done, k, at, states))
 
+    def trie_root(self, done: int, k: int) -> Node:
+        """The names offered from the trie's root: written into the set's rule when the names are short (a walk
+        that reaches a set's members goes down its keys at once: one rule compiled, not two), else its rule (the
+        set's rule is also reached where no key follows: a search for a way to close, a value that ends the
+        object; each set's copy of a large trie would fill the program)."""
+        if self.trie is None:
+            self.build_trie()
+        if self.size[0] <= _ROOT_INLINE:
+            return self.trie_node(done, k, 0)
+        return Ref(self.trie_rule(done, k, 0))
+
     def trie_rule(self, done: int, k: int, at: int) -> str:
         return self.rule(("t", f"{done:x}", k, at), lambda: self.trie_node(done, k, at))
 
@@ -261,14 +286,26 @@ class Members:
         # the object, like the tests' sentence generator, finds one)
         end = self.ends.get(at)
         if end is not None and end >= 0 and offered >> end & 1:
-            options.append(seq(QUOTE, COLON, self.values[end], self.members(done | 1 << end, k)))
+            options.append(Seq((self.tail(end), self.members(done | 1 << end, k))))
         needed = self.needed(done) & ~done
         children = self.trie[at]
-        for ch, child in sorted(children.items(), key=lambda c: not self.live[c[1]] & needed):
+        ways = children.items()
+        if needed & self.live[at]:
+            ways = sorted(ways, key=lambda c: not self.live[c[1]] & needed)
+        for ch, child in ways:
             if self.live[child] & offered:
                 options.append(self.names_from(done, k, ch, child, offered, depth))
         self.c.budget.charge(len(options) + len(children), f"{self.base} (members)")
-        return _alt(options)
+        # (each option begins with another character, a name's end with the quote: none to merge, as `alt` would)
+        return Alt(tuple(options)) if len(options) > 1 else _alt(options)
+
+    def tail(self, p: int) -> Node:
+        """Listed property `p`'s closing quote, colon and value: one node for every set of members (hashed once;
+        a set's rules hold it whole, not its items again)."""
+        got = self.tails[p]
+        if got is None:
+            got = self.tails[p] = Seq((QUOTE, COLON, self.values[p]))
+        return got
 
     def names_from(self, done: int, k: int, text: str, at: int, offered: int, depth: int = 0) -> Node:
         """`text` (the way to trie node `at`), on along the nodes with one offered way on, then their member (a
@@ -286,11 +323,11 @@ class Members:
             here = end is not None and end >= 0 and offered >> end & 1
             on = [(ch, child) for ch, child in self.trie[at].items() if self.live[child] & offered]
             if here and not on:
-                return seq(Lit(text), QUOTE, COLON, self.values[end], self.members(done | 1 << end, k))
+                return Seq((Lit(text), self.tail(end), self.members(done | 1 << end, k)))
             if here or len(on) != 1:
                 if self.inlined(at, depth):
-                    return seq(Lit(text), self.trie_node(done, k, at, depth + 1))
-                return seq(Lit(text), Ref(self.trie_rule(done, k, at)))
+                    return Seq((Lit(text), self.trie_node(done, k, at, depth + 1)))
+                return Seq((Lit(text), Ref(self.trie_rule(done, k, at))))
             self.c.budget.charge(1, f"{self.base} (members)")
             text += on[0][0]
             at = on[0][1]
