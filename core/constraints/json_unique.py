@@ -139,7 +139,7 @@ class UniqueSets(UniqueArray):
 
     An item's rule names the rule after its closing quote once per pair it may end with, for every first
     character a token may start it with: about 94 * 94 names in a mask at an item's start, most never reached.
-    So such a successor, `after(sid, bit)` ::= space A(S + bit), is named by one number (sid * pairs + bit)
+    So such a successor, `after(sid, bit)` ::= closing A(S + bit), is named by one number (sid * pairs + bit)
     and its set is worked out only when it is built (reached)."""
 
     def __init__(self, c: Any, base: str, lo: int, hi: int | None, pairs: int) -> None:
@@ -148,6 +148,7 @@ class UniqueSets(UniqueArray):
         self.sets: list[int] = []  # set id -> its bits
         self.set_ids: dict[int, int] = {}  # bits -> set id
         self.afters: dict[int, str] = {}  # sid * pairs + bit -> the name of after(sid, bit)
+        self.closing: Node = SPACE  # what follows an item's closing quote
         self.intern(0)
 
     def entry(self) -> Node:
@@ -169,7 +170,7 @@ class UniqueSets(UniqueArray):
         return name
 
     def after(self, sid: int, bit: int) -> str:
-        """The name of space A(sets[sid] + bit), the rule after an item's closing quote (cheap: one is named per
+        """The name of closing A(sets[sid] + bit), the rule after an item's closing quote (cheap: one is named per
         pair an item may end with; see the class)."""
         key = sid * self.pairs + bit
         name = self.afters.get(key)
@@ -180,7 +181,7 @@ class UniqueSets(UniqueArray):
 
     def successor(self, key: int) -> Node:
         sid, bit = divmod(key, self.pairs)
-        return seq(SPACE, self.body(self.intern(self.sets[sid] | 1 << bit), False))
+        return seq(self.closing, self.body(self.intern(self.sets[sid] | 1 << bit), False))
 
     def ends(self, sid: int, f: int, build) -> str:
         """The name of E(sets[sid], f), the item's last characters after its middle: a rule of its own, its
