@@ -196,6 +196,7 @@ class _After(LazyRule):
 
     __slots__ = ("array", "key")
     witness = EMPTY
+    __setattr__ = object.__setattr__  # (its own slots, set once: not the frozen dataclass's check per field)
 
     def __init__(self, array: UniqueSets, key: int) -> None:  # (no dataclass fields: build is the method)
         self.array, self.key = array, key
