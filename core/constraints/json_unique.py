@@ -273,7 +273,9 @@ class UniqueStrings(UniqueSets):
         return alt(*options) if options else Chars(())
 
     def close(self, sid: int, f: int) -> Node:
-        """E(S, f) ::= L-l '"' space A(S + (f, l)) for each (f, l) not in S."""
+        """E(S, f) ::= L-l '"' space A(S + (f, l)) for each (f, l) not in S. (The quote before the successor's
+        reference: a rule is built when the kernel's closure reaches it, and a walk passes many a last character
+        without closing the string; `l` then a successor starting at the quote built ~9,000 rules in 15 masks.)"""
         free, ends, start = self.row(self.sets[sid], f), [], f * len(_SYMBOLS)
         while free:
             low = free & -free
