@@ -25,9 +25,9 @@ from bisect import bisect_left
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import EMPTY, Chars, Lit, Node, Ref, Repeat, alt, seq
+from .grammar import EMPTY, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_keywords import ANNOTATIONS, VOCABULARY
-from .json_unique import COMMA, QUOTE, SPACE, UniqueArray, UniqueStrings
+from .json_unique import COMMA, QUOTE, SPACE, UniqueSets, shared
 from .limits import ConstraintLimitError
 
 _PREFIX = 1  # characters of P's value told apart before its last (each more multiplies a mask's rules by ~94)
@@ -99,7 +99,9 @@ def _keyed(c: Any, kind: str, schema: dict, opening: Node, closing: Node, lo: in
         values = sorted({_quoted(v)[1:-1] for v in raw})  # (as written, between the quotes)
         hi = len(values) if hi is None else min(hi, len(values))
     low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
-    array = UniqueKeyed(c, c.prefix("unique"), seq(opening, QUOTE), closing, low, high, lo, hi, values)
+    key = ("unique-keyed", opening, closing, low, high, lo, hi, None if values is None else tuple(values))
+    array = shared(c, key, lambda: UniqueKeyed(c, c.prefix("unique"), seq(opening, QUOTE), closing, low, high, lo,
+                                               hi, values))  # fmt: skip
     return array.entry() if array.hi >= lo else None
 
 
@@ -147,37 +149,42 @@ def _quoted(name: str) -> str:
     return json.dumps(name, ensure_ascii=False)
 
 
-class UniqueKeyed(UniqueArray):
+class UniqueKeyed(UniqueSets):
     """Items `opening` P's string `closing`, told apart by their signatures (S: those written): (p, True) for a
     string p of at most _PREFIX characters, (p, l) for a longer one starting with p and ending with l; of an
-    enum (`values`, as written), (v, True) for its value v.
+    enum (`values`, as written), (v, True) for its value v. A signature is a bit of `used` (UniqueSets): of an
+    enum, its value's index; else "" first, then (c, True) per character c, then (c, l) per pair.
 
         A(S) ::= "" | "," space opening T(S, "")
         T(S, p) ::= '"' closing A(S + (p, True)) | c T(S, p + c)                (len(p) < _PREFIX)
-                  | char* l '"' closing A(S + (p, l))                          (len(p) = _PREFIX)
+                  | char* E(S, p)                                              (len(p) = _PREFIX)
+        E(S, p) ::= l '"' closing A(S + (p, l))     for each (p, l) not in S
     """
-
-    lazy = UniqueStrings.lazy
 
     def __init__(self, c: Any, base: str, opening: Node, closing: Node, low: int, high: int | None, lo: int,
                  hi: int | None, values: list[str] | None = None) -> None:  # fmt: skip
-        super().__init__(c, base, {}, lo, hi)
+        n = len(_PLAIN)
+        super().__init__(c, base, lo, hi, len(values) if values is not None else 1 + n + n * n)
         most = _MAX_ITEMS if values is None else _MAX_VALUES  # (an enum's walk: a few branches per rule)
         self.hi = min(hi if hi is not None else most, most)
         self.opening, self.closing, self.low, self.high = opening, closing, low, high
         self.unit = c.use("length-char" if low > 0 else "char")
         self.values = values
+        self.index = {ch: i for i, ch in enumerate(_PLAIN)}
+        self.closes = [Lit(ch + '"') for ch in _PLAIN]  # a last character, '"'
 
-    def entry(self) -> Node:
-        return seq(Lit("["), SPACE, Ref(self.rule(frozenset(), True)), Lit("]"), SPACE)
+    def bit(self, p: str, last: str | None = None) -> int:
+        """The signature (p, True), or (p, last), as a bit (values None; p of at most _PREFIX = 1 character)."""
+        if not p:
+            return 0
+        i = self.index[p]
+        return 1 + i if last is None else 1 + len(_PLAIN) * (1 + i) + self.index[last]
 
-    def rule(self, used: frozenset, first: bool) -> str:
-        return self.lazy((used, first), lambda: self.body(used, first))
-
-    def body(self, used: frozenset, first: bool) -> Node:
-        options: list[Node] = [EMPTY] if len(used) >= self.lo else []
-        if len(used) < self.hi and self.alive(used, ""):
-            item = seq(self.opening, Ref(self.lazy((used, ""), lambda: self.walk(used, ""))))
+    def body(self, sid: int, first: bool) -> Node:
+        count = self.sets[sid].bit_count()
+        options: list[Node] = [EMPTY] if count >= self.lo else []
+        if count < self.hi and self.alive(sid, ""):
+            item = seq(self.opening, Ref(self.lazy((sid, ""), lambda: self.walk(sid, ""))))
             options.append(item if first else seq(COMMA, item))
         return alt(*options) if options else Chars(())
 
@@ -187,50 +194,61 @@ class UniqueKeyed(UniqueArray):
             return self.high is None or self.high > n
         return self.low <= n and (self.high is None or n <= self.high)
 
-    def live(self, used: frozenset, p: str) -> list[str]:
-        """The enum's values starting with p not written yet."""
+    def live(self, sid: int, p: str) -> list[int]:
+        """The indices of the enum's values starting with p not written yet."""
         lo = bisect_left(self.values, p)
         hi = bisect_left(self.values, p + "\U0010ffff")
         self.c.budget.charge(1 + hi - lo, self.base)
-        return [v for v in self.values[lo:hi] if (v, True) not in used]
+        used = self.sets[sid]
+        return [i for i in range(lo, hi) if not used >> i & 1]
 
-    def alive(self, used: frozenset, p: str) -> bool:
-        """Whether some string starting with p has a signature not in `used`."""
+    def row(self, sid: int, p: str) -> int:
+        """The last characters l whose signature (p, l) is not written yet, as a bit set (len(p) = 1)."""
+        n = len(_PLAIN)
+        return ~(self.sets[sid] >> (1 + n * (1 + self.index[p]))) & ((1 << n) - 1)
+
+    def alive(self, sid: int, p: str) -> bool:
+        """Whether some string starting with p has a signature not written yet."""
         if self.values is not None:
-            return bool(self.live(used, p))
-        self.c.budget.charge(1 + len(used), self.base)
-        if self.fits(len(p), False) and (p, True) not in used:
+            return bool(self.live(sid, p))
+        self.c.budget.charge(1, self.base)
+        if self.fits(len(p), False) and not self.sets[sid] >> self.bit(p) & 1:
             return True
         if len(p) == _PREFIX:
-            return self.fits(len(p), True) and sum(q == p and e is not True for q, e in used) < len(_PLAIN)
-        if not self.fits(len(p), True):
-            return False
-        taken = {q[len(p)] for q, _ in used if len(q) > len(p) and q.startswith(p)}
-        return len(taken) < len(_PLAIN) or any(self.alive(used, p + ch) for ch in taken)
+            return self.fits(len(p), True) and self.row(sid, p) != 0
+        return self.fits(len(p), True) and any(self.alive(sid, p + ch) for ch in _PLAIN)
 
-    def walk(self, used: frozenset, p: str) -> Node:
+    def walk(self, sid: int, p: str) -> Node:
         """P's characters after p (the opening quote written)."""
         options: list[Node] = []
-        end = seq(QUOTE, self.closing, Ref(self.rule(used | {(p, True)}, False)))
         if self.values is not None:
-            live = self.live(used, p)
-            if p in live:
-                options.append(end)
-            for ch in sorted({v[len(p)] for v in live if len(v) > len(p)}):
-                options.append(seq(Lit(ch), Ref(self.lazy((used, p + ch), lambda q=p + ch: self.walk(used, q)))))
+            live = self.live(sid, p)
+            if live and self.values[live[0]] == p:
+                options.append(seq(QUOTE, Ref(self.after(sid, live[0]))))
+            for ch in sorted({self.values[i][len(p)] for i in live if len(self.values[i]) > len(p)}):
+                options.append(seq(Lit(ch), Ref(self.lazy((sid, p + ch), lambda q=p + ch: self.walk(sid, q)))))
         else:
-            if self.fits(len(p), False) and (p, True) not in used:
-                options.append(end)
+            if self.fits(len(p), False) and not self.sets[sid] >> self.bit(p) & 1:
+                options.append(seq(QUOTE, Ref(self.after(sid, self.bit(p)))))
             if len(p) < _PREFIX:
                 for ch in _PLAIN:
-                    if self.alive(used, p + ch):
-                        nxt = self.lazy((used, p + ch), lambda q=p + ch: self.walk(used, q))
+                    if self.alive(sid, p + ch):
+                        nxt = self.lazy((sid, p + ch), lambda q=p + ch: self.walk(sid, q))
                         options.append(seq(Lit(ch), Ref(nxt)))
-            elif self.fits(len(p), True):
-                ends = [seq(Lit(ch), QUOTE, self.closing, Ref(self.rule(used | {(p, ch)}, False)))
-                        for ch in _PLAIN if (p, ch) not in used]  # fmt: skip
+            elif self.fits(len(p), True) and self.row(sid, p):
                 low, high = max(self.low - len(p) - 1, 0), None if self.high is None else self.high - len(p) - 1
-                if ends:
-                    options.append(seq(Repeat(self.unit, low, high), alt(*ends)))
+                ends = self.lazy(("ends", sid, p), lambda: self.ends(sid, p))
+                options.append(seq(Repeat(self.unit, low, high), Ref(ends)))
         self.c.budget.charge(len(options), self.base)
         return alt(*options) if options else Chars(())
+
+    def ends(self, sid: int, p: str) -> Node:
+        """E(S, p): the last character l of a pair (p, l) not written yet, the closing quote, what follows."""
+        free, ends, start = self.row(sid, p), [], self.bit(p, _PLAIN[0])
+        while free:
+            low = free & -free
+            l = low.bit_length() - 1
+            ends.append(Seq((self.closes[l], Ref(self.after(sid, start + l)))))
+            free ^= low
+        self.c.budget.charge(len(ends), self.base)
+        return Alt(tuple(ends)) if len(ends) > 1 else ends[0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llamay.constraints import ConstraintError, schema_to_grammar
 from tests.constraints.helpers import assert_sound, schema_automaton
@@ -139,16 +141,20 @@ def test_unique_objects_with_a_long_shared_prefix_are_refused_not_accepted():
 
 
 def test_unique_objects_work_is_charged():
-    """The members after the key and the key's walk are charged to the lazy rules' budget (the walk checks every
-    signature written per character offered)."""
+    """The key's walk is charged to the lazy rules' budget: a max_work below one walk's refuses the first item.
+    A signature written is a bit tested (json_unique.UniqueSets), not a scan of those written, so the work of a
+    rule stays the same as items are written: 30 pass the max_work that once refused them."""
     from llamay.constraints import ConstraintLimitError, ConstraintLimits, compile_grammar
     from llamay.constraints.automaton import Automaton
 
     schema = {"type": "array", "items": _OWNER, "uniqueItems": True}
-    a = Automaton(compile_grammar(schema_to_grammar(schema, limits=ConstraintLimits(max_work=600))))
-    items = [{"name": f"n{i:02d}"} for i in range(30)]
+    names = [f"{chr(97 + i % 26)}-{i // 26}" for i in range(30)]  # (first and last characters: 30 pairs)
+    items = json.dumps([{"name": n} for n in names], separators=(",", ":")).encode()
+    a = Automaton(compile_grammar(schema_to_grammar(schema, limits=ConstraintLimits(max_work=150))))
     with pytest.raises(ConstraintLimitError):
-        a.accepts_bytes(json.dumps(items, separators=(",", ":")).encode())
+        a.accepts_bytes(items)
+    a = Automaton(compile_grammar(schema_to_grammar(schema, limits=ConstraintLimits(max_work=600))))
+    assert a.accepts_bytes(items)
 
 
 def test_unique_objects_keyed_by_a_long_enum_or_a_last_character():
@@ -205,3 +211,75 @@ def test_unique_objects_of_a_recursive_schema_compile():
     schema = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
     tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "x"}]}, {"name": "c"}]}
     assert_sound(schema, valid=[tree], invalid=[{"name": "a", "children": [{"name": "b"}, {"name": "b"}]}], n=20)
+
+
+# --- the language of unique strings, against a reference written from the docstring's definition -----------------
+
+_PLAIN_SYMBOLS = {chr(b) for b in range(0x20, 0x7F)} - {'"', "\\"}  # (told apart one by one; beyond ASCII: one)
+_ALPHABET = ["a", "b", "z", "1", " ", "é", "ß", "\u4e00", '"', "\\", "\n", "\x7f", "\U0001f600"]
+
+
+def _symbol(ch: str) -> str | None:
+    """A first / last character as told apart (None: not one, an escape or DEL)."""
+    return ch if ch in _PLAIN_SYMBOLS else "non-ascii" if ord(ch) > 0x7F else None
+
+
+def _in_subset(strings: list[str], low: int, high: int | None, lo: int, hi: int | None) -> bool:
+    """Whether UniqueStrings accepts the array: lengths kept; every character one a JSON string writes as itself
+    or as an escape (never DEL: json_any's `char`); the first and the last written as themselves; the (first,
+    last) pairs (a one-character string's both its own, the empty string one more) all different."""
+    seen = set()
+    for s in strings:
+        if len(s) < low or (high is not None and len(s) > high) or "\x7f" in s:
+            return False
+        pair = "" if not s else (_symbol(s[0]), _symbol(s[-1]))
+        if pair in seen or (pair and None in pair):
+            return False
+        seen.add(pair)
+    return lo <= len(strings) and (hi is None or len(strings) <= hi)
+
+
+@st.composite
+def _string_arrays(draw):
+    """Short arrays of strings from a small alphabet, some items perturbed from another: a copy, or another
+    sharing its first and last characters, so pairs collide often."""
+    word = st.lists(st.sampled_from(_ALPHABET), max_size=4).map("".join)
+    items = draw(st.lists(word, max_size=5))
+    for _ in range(draw(st.integers(0, 2))):
+        if items:
+            s = draw(st.sampled_from(items))
+            middle = draw(word)
+            items.append(draw(st.sampled_from([s, s[:1] + middle + s[-1:] if len(s) > 1 else s + s])))
+    return draw(st.permutations(items))
+
+
+@pytest.mark.parametrize(("low", "high", "lo", "hi"), [(0, None, 0, None), (1, None, 1, 4), (2, 3, 0, None),
+                                                        (0, 1, 0, None), (3, None, 2, None)])  # fmt: skip
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_unique_strings_accept_exactly_their_subset(low, high, lo, hi, data):
+    """Accepted exactly when the reference says so (a property over generated and perturbed arrays), and what is
+    accepted is valid (jsonschema)."""
+    import jsonschema
+
+    item = {"type": "string", "minLength": low, **({} if high is None else {"maxLength": high})}
+    schema = {"type": "array", "items": item, "uniqueItems": True, "minItems": lo, **({} if hi is None else
+              {"maxItems": hi})}  # fmt: skip
+    a = _automaton(schema)
+    strings = data.draw(_string_arrays())
+    text = json.dumps(strings, ensure_ascii=False, separators=(",", ":"))
+    expected = _in_subset(strings, low, high, lo, hi)
+    assert a.accepts_bytes(text.encode()) == expected, text
+    if expected:
+        jsonschema.validate(strings, schema)
+
+
+_AUTOMATA: dict[str, object] = {}
+
+
+def _automaton(schema: dict):
+    """One automaton per schema for all examples (its lazy rules grow with the sets visited)."""
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _AUTOMATA:
+        _AUTOMATA[key] = schema_automaton(schema)
+    return _AUTOMATA[key]
