@@ -183,11 +183,6 @@ class UniqueSets(UniqueArray):
         sid, bit = divmod(key, self.pairs)
         return seq(self.closing, self.body(self.intern(self.sets[sid] | 1 << bit), False))
 
-    def ends(self, sid: int, f: int, build) -> str:
-        """The name of E(sets[sid], f), the item's last characters after its middle: a rule of its own, its
-        alternatives read in order (as part of a larger rule the compiler would hash every one)."""
-        return self.lazy(("ends", sid, f), build)
-
 
 class _After(LazyRule):
     """The lazy rule after(sid, bit) of `array`: one small object (a LazyRule's build and witness, a closure
@@ -203,9 +198,6 @@ class _After(LazyRule):
 
     def build(self) -> Node:
         return self.array.c.build_lazy(partial(self.array.successor, self.key))
-
-    def body(self, sid: int, first: bool) -> Node:
-        raise NotImplementedError
 
 
 class UniqueStrings(UniqueSets):
@@ -268,7 +260,8 @@ class UniqueStrings(UniqueSets):
         if self.single and free >> f & 1:
             options.append(seq(QUOTE, Ref(self.after(sid, f * len(_SYMBOLS) + f))))
         if self.middle is not None and free:
-            options.append(seq(self.middle, Ref(self.ends(sid, f, lambda: self.close(sid, f)))))
+            # (E its own rule, its alternatives read in order: in a larger rule the compiler hashes every one)
+            options.append(seq(self.middle, Ref(self.lazy(("ends", sid, f), lambda: self.close(sid, f)))))
         self.c.budget.charge(len(options), self.base)
         return alt(*options) if options else Chars(())
 

@@ -237,12 +237,12 @@ class UniqueKeyed(UniqueSets):
                         options.append(seq(Lit(ch), Ref(nxt)))
             elif self.fits(len(p), True) and self.row(sid, p):
                 low, high = max(self.low - len(p) - 1, 0), None if self.high is None else self.high - len(p) - 1
-                ends = self.lazy(("ends", sid, p), lambda: self.ends(sid, p))
+                ends = self.lazy(("ends", sid, p), lambda: self.close(sid, p))
                 options.append(seq(Repeat(self.unit, low, high), Ref(ends)))
         self.c.budget.charge(len(options), self.base)
         return alt(*options) if options else Chars(())
 
-    def ends(self, sid: int, p: str) -> Node:
+    def close(self, sid: int, p: str) -> Node:
         """E(S, p): the last character l of a pair (p, l) not written yet, the closing quote, what follows."""
         free, ends, start = self.row(sid, p), [], self.bit(p, _PLAIN[0])
         while free:
