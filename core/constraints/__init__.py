@@ -174,6 +174,14 @@ def lexicon_constraint(
     return _cached(key, _vocab(tokenizer), build, limits)
 
 
+def warm_up(tokenizer: Any) -> None:
+    """Make constraints ready for `tokenizer` before a first request: its vocabulary's tables built and the
+    backend's `pda` kernel compiled or loaded (numba compiles it on first use: about a minute on a cold cache,
+    which the first request with a grammar or a schema would otherwise wait for). Nothing is cached but those."""
+    c = GrammarConstraint(compile_grammar(parse_gbnf('root ::= "a"')), _vocab(tokenizer), name="warm-up")
+    c.allowed(c.start())
+
+
 def constraint_from_request(
     params: dict[str, Any], tokenizer: Any, limits: ConstraintLimits | None = None
 ) -> GrammarConstraint | None:
@@ -242,5 +250,6 @@ __all__ = [
     "parse_gbnf",
     "schema_to_gbnf",
     "schema_to_grammar",
+    "warm_up",
     "word_list",
 ]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llamay import __version__
+from llamay.constraints import warm_up as constraints_warm_up
 from llamay.engine import Engine
 from llamay.errors import LlamayError
 from llamay.kv.snapshot_file import Layout
@@ -200,8 +201,11 @@ class Service:
             embedder = load_model(embedding_model, backend) if embedding_model else None
             if embedder is not None:
                 opened.append(embedder)
-            # compile/load every kernel now, not during the first request
+            # compile/load every kernel now, not during the first request (the constraints' too: a first
+            # request with a schema waited about a minute on a cold numba cache)
             _on_a_passing_thread(lambda: [m.warm_up() for m in opened])
+            if model.cfg.causal:
+                _on_a_passing_thread(lambda: constraints_warm_up(model.tokenizer))
             return cls(model, model_path, embedder=embedder, embedder_path=embedding_model,
                        load_seconds=time.perf_counter() - t0, **kw)  # fmt: skip
         except BaseException:
