@@ -528,5 +528,4 @@ def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None =
     checks, left recursion and a finite derivation, are then the caller's: `grammar_checks.check_grammar`), and
     a limit passed then is an error of that step. A grammar with lazy rules is compiled lazily."""
     lazy = lazy or bool(grammar.lazy)
-    with gc_paused:
-        return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)
+    return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)

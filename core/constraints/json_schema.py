@@ -44,7 +44,6 @@ import re
 from typing import Any
 
 from .errors import ConstraintError
-from .gc_pause import gc_paused
 from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
 from .grammar_checks import check_grammar
 from .json_alternatives import alternatives
@@ -589,8 +588,7 @@ def schema_to_grammar(
     compilation's Budget) bounds the work; `options`: SchemaCompiler's (max_string_length, max_items,
     closed_objects, anchored_patterns, listed_order, refuse_unknown)."""
     budget = budget_of(limits)
-    with gc_paused:
-        return SchemaCompiler(_loaded(schema, budget), strict, limits=budget, **options).schema_grammar()
+    return SchemaCompiler(_loaded(schema, budget), strict, limits=budget, **options).schema_grammar()
 
 
 def schema_to_gbnf(

@@ -1,6 +1,6 @@
-"""The collector held off while constraints compile (gc_pause.py): off inside a compile, a lazy rule's build
-among them, back on after it (also when it raises), left off when it was off, and on again only when the last
-of several overlapping pauses ends, in any thread."""
+"""The collector held off while a lazy rule compiles (gc_pause.py): off inside its build, back on after it
+(also when it raises), left off when it was off, and on again only when the last of several overlapping pauses
+ends, in any thread."""
 
 from __future__ import annotations
 
