@@ -37,21 +37,14 @@ def norm(p: Pass, out: Any, x: Any, nw: NormWeights, n: int | None = None) -> No
         p.be.layer_norm(out, x, nw.weight, nw.bias, n, p.cfg.n_embd, p.cfg.norm_eps)
 
 
-@dataclass(frozen=True)
-class LayerConsts:
-    """What `attention` passes the same way on every pass at one layer, worked out once per state (a decode step
-    runs the layer loop for one token: these lookups were a good part of its Python)."""
-
-    rope: tuple | None  # be.rope's arguments after (x, pos, n, heads); None: a layer without rotary
-    kq_scale: float
-
-
-def layer_consts(p: Pass, il: int) -> LayerConsts:
-    """Layer il's constants, cached on the state for the weights it runs with (LongRoPE's factors depend on both)."""
-    cache = p.st.__dict__.setdefault("_layer_consts", [None, ()])
-    if cache[0] is not p.w or len(cache[1]) <= il:
+def layer_rope(p: Pass, il: int) -> tuple | None:
+    """Layer il's be.rope arguments after (x, pos, n, heads), None for a layer without rotary: worked out for every
+    layer once per state and the weights it runs with (LongRoPE's factors depend on both), not on every pass (a
+    decode step runs the layer loop for one token: these lookups were a good part of its Python)."""
+    cache = p.st.__dict__.setdefault("_layer_rope", [None, ()])
+    if cache[0] is not p.w:
         cfg, rope = p.cfg, p.cfg.rope
-        consts = []
+        per_layer = []
         for i in range(cfg.n_layer):
             swa = bool(cfg.swa_layers) and cfg.swa_layers[i]
             nope = bool(cfg.nope_layers) and cfg.nope_layers[i]  # a layer without positions (smollm3)
@@ -61,8 +54,8 @@ def layer_consts(p: Pass, il: int) -> LayerConsts:
                 y = rope_args(rope, base, scale)  # YaRN's mix and the cos/sin magnitude (rope.py)
                 args = (cfg.head_dim, rope.n_dims, base, scale, rope.kind == Rope.NEOX, rope_factors(p), y.ext_factor,
                         y.mscale, y.corr_low, y.corr_high)  # fmt: skip
-            consts.append(LayerConsts(args, cfg.kq_scale))
-        cache[:] = [p.w, tuple(consts)]
+            per_layer.append(args)
+        cache[:] = [p.w, tuple(per_layer)]
     return cache[1][il]
 
 
@@ -83,17 +76,17 @@ def attention(p: Pass, a: AttentionWeights, il: int, inp: Any, out: Any) -> None
     elif a.q_norm is not None:  # over the full width of Q and of K (olmo2): one "head" each
         be.head_rms_norm(st.q, a.q_norm.weight, n, 1, cfg.n_q, cfg.norm_eps)
         be.head_rms_norm(st.k, a.k_norm.weight, n, 1, cfg.n_embd_k_gqa, cfg.norm_eps)
-    c = layer_consts(p, il)
-    if c.rope is not None:
-        be.rope(st.q, st.pos, n, cfg.n_head, *c.rope)
-        be.rope(st.k, st.pos, n, cfg.n_head_kv, *c.rope)
+    rope = layer_rope(p, il)
+    if rope is not None:
+        be.rope(st.q, st.pos, n, cfg.n_head, *rope)
+        be.rope(st.k, st.pos, n, cfg.n_head_kv, *rope)
     g = st.kv.group_of[il]  # the KV group holding this layer (window layers apart from global ones)
     li = g.index[il]
     be.kv_store(g.k, li, g.n_slots, g.slots, st.k, n, cfg.n_embd_k_gqa)
     be.kv_store(g.v, li, g.n_slots, g.slots, st.v, n, cfg.n_embd_v_gqa)
     be.attention(
         st.att, st.q, g.k, g.v, li, g.n_slots, g.batch,
-        cfg.n_head, cfg.n_head_kv, cfg.head_dim, cfg.head_dim_v, c.kq_scale, cfg.causal, g.window,
+        cfg.n_head, cfg.n_head_kv, cfg.head_dim, cfg.head_dim_v, cfg.kq_scale, cfg.causal, g.window,
         cfg.attn_softcap, cfg.max_alibi_bias, a.sinks,
     )  # fmt: skip
     be.matmul(out, a.o, st.att, n)  # (n, n_embd)
