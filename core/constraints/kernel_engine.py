@@ -128,6 +128,7 @@ _TABLES_OF = [(rh, re) for rh, re in L.HASHES if re >= 0]
 # the regions that fill as the automaton runs (grown ahead when past half full)
 _GROWN = (L.R_NODES, L.R_CLOS, L.R_CPOOL, L.R_STATES, L.R_TRANS, L.R_SPOOL, L.R_LOCAL, L.R_XBITS, L.R_SBITS,
           L.R_MASKS, L.R_TPOOL, L.R_EXPOOL, L.R_PARTS, L.R_PPOOL)  # fmt: skip
+_PART_ROOM = 2048  # a program part's first room in PROG, in entries (`Arena.__init__`)
 # initial capacities, in entries (hash tables: powers of two, at least twice their entries)
 _CAPS = {L.R_NODES: 4096, L.R_NHASH: 8192, L.R_CLOS: 1024, L.R_CHASH: 2048, L.R_CPOOL: 4096, L.R_STATES: 512,
          L.R_TRANS: 4096, L.R_SHASH: 1024, L.R_SPOOL: 4096, L.R_LOCAL: 256, L.R_LHASH: 512, L.R_XBITS: 256,
@@ -228,7 +229,9 @@ class Arena:
         self.pool = _POOLS.setdefault(be, _Pool())
         self.pw = pw = program_words(program)
         caps = dict(_CAPS)
-        self.pcaps = [2 * len(part) + 16 for part in pw.parts]  # each part's room in PROG (it grows at its end)
+        # each part's room in PROG (it grows at its end; a lazy program starts with its start rule alone and grows
+        # by a rule at a time: a room of a few rules' elements spares the first grows, each a copy of the arena)
+        self.pcaps = [max(2 * len(part), _PART_ROOM) for part in pw.parts]
         caps[L.R_PROG] = sum(self.pcaps)
         caps[L.R_EXREC] = budget + 2  # a budgeted walk stops past `budget` nodes below its exits
         caps[L.R_EXPOOL] = 8 * (budget + 2)
@@ -287,8 +290,8 @@ class Arena:
         be = self.be
         if any(len(part) > c for part, c in zip(pw.parts, self.pcaps, strict=True)):
             self.pcaps = [max(c, 2 * len(part)) for part, c in zip(pw.parts, self.pcaps, strict=True)]
-            while sum(self.pcaps) > self.caps[L.R_PROG]:
-                self.grow(L.R_PROG)
+            if sum(self.pcaps) > self.caps[L.R_PROG]:
+                self.grow(L.R_PROG, sum(self.pcaps))
             head = array("i", be.read_bytes(self.buf, 0, L.HDR))
             self._program_fields(head)
             head[L.H_REG + L.REG_W * L.R_PROG + 2] = sum(self.pcaps)
@@ -318,15 +321,16 @@ class Arena:
             at = L.H_REG + L.REG_W * r
             head[at], head[at + 1], head[at + 2] = self.offs[r], self.caps[r], used[r]
 
-    def grow(self, r: int) -> None:
-        """Region r grown, and with it every region past half full (and each hash table to twice its entries):
-        the arena copied into a larger buffer once for all of them (grown hash tables rebuilt by the kernel)."""
+    def grow(self, r: int, need: int = 0) -> None:
+        """Region r grown (to at least `need` entries), and with it every region past half full (and each hash
+        table to twice its entries): the arena copied into a larger buffer once for all of them (grown hash
+        tables rebuilt by the kernel)."""
         be = self.be
         head = array("i", be.read_bytes(self.buf, 0, L.HDR))
         used = [head[L.H_REG + L.REG_W * k + 2] for k in range(L.N_REGIONS)]
         old_caps = list(self.caps)
         factor = 2
-        self.caps[r] *= factor
+        self.caps[r] = max(self.caps[r] * factor, need)
         for k in _GROWN:
             if 2 * used[k] > self.caps[k]:
                 self.caps[k] *= factor
