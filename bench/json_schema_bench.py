@@ -12,9 +12,13 @@ with the walks of the schema's test instances added (llamay's lazily compiled ru
 instances of the compiled schemas, written as compact JSON, that it accepts, valid and invalid (an invalid one
 accepted is a soundness bug; a valid one refused is a generation choice or a missing feature; llamay's instances
 stopped by a per-token limit are counted apart); and, on every `--masks`-th schema both compiled, the full
-token mask before each token of its valid instances, tokenized once here with SmolLM2's tokenizer, on a fresh
-constraint (llamay cold: its caches start empty), until either engine rejects a token: both are timed over the
-same tokens.
+token mask before each token of its valid instances, tokenized once here with SmolLM2's tokenizer, until either
+engine rejects a token: both are timed over the same tokens. llamay walks each instance on a fresh constraint
+(cold: its caches start empty); with `--per-schema`, on one constraint per schema, as `llamay serve` keeps one
+per schema it is asked for (the second instance finds the states and cut walks the first made). llguidance
+walks each instance on a copy of one matcher per schema (its copies share the lexer's cache: a second instance
+on a copy of a matcher that walked the first measured 11.1 us a mask on every 10th schema against 14.1 on a
+fresh matcher).
 `--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures. Each schema
 starts after a garbage collection (the previous schema's garbage is not collected inside its timed compile);
 llamay's worker freezes what its load made (the vocabulary, the compiled kernel) as `llamay serve` does.
@@ -48,18 +52,19 @@ def compact(doc: object) -> str:
 
 
 class Llamay:
-    def __init__(self) -> None:
+    def __init__(self, per_schema: bool = False) -> None:
         import llamay.constraints as C
 
         self.C = C
         self.vocab = None
         self.walk_errors = 0
+        self.per_schema = per_schema  # masks: one constraint for all the instances of a schema
 
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
 
         prog = self.C.compile_grammar(self.C.schema_to_grammar(schema))  # (lazily, past its start: this version)
-        return prog, Automaton(prog)
+        return prog, Automaton(prog), {}
 
     def refused(self, e: Exception) -> bool:
         return isinstance(e, self.C.ConstraintError)
@@ -86,7 +91,14 @@ class Llamay:
             masks(warm, self.vocab, [])
             gc.collect()
             gc.freeze()
-        return masks(compiled[0], self.vocab, tokens)
+        if not self.per_schema:
+            return masks(compiled[0], self.vocab, tokens)
+        from llamay.constraints.constraint import GrammarConstraint
+
+        shared = compiled[2]
+        if "c" not in shared:  # (made outside the timings, as the fresh one is)
+            shared["c"] = GrammarConstraint(compiled[0], self.vocab)
+        return masks(compiled[0], self.vocab, tokens, shared["c"])
 
 
 class LLGuidance:
@@ -153,11 +165,11 @@ def handle(engine: object, req: dict) -> dict:
     return rec
 
 
-def worker(engine_name: str, timeout: float, memory_gb: float) -> None:
+def worker(engine_name: str, timeout: float, memory_gb: float, per_schema: bool) -> None:
     """Answer one JSON line per request line."""
     resource.setrlimit(resource.RLIMIT_AS, (int(memory_gb * (1 << 30)),) * 2)
     signal.signal(signal.SIGALRM, alarm)
-    engine = Llamay() if engine_name == "llamay" else LLGuidance()
+    engine = Llamay(per_schema) if engine_name == "llamay" else LLGuidance()
     for line in sys.stdin:
         req = json.loads(line)
         signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -178,8 +190,9 @@ def worker(engine_name: str, timeout: float, memory_gb: float) -> None:
 def worker_side(engine: str, python: str, args: argparse.Namespace) -> WorkerProcess:
     """One engine's worker process, restarted when it dies."""
     return WorkerProcess(
-        [python, __file__, "--worker", engine, "--timeout", str(args.timeout), "--memory", str(args.memory)]
-    )
+        [python, __file__, "--worker", engine, "--timeout", str(args.timeout), "--memory", str(args.memory),
+         *(["--per-schema"] if args.per_schema else [])]
+    )  # fmt: skip
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -289,10 +302,11 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per schema and engine")
     ap.add_argument("--memory", type=float, default=3.0, help="address space per worker, GB")
     ap.add_argument("--out", help="write every record here (JSON)")
+    ap.add_argument("--per-schema", action="store_true", help="llamay's masks: one constraint per schema (as serve)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.worker, args.timeout, args.memory)
+        return worker(args.worker, args.timeout, args.memory, args.per_schema)
     from llamay.gguf import open_gguf
     from llamay.tokenizer import load_tokenizer
 
@@ -307,7 +321,7 @@ def main() -> None:
         side.close()
     print(f"{len(files)} schemas (every {args.every}th from {args.offset} of {args.dir}), "
           f"{sum(map(len, labels))} test instances; "
-          f"llamay: {args.llamay_python}")  # fmt: skip
+          f"llamay: {args.llamay_python}{', one constraint per schema' if args.per_schema else ''}")  # fmt: skip
     report(recs, labels, times)
     if args.out:
         Path(args.out).write_text(json.dumps({"labels": labels, **recs}))

@@ -26,11 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def masks(program, vocab, tokens: list[int]) -> list[float]:
-    """The time of each mask along `tokens`, until one is not allowed (as json_schema_bench.Llamay.masks)."""
+def masks(program, vocab, tokens: list[int], constraint=None) -> list[float]:
+    """The time of each mask along `tokens`, until one is not allowed (as json_schema_bench.Llamay.masks), on
+    `constraint` (its caches as earlier walks left them) or a fresh constraint of `program` (caches empty)."""
     from llamay.constraints.constraint import GrammarConstraint
 
-    c = GrammarConstraint(program, vocab)
+    c = constraint or GrammarConstraint(program, vocab)
     st, out = c.start(), []
     for t in tokens:
         t0 = time.perf_counter()
