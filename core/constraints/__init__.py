@@ -79,10 +79,13 @@ def _cached(key: tuple, vocab: ConstraintVocab, build: Callable[[], Program], li
 
 
 def _worn(c: GrammarConstraint) -> bool:
-    """A cached lazy program past half its rule limit is built anew for the next request: its rules grow with
-    every walk that reaches new ones (unique items: a few hundred an item), and a schema served long enough
-    would otherwise reach max_rules and refuse every request then on. Generations holding it keep it."""
-    return len(c.program.rule_names) > c.limits.max_rules // 2
+    """A cached lazy program past half its rule or size limit is built anew for the next request: its rules
+    grow with every walk that reaches new ones (unique items: a few hundred an item; an object's members in
+    any order: a rule per set of them written, its names' trie in it, so the size grows faster than the rule
+    count), and a schema served long enough would otherwise reach max_rules or max_positions and refuse every
+    request then on. Generations holding it keep it."""
+    prog, limits = c.program, c.limits
+    return len(prog.rule_names) > limits.max_rules // 2 or len(prog.kind) > limits.max_positions // 2
 
 
 def _vocab(tokenizer: Any) -> ConstraintVocab:

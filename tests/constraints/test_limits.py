@@ -394,6 +394,29 @@ def test_a_cached_program_past_half_its_rule_limit_is_built_anew():
     assert json_schema_constraint(schema, vocab, limits=limits) is c2
 
 
+def test_a_cached_program_past_half_its_size_limit_is_built_anew():
+    """An object's members in any order: a rule per set of members written, each holding its names' trie, so a
+    cached program's size grows faster than its rule count; past half of max_positions the cache hands out a
+    fresh one (waiting for half of max_rules, every request would refuse once the size limit is reached)."""
+    import random
+
+    vocab = load_vocab("synthetic")
+    names = [f"property_{i:02d}" for i in range(12)]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "additionalProperties": False}
+    limits = ConstraintLimits(max_positions=40_000)
+    c1 = json_schema_constraint(schema, vocab, limits=limits)
+    rng = random.Random(3)
+    for i in range(1000):  # requests' documents (members in new orders), walked through the one cached program
+        if len(c1.program.kind) > 20_000:
+            break
+        doc = "{" + ",".join(f'"{n}":{i}' for n in rng.sample(names, 6)) + "}"
+        assert c1.engine.push_bytes(c1.start(), doc.encode()) is not None
+    assert len(c1.program.kind) > 20_000 and len(c1.program.rule_names) < limits.max_rules // 2
+    c2 = json_schema_constraint(schema, vocab, limits=limits)
+    assert c2 is not c1 and len(c2.program.kind) < 20_000
+    assert json_schema_constraint(schema, vocab, limits=limits) is c2
+
+
 def test_a_lazy_rule_refused_by_a_limit_leaves_the_cached_program_whole():
     """One request's walk reaching a limit while a lazy rule compiles (here max_rules, unique items naming
     hundreds of rules) must not fail the next requests sharing the cached program: the compile is undone, so
