@@ -59,6 +59,9 @@ class Llamay:
         self.vocab = None
         self.walk_errors = 0
         self.per_schema = per_schema  # masks: one constraint for all the instances of a schema
+        from json_schema_pyodide import collector_settings
+
+        collector_settings()()  # (serve's collector settings from its start: the compiles are timed under them)
 
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
@@ -77,7 +80,7 @@ class Llamay:
             return False
 
     def masks(self, compiled: object, tokens: list[int]) -> list[float]:
-        from json_schema_pyodide import masks
+        from json_schema_pyodide import collector_settings, masks
 
         if self.vocab is None:
             from llamay.constraints.vocab import ConstraintVocab
@@ -86,11 +89,11 @@ class Llamay:
 
             self.vocab = ConstraintVocab.for_tokenizer(load_tokenizer(open_gguf(str(MODEL))))
             # as `llamay serve` does after its load: the vocabulary and the compiled kernel (~100k objects) out
-            # of the collector's full passes (the kernel loaded by a first walk, outside the timings)
+            # of the collector's full passes, and its young generation's threshold (the kernel loaded by a
+            # first walk, outside the timings)
             warm = self.C.compile_grammar(self.C.schema_to_grammar({"type": "string"}))
             masks(warm, self.vocab, [])
-            gc.collect()
-            gc.freeze()
+            collector_settings()()
         if not self.per_schema:
             return masks(compiled[0], self.vocab, tokens)
         from llamay.constraints.constraint import GrammarConstraint

@@ -26,6 +26,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def collector_settings():
+    """`llamay.collector.settle_after_load` (what serve does after its load), or what versions without it did."""
+    try:
+        from llamay.collector import settle_after_load
+    except ImportError:  # (an older llamay, run for "before" figures)
+
+        def settle_after_load() -> None:
+            gc.collect()
+            gc.freeze()
+
+    return settle_after_load
+
+
 def masks(program, vocab, tokens: list[int], constraint=None) -> list[float]:
     """The time of each mask along `tokens`, until one is not allowed (as json_schema_bench.Llamay.masks), on
     `constraint` (its caches as earlier walks left them) or a fresh constraint of `program` (caches empty)."""
@@ -51,12 +64,13 @@ def walk_all(requests: list[dict], model: str) -> tuple[str, list[list[float]]]:
     from llamay.gguf import open_gguf
     from llamay.tokenizer import load_tokenizer
 
+    settle_after_load = collector_settings()
+
     tok = load_tokenizer(open_gguf(model))
     vocab = ConstraintVocab.for_tokenizer(tok)
     warm = C.compile_grammar(C.schema_to_grammar({"type": "object", "properties": {"a": {"type": "string"}}}))
     masks(warm, vocab, tok.encode('{"a":"xyz"}', add_special=False))  # (the kernel loaded, outside the timings)
-    gc.collect()
-    gc.freeze()  # (what the load made out of the collector's passes, as json_schema_bench's worker and serve)
+    settle_after_load()  # (what the load made out of the collector's passes, as json_schema_bench's worker and serve)
     out, engine = [], ""
     for req in requests:
         gc.collect()  # (the previous request's garbage collected here, not inside this one's masks)

@@ -11,12 +11,12 @@ prints one line and exits with status 130 (the shell's convention for SIGINT); a
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import re
 import signal
 import sys
 
+from llamay.collector import settle_after_load
 from llamay.native.commands import MODEL_HELP_DEFAULT
 from llamay.native.connections import Limits
 
@@ -211,9 +211,9 @@ def run(args: argparse.Namespace) -> int:
     server = _server(uvicorn, config, service, say, pool)
     _announce_when_ready(server, service, say)
     # what the load made (model, tables, compiled kernels: ~170 K objects) is never garbage: out of the
-    # collector's full passes, each of which held the GIL, so the event loop and every stream, ~90 ms
-    gc.collect()
-    gc.freeze()
+    # collector's full passes, each of which held the GIL, so the event loop and every stream, ~90 ms; and
+    # fewer of those passes while constraints compile (collector.py)
+    settle_after_load()
     server.run()
     return 0
 
