@@ -77,6 +77,7 @@ class Resolver:
         self.resources: dict[str, Any] = {}  # absolute URI without fragment -> schema
         self.anchors: dict[str, Any] = {}  # absolute URI#name -> schema
         self.root_base = DEFAULT_BASE
+        self.resolved: dict[tuple[str, str], tuple[Any, str, str]] = {}  # (ref, base) -> resolve's answer
         todo = [(schema, DEFAULT_BASE)]
         while todo:
             node, base = todo.pop()
@@ -108,11 +109,19 @@ class Resolver:
         return base
 
     def base_of(self, node: Any, default: str) -> str:
-        return self.base.get(id(node), default) if isinstance(node, dict) else default
+        # (no isinstance: the keys are ids of the document's dicts, alive as long as it is, so no other object
+        # alive has one)
+        return self.base.get(id(node), default)
 
     def resolve(self, ref: Any, base: str, path: str) -> tuple[Any, str, str]:
         """(the schema `ref` points at, its base URI, a key naming it absolutely) for a `$ref` met where the
         base URI is `base`."""
+        known = self.resolved.get((ref, base)) if isinstance(ref, str) else None
+        if known is None:  # (a schema's refs are met again and again: merges, branches, derefs)
+            known = self.resolved[ref, base] = self._resolve(ref, base, path)
+        return known
+
+    def _resolve(self, ref: Any, base: str, path: str) -> tuple[Any, str, str]:
         if not isinstance(ref, str):
             raise ConstraintError(f"$ref at {path}: expecting a string, not {type(ref).__name__}")
         absolute = urljoin(base, ref)

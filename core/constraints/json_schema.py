@@ -135,9 +135,10 @@ class SchemaCompiler:
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, Node], str] = {}  # (base name, body) -> its rule
         self.patterns: dict[Any, Any] = {}  # a pattern's nodes (regex.py) and automaton, string products
-        self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (merge2)
+        self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (visits, merge2)
         self.sizes: dict[int, tuple[int, Any]] = {}  # schema objects' sizes (json_combinators._size)
         self.fitted: dict[str, dict] = {}  # (json_values.fitting) keywords' text -> their automaton per type
+        self.memo: dict[tuple, Any] = {}  # pure results met again (json_values: enum texts, tries), by content
         self.undo: list[tuple[dict, Any]] = []  # (table, key) added to refs / composites / by_body, for rollback
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
         self.taken: set[str] = set()  # names reserved as prefixes of lazy rules' names
@@ -196,7 +197,7 @@ class SchemaCompiler:
         options = {"closed_objects": self.closed_objects, "anchored_patterns": self.anchored_patterns,
                    "listed_order": self.listed_order}  # fmt: skip
         sub = SchemaCompiler(self.schema, self.strict, limits=self.budget, **options)
-        sub.resolver, sub.base, sub.fitted = self.resolver, self.base, self.fitted
+        sub.resolver, sub.base, sub.fitted, sub.memo = self.resolver, self.base, self.fitted, self.memo
         return sub
 
     # -- rules and names --------------------------------------------------------------------------------------
@@ -336,6 +337,8 @@ class SchemaCompiler:
     def deref(self, schema: Any, path: str) -> Any:
         """The schema with a top-level $ref replaced by its target (merged with any sibling keywords), following
         a chain of them iteratively: {$ref: A, x} with A = {$ref: B, y} is allOf(B, y, x)."""
+        if not isinstance(schema, dict) or "$ref" not in schema:  # (most schemas: nothing to follow, no base to find)
+            return schema
         rests, seen = [], set()
         base = self.resolver.base_of(schema, self.base)
         while isinstance(schema, dict) and "$ref" in schema:
@@ -414,14 +417,16 @@ class SchemaCompiler:
         return None
 
     def check_vocabulary(self, schema: dict, path: str) -> None:
-        for key in schema:
+        for key in schema if not schema.keys() <= _PLAIN else ():  # (most schemas: nothing to say of their keys)
             if (key in DRAFT3_ONLY and not self.resolver.draft3) or (key in _CONDITIONAL and self.resolver.draft == 4):
                 self.unknown(path, key)
             elif key in UNSUPPORTED:
                 self.unsupported(path, key)
             elif key not in SUPPORTED and key not in ANNOTATIONS:
                 self.unknown(path, key)
-        check_keywords(schema, path)
+        if id(schema) not in self.checked:  # (each schema object checked once: visits meet the same ones again)
+            check_keywords(schema, path)
+            self.checked[id(schema)] = schema  # (kept alive: the id stays its own)
 
     def without_if(self, schema: dict, path: str) -> Any:
         """if / then / else as an anyOf: (if and then) or (what `if` rejects, a subset: json_negation.py, and
@@ -542,6 +547,7 @@ def _enum_without(c: SchemaCompiler, rest: dict, negated: dict, path: str) -> An
 
 
 _CONDITIONAL = ("if", "then", "else")
+_PLAIN = (SUPPORTED | ANNOTATIONS) - UNSUPPORTED - DRAFT3_ONLY - set(_CONDITIONAL)  # keywords no draft tells apart
 _SPLIT = 2  # dependent schemas written as an anyOf at most (2 ** _SPLIT branches)
 _RESERVED_BODY = Lit("\0reserved")  # the body of a rule name reserved until its body is set
 

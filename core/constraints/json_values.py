@@ -42,7 +42,7 @@ def literals(c: Any, values: list, schema: dict, name: str, path: str) -> Node:
     texts = list(dict.fromkeys(t for group in groups for t in group))
     c.budget.charge(sum(map(len, texts)), path)
     if len(texts) > _FACTORED:
-        rules = word_trie(texts, lambda: c.fresh(f"{name}-enum" if name else "enum"))
+        rules = word_trie(texts, lambda: c.fresh(f"{name}-enum" if name else "enum"), c.memo)
         c.rules.update(rules)
         return seq(Ref(next(iter(rules))), SPACE)
     return seq(alt(*map(Lit, texts)), SPACE)
@@ -54,6 +54,20 @@ def literal_texts(c: Any, values: list, schema: dict, path: str) -> list[list[st
     t = schema.get("type")
     types = t if isinstance(t, list) else [t] if t else None
     others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const", NOT_IN}}
+    if others or ("const" in schema and "enum" in schema) or NOT_IN in schema:  # (not kept: rarer, costlier keys)
+        return _literal_texts(c, values, types, others, schema, path)
+    try:  # (the same enum is met again and again, through $refs, merges and branches: its texts are kept)
+        key = ("literal texts", json.dumps(values), tuple(types or ()), types is None, c.resolver.draft == 4)
+        hash(key)
+    except (TypeError, ValueError):
+        return _literal_texts(c, values, types, others, schema, path)
+    known = c.memo.get(key)
+    if known is None:
+        known = c.memo[key] = _literal_texts(c, values, types, others, schema, path)
+    return known
+
+
+def _literal_texts(c: Any, values: list, types: list | None, others: dict, schema: dict, path: str) -> list[list[str]]:
     keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
     if others:  # the values the other keywords' grammar accepts (valid against them: it is sound)
         keep = fitting(c, others, keep, path)
@@ -149,7 +163,11 @@ def string(c: Any, schema: dict, path: str) -> Node:
             node = fitted or no_lengths(c, node, path, "pattern")
         if c.max_string_length is not None:
             node = _cap_repeats(node, c.max_string_length)
-        return quoted(json_encoded(node))
+        key = ("json encoded", node)  # (a pattern's escapes written once per compilation: patterns repeat)
+        encoded = c.patterns.get(key)
+        if encoded is None:
+            encoded = c.patterns[key] = json_encoded(node)
+        return quoted(encoded)
     if fmt is not None:
         short, long = format_lengths(fmt) if lengths else (0, None)
         if short < lo or (schema.get("maxLength") is not None and (long is None or long > schema["maxLength"])):
