@@ -28,6 +28,7 @@ SCHEMA_VALUED = frozenset({
 })  # fmt: skip
 SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_HOLDERS = SCHEMA_VALUED | SCHEMA_MAPS | SCHEMA_LISTS | {"dependencies"}  # keywords that may hold schemas
 
 
 def urljoin(base: str, ref: str) -> str:
@@ -52,6 +53,8 @@ def subschemas(node: dict) -> list[Any]:
     """The schemas directly inside `node` (values of `dependencies` that are schemas too)."""
     out: list[Any] = []
     for key, value in node.items():
+        if key not in _HOLDERS:  # (most keys hold no schema: one test for them)
+            continue
         if key in SCHEMA_MAPS and isinstance(value, dict):
             out.extend(value.values())
         elif key == "dependencies" and isinstance(value, dict):
@@ -92,6 +95,9 @@ class Resolver:
 
     def enter(self, node: dict, base: str) -> str:
         """`node`'s base URI (registering its identifier and anchor), given its parent's."""
+        if "$id" not in node and "id" not in node and "$anchor" not in node:  # (most schemas: no identifier)
+            self.base[id(node)] = base
+            return base
         ident = node.get("$id") if self.draft != 4 else None
         if not isinstance(ident, str) and self.draft in (0, 4) and "$id" not in node:
             ident = node.get("id")
