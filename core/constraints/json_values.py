@@ -111,7 +111,8 @@ def fitting(c: Any, schema: dict, values: list, path: str) -> list:
             automata[t] = Automaton(compile_grammar(grammar, c.budget, lazy=True))
             c.ignored += sub.ignored
             c.unknown_keywords += sub.unknown_keywords
-        text = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+        # (a string's text as json.dumps writes it, without making an encoder for its options)
+        text = encode_basestring(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
         c.budget.charge(len(text), path)
         if automata[t].accepts_bytes(text.encode()):
             out.append(v)
