@@ -45,7 +45,7 @@ from typing import Any
 
 from .errors import ConstraintError
 from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
-from .grammar_checks import check_grammar
+from .grammar_checks import check_grammar, has_cycle
 from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
 from .json_combinators import canonical, conditional_cases, merge2
@@ -160,7 +160,7 @@ class SchemaCompiler:
         else:
             root = self.visit(schema, "", "#")
         grammar = self.grammar(root)
-        if _has_cycle(self.edges):
+        if has_cycle(self.edges):
             check_grammar(grammar, self.budget)
         self.budget = Budget(self.budget.limits)  # lazy rules' own (build_lazy)
         return grammar
@@ -550,28 +550,6 @@ _CONDITIONAL = ("if", "then", "else")
 _PLAIN = (SUPPORTED | ANNOTATIONS) - UNSUPPORTED - DRAFT3_ONLY - set(_CONDITIONAL)  # keywords no draft tells apart
 _SPLIT = 2  # dependent schemas written as an anyOf at most (2 ** _SPLIT branches)
 _RESERVED_BODY = Lit("\0reserved")  # the body of a rule name reserved until its body is set
-
-
-def _has_cycle(edges: dict[str, set[str]]) -> bool:
-    """Whether the graph has a cycle (iteratively: three colours)."""
-    color: dict[str, int] = {}
-    for start in edges:
-        if color.get(start):
-            continue
-        color[start] = 1
-        stack = [(start, iter(edges.get(start, ())))]
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                color[node] = 2
-                stack.pop()
-            elif color.get(nxt) == 1:
-                return True
-            elif not color.get(nxt):
-                color[nxt] = 1
-                stack.append((nxt, iter(edges.get(nxt, ()))))
-    return False
 
 
 def _loaded(schema: Any, budget: Budget) -> Any:
