@@ -126,14 +126,15 @@ _KIND_CHECKS = {
 }  # fmt: skip
 
 
+_CHECKS = {key: _KIND_CHECKS[kind] for key, kind in KEYWORD_KINDS.items()}  # (one lookup per key: every visit checks)
+
+
 def check_keywords(schema: dict, path: str) -> None:
     """Refuse a keyword whose value has the wrong kind (`KEYWORD_KINDS`)."""
     for key, value in schema.items():
-        kind = KEYWORD_KINDS.get(key)
-        if kind is not None:
-            ok, wanted = _KIND_CHECKS[kind]
-            if not ok(value):
-                raise ConstraintError(f"{path}/{key}: expecting {wanted}, not {json.dumps(value)[:40]}")
+        check = _CHECKS.get(key)
+        if check is not None and not check[0](value):
+            raise ConstraintError(f"{path}/{key}: expecting {check[1]}, not {json.dumps(value)[:40]}")
 
 
 def check_document(schema: Any, budget: Budget) -> None:
