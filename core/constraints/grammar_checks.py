@@ -97,3 +97,26 @@ class _Flat:
 def check_grammar(grammar: Grammar, budget: Budget) -> None:
     """Refuse left recursion and a start rule that derives no finite string (ConstraintError)."""
     _Flat(grammar, budget).run(grammar.root)
+
+
+def has_cycle(edges: dict[str, set[str]]) -> bool:
+    """Whether the graph has a cycle (iteratively: three colours): the rules of $refs and composites
+    (json_schema.py) need the checks above only when they refer to each other in one."""
+    color: dict[str, int] = {}
+    for start in edges:
+        if color.get(start):
+            continue
+        color[start] = 1
+        stack = [(start, iter(edges.get(start, ())))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = 2
+                stack.pop()
+            elif color.get(nxt) == 1:
+                return True
+            elif not color.get(nxt):
+                color[nxt] = 1
+                stack.append((nxt, iter(edges.get(nxt, ()))))
+    return False

@@ -6,6 +6,7 @@ Every function takes the compiler (`c`) for its `deref` and its budget: merging 
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from .errors import ConstraintError
@@ -348,6 +349,8 @@ def _disjoint(c: Any, a: Any, b: Any, path: str) -> bool:
 
 def canonical(value: Any) -> str:
     """A JSON value's text, the same for values JSON Schema holds equal (1 and 1.0; objects in any key order)."""
+    if isinstance(value, str):  # (json.dumps' own text of a string, without making an encoder for sort_keys)
+        return encode_basestring_ascii(value)
     exact = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53
     if exact and float(value).is_integer():
         return str(int(value))

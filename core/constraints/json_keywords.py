@@ -126,19 +126,39 @@ _KIND_CHECKS = {
 }  # fmt: skip
 
 
+_CHECKS = {key: _KIND_CHECKS[kind] for key, kind in KEYWORD_KINDS.items()}  # (one lookup per key: every visit checks)
+
+
 def check_keywords(schema: dict, path: str) -> None:
     """Refuse a keyword whose value has the wrong kind (`KEYWORD_KINDS`)."""
     for key, value in schema.items():
-        kind = KEYWORD_KINDS.get(key)
-        if kind is not None:
-            ok, wanted = _KIND_CHECKS[kind]
-            if not ok(value):
-                raise ConstraintError(f"{path}/{key}: expecting {wanted}, not {json.dumps(value)[:40]}")
+        check = _CHECKS.get(key)
+        if check is not None and not check[0](value):
+            raise ConstraintError(f"{path}/{key}: expecting {check[1]}, not {json.dumps(value)[:40]}")
 
 
 def check_document(schema: Any, budget: Budget) -> None:
     """Charge the budget for every value of the document and refuse one nested beyond max_nesting (iterative:
     the recursive compiler below and json.dumps then stay within their depth)."""
+    limit = budget.limits.max_nesting
+    count, depth, level = 0, 0, [schema]  # (a level at a time, no paths: the walk below names the refusal)
+    while level and depth < limit:
+        count, depth, below = count + len(level), depth + 1, []
+        for value in level:
+            if isinstance(value, dict):
+                below.extend(value.values())
+            elif isinstance(value, list):
+                below.extend(value)
+        level = below
+    if not level:  # (within the limit: every value counted, the depth reached)
+        budget.charge(count, "#")
+        budget.check("max_nesting", depth, "#", "schema nesting depth")
+        return
+    _check_deep_document(schema, budget)
+
+
+def _check_deep_document(schema: Any, budget: Budget) -> None:
+    """check_document of a document nested beyond max_nesting: the first value found that deep named."""
     limit = budget.limits.max_nesting
     todo: list[tuple[Any, int, tuple | None]] = [(schema, 1, None)]  # (value, depth, its path as a linked list)
     count, deepest, where = 0, 0, None

@@ -28,6 +28,7 @@ SCHEMA_VALUED = frozenset({
 })  # fmt: skip
 SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_HOLDERS = SCHEMA_VALUED | SCHEMA_MAPS | SCHEMA_LISTS | {"dependencies"}  # keywords that may hold schemas
 
 
 def urljoin(base: str, ref: str) -> str:
@@ -52,6 +53,8 @@ def subschemas(node: dict) -> list[Any]:
     """The schemas directly inside `node` (values of `dependencies` that are schemas too)."""
     out: list[Any] = []
     for key, value in node.items():
+        if key not in _HOLDERS:  # (most keys hold no schema: one test for them)
+            continue
         if key in SCHEMA_MAPS and isinstance(value, dict):
             out.extend(value.values())
         elif key == "dependencies" and isinstance(value, dict):
@@ -77,6 +80,7 @@ class Resolver:
         self.resources: dict[str, Any] = {}  # absolute URI without fragment -> schema
         self.anchors: dict[str, Any] = {}  # absolute URI#name -> schema
         self.root_base = DEFAULT_BASE
+        self.resolved: dict[tuple[str, str], tuple[Any, str, str]] = {}  # (ref, base) -> resolve's answer
         todo = [(schema, DEFAULT_BASE)]
         while todo:
             node, base = todo.pop()
@@ -91,6 +95,9 @@ class Resolver:
 
     def enter(self, node: dict, base: str) -> str:
         """`node`'s base URI (registering its identifier and anchor), given its parent's."""
+        if "$id" not in node and "id" not in node and "$anchor" not in node:  # (most schemas: no identifier)
+            self.base[id(node)] = base
+            return base
         ident = node.get("$id") if self.draft != 4 else None
         if not isinstance(ident, str) and self.draft in (0, 4) and "$id" not in node:
             ident = node.get("id")
@@ -108,11 +115,19 @@ class Resolver:
         return base
 
     def base_of(self, node: Any, default: str) -> str:
-        return self.base.get(id(node), default) if isinstance(node, dict) else default
+        # (no isinstance: the keys are ids of the document's dicts, alive as long as it is, so no other object
+        # alive has one)
+        return self.base.get(id(node), default)
 
     def resolve(self, ref: Any, base: str, path: str) -> tuple[Any, str, str]:
         """(the schema `ref` points at, its base URI, a key naming it absolutely) for a `$ref` met where the
         base URI is `base`."""
+        known = self.resolved.get((ref, base)) if isinstance(ref, str) else None
+        if known is None:  # (a schema's refs are met again and again: merges, branches, derefs)
+            known = self.resolved[ref, base] = self._resolve(ref, base, path)
+        return known
+
+    def _resolve(self, ref: Any, base: str, path: str) -> tuple[Any, str, str]:
         if not isinstance(ref, str):
             raise ConstraintError(f"$ref at {path}: expecting a string, not {type(ref).__name__}")
         absolute = urljoin(base, ref)

@@ -45,7 +45,7 @@ from typing import Any
 
 from .errors import ConstraintError
 from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
-from .grammar_checks import check_grammar
+from .grammar_checks import check_grammar, has_cycle
 from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
 from .json_combinators import canonical, conditional_cases, merge2
@@ -135,9 +135,10 @@ class SchemaCompiler:
         self.depth = 0  # visits open (nesting of the schema being compiled)
         self.by_body: dict[tuple[str, Node], str] = {}  # (base name, body) -> its rule
         self.patterns: dict[Any, Any] = {}  # a pattern's nodes (regex.py) and automaton, string products
-        self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (merge2)
+        self.checked: dict[int, dict] = {}  # schema objects whose keyword values were checked (visits, merge2)
         self.sizes: dict[int, tuple[int, Any]] = {}  # schema objects' sizes (json_combinators._size)
         self.fitted: dict[str, dict] = {}  # (json_values.fitting) keywords' text -> their automaton per type
+        self.memo: dict[tuple, Any] = {}  # pure results met again (json_values: enum texts, tries), by content
         self.undo: list[tuple[dict, Any]] = []  # (table, key) added to refs / composites / by_body, for rollback
         self.suffix: dict[str, int] = {}  # base name -> the next number to try after it
         self.taken: set[str] = set()  # names reserved as prefixes of lazy rules' names
@@ -159,7 +160,7 @@ class SchemaCompiler:
         else:
             root = self.visit(schema, "", "#")
         grammar = self.grammar(root)
-        if _has_cycle(self.edges):
+        if has_cycle(self.edges):
             check_grammar(grammar, self.budget)
         self.budget = Budget(self.budget.limits)  # lazy rules' own (build_lazy)
         return grammar
@@ -196,7 +197,7 @@ class SchemaCompiler:
         options = {"closed_objects": self.closed_objects, "anchored_patterns": self.anchored_patterns,
                    "listed_order": self.listed_order}  # fmt: skip
         sub = SchemaCompiler(self.schema, self.strict, limits=self.budget, **options)
-        sub.resolver, sub.base, sub.fitted = self.resolver, self.base, self.fitted
+        sub.resolver, sub.base, sub.fitted, sub.memo = self.resolver, self.base, self.fitted, self.memo
         return sub
 
     # -- rules and names --------------------------------------------------------------------------------------
@@ -336,6 +337,8 @@ class SchemaCompiler:
     def deref(self, schema: Any, path: str) -> Any:
         """The schema with a top-level $ref replaced by its target (merged with any sibling keywords), following
         a chain of them iteratively: {$ref: A, x} with A = {$ref: B, y} is allOf(B, y, x)."""
+        if not isinstance(schema, dict) or "$ref" not in schema:  # (most schemas: nothing to follow, no base to find)
+            return schema
         rests, seen = [], set()
         base = self.resolver.base_of(schema, self.base)
         while isinstance(schema, dict) and "$ref" in schema:
@@ -414,14 +417,16 @@ class SchemaCompiler:
         return None
 
     def check_vocabulary(self, schema: dict, path: str) -> None:
-        for key in schema:
+        for key in schema if not schema.keys() <= _PLAIN else ():  # (most schemas: nothing to say of their keys)
             if (key in DRAFT3_ONLY and not self.resolver.draft3) or (key in _CONDITIONAL and self.resolver.draft == 4):
                 self.unknown(path, key)
             elif key in UNSUPPORTED:
                 self.unsupported(path, key)
             elif key not in SUPPORTED and key not in ANNOTATIONS:
                 self.unknown(path, key)
-        check_keywords(schema, path)
+        if id(schema) not in self.checked:  # (each schema object checked once: visits meet the same ones again)
+            check_keywords(schema, path)
+            self.checked[id(schema)] = schema  # (kept alive: the id stays its own)
 
     def without_if(self, schema: dict, path: str) -> Any:
         """if / then / else as an anyOf: (if and then) or (what `if` rejects, a subset: json_negation.py, and
@@ -542,30 +547,9 @@ def _enum_without(c: SchemaCompiler, rest: dict, negated: dict, path: str) -> An
 
 
 _CONDITIONAL = ("if", "then", "else")
+_PLAIN = (SUPPORTED | ANNOTATIONS) - UNSUPPORTED - DRAFT3_ONLY - set(_CONDITIONAL)  # keywords no draft tells apart
 _SPLIT = 2  # dependent schemas written as an anyOf at most (2 ** _SPLIT branches)
 _RESERVED_BODY = Lit("\0reserved")  # the body of a rule name reserved until its body is set
-
-
-def _has_cycle(edges: dict[str, set[str]]) -> bool:
-    """Whether the graph has a cycle (iteratively: three colours)."""
-    color: dict[str, int] = {}
-    for start in edges:
-        if color.get(start):
-            continue
-        color[start] = 1
-        stack = [(start, iter(edges.get(start, ())))]
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                color[node] = 2
-                stack.pop()
-            elif color.get(nxt) == 1:
-                return True
-            elif not color.get(nxt):
-                color[nxt] = 1
-                stack.append((nxt, iter(edges.get(nxt, ()))))
-    return False
 
 
 def _loaded(schema: Any, budget: Budget) -> Any:

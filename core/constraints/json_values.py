@@ -6,6 +6,7 @@ its rules, visits and budget; each returns the node of one value followed by opt
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from typing import Any
 
 from .errors import ConstraintError
@@ -13,7 +14,7 @@ from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, decimal_multiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
-from .json_keywords import NOT_IN, VOCABULARY, type_matches, value_type
+from .json_keywords import NOT_IN, VOCABULARY, value_type
 from .json_numbers import DIGIT, divisible_by, integer_bounds, integer_range, number_range
 from .json_string_product import string_product
 from .json_strings import json_encoded, within_lengths
@@ -42,7 +43,7 @@ def literals(c: Any, values: list, schema: dict, name: str, path: str) -> Node:
     texts = list(dict.fromkeys(t for group in groups for t in group))
     c.budget.charge(sum(map(len, texts)), path)
     if len(texts) > _FACTORED:
-        rules = word_trie(texts, lambda: c.fresh(f"{name}-enum" if name else "enum"))
+        rules = word_trie(texts, lambda: c.fresh(f"{name}-enum" if name else "enum"), c.memo)
         c.rules.update(rules)
         return seq(Ref(next(iter(rules))), SPACE)
     return seq(alt(*map(Lit, texts)), SPACE)
@@ -54,7 +55,21 @@ def literal_texts(c: Any, values: list, schema: dict, path: str) -> list[list[st
     t = schema.get("type")
     types = t if isinstance(t, list) else [t] if t else None
     others = {k: v for k, v in schema.items() if k in VOCABULARY - {"type", "enum", "const", NOT_IN}}
-    keep = [v for v in values if types is None or any(type_matches(v, x) for x in types)]
+    if others or ("const" in schema and "enum" in schema) or NOT_IN in schema:  # (not kept: rarer, costlier keys)
+        return _literal_texts(c, values, types, others, schema, path)
+    try:  # (the same enum is met again and again, through $refs, merges and branches: its texts are kept)
+        key = ("literal texts", json.dumps(values), tuple(types or ()), types is None, c.resolver.draft == 4)
+        hash(key)
+    except (TypeError, ValueError):
+        return _literal_texts(c, values, types, others, schema, path)
+    known = c.memo.get(key)
+    if known is None:
+        known = c.memo[key] = _literal_texts(c, values, types, others, schema, path)
+    return known
+
+
+def _literal_texts(c: Any, values: list, types: list | None, others: dict, schema: dict, path: str) -> list[list[str]]:
+    keep = values if types is None else [v for v in values if _of_types(value_type(v), types)]
     if others:  # the values the other keywords' grammar accepts (valid against them: it is sound)
         keep = fitting(c, others, keep, path)
     if "const" in schema and "enum" in schema:
@@ -69,6 +84,11 @@ def literal_texts(c: Any, values: list, schema: dict, path: str) -> list[list[st
     for v in keep:
         groups.setdefault(canonical(v), []).extend(spellings(v, decimal))
     return [list(dict.fromkeys(g)) for g in groups.values()]
+
+
+def _of_types(vt: str, types: list) -> bool:
+    """Whether a value of type `vt` (value_type) has one of `types` (json_keywords.type_matches)."""
+    return vt in types or (vt == "integer" and "number" in types)
 
 
 def fitting(c: Any, schema: dict, values: list, path: str) -> list:
@@ -91,7 +111,8 @@ def fitting(c: Any, schema: dict, values: list, path: str) -> list:
             automata[t] = Automaton(compile_grammar(grammar, c.budget, lazy=True))
             c.ignored += sub.ignored
             c.unknown_keywords += sub.unknown_keywords
-        text = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+        # (a string's text as json.dumps writes it, without making an encoder for its options)
+        text = encode_basestring(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
         c.budget.charge(len(text), path)
         if automata[t].accepts_bytes(text.encode()):
             out.append(v)
@@ -106,6 +127,8 @@ def spellings(value: Any, decimal: bool = True) -> list[str]:
     if exact and float(value).is_integer():  # (beyond 2**53 a float reads back as another number)
         n = int(value)
         return [str(n), f"{n}.0"] if decimal else [str(n)]
+    if isinstance(value, str):  # (json.dumps' own text of a string, without making an encoder for its options)
+        return [encode_basestring(value)]
     return [json.dumps(value, ensure_ascii=False, separators=(",", ":"))]
 
 
@@ -149,7 +172,11 @@ def string(c: Any, schema: dict, path: str) -> Node:
             node = fitted or no_lengths(c, node, path, "pattern")
         if c.max_string_length is not None:
             node = _cap_repeats(node, c.max_string_length)
-        return quoted(json_encoded(node))
+        key = ("json encoded", node)  # (a pattern's escapes written once per compilation: patterns repeat)
+        encoded = c.patterns.get(key)
+        if encoded is None:
+            encoded = c.patterns[key] = json_encoded(node)
+        return quoted(encoded)
     if fmt is not None:
         short, long = format_lengths(fmt) if lengths else (0, None)
         if short < lo or (schema.get("maxLength") is not None and (long is None or long > schema["maxLength"])):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from itertools import count
 
 from .errors import ConstraintError
-from .grammar import EMPTY, Grammar, Lit, Node, Ref, Repeat, alt, seq
+from .grammar import EMPTY, Alt, Grammar, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .limits import Budget, ConstraintLimits, budget_of
 
 
@@ -47,34 +47,65 @@ def lexicon_grammar(
     return Grammar({"root": root, **rules})
 
 
-def word_trie(words: list[str], new_name: Callable[[], str]) -> dict[str, Node]:
-    """Rules matching exactly one of `words` (distinct, none empty), factored into a character trie: one rule
-    per branching node, named by `new_name()` in preorder (the first is the entry). Iterative: any word length
-    is safe."""
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = True
+def word_trie(words: list[str], new_name: Callable[[], str], memo: dict | None = None) -> dict[str, Node]:
+    """Rules matching exactly one of `words` (none empty), factored into a character trie: one rule per
+    branching node, named by `new_name()` in preorder (the first is the entry). Iterative: any word length
+    is safe. `memo`: the tries built so far (one compilation's), so the same words again are those rules
+    renamed (a schema repeats its enums)."""
+    words = sorted(set(words))
+    key = ("word trie", tuple(words))
+    known = memo.get(key) if memo is not None else None
+    if known is not None:
+        rules, asked = known
+        names = {old: new_name() for old in asked}  # (asked for in the order the first build asked)
+        return {names[name]: _renamed(body, names) for name, body in rules.items()}
+    asked = []
+    rules = _trie(words, lambda: asked.append(new_name()) or asked[-1])
+    if memo is not None:
+        memo[key] = rules, asked
+    return rules
+
+
+def _renamed(node: Node, names: dict[str, str]) -> Node:
+    """A trie's rule body with its references renamed."""
+    if isinstance(node, Ref):
+        return Ref(names[node.name])
+    if isinstance(node, Seq) and node.items:
+        return Seq(tuple(_renamed(x, names) for x in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_renamed(x, names) for x in node.options))
+    return node
+
+
+def _trie(words: list[str], new_name: Callable[[], str]) -> dict[str, Node]:
+    """word_trie of `words` (sorted, distinct). The trie is never built as one: a node is a run of the words
+    (sharing its prefix), its children the runs of their next character (in character order), a chain with no
+    branch the run's common prefix (so the work is per word and node, not per character)."""
     rules: dict[str, Node] = {}
-    todo: list[tuple[dict, str]] = [(trie, new_name())]
+    todo: list[tuple[int, int, int, str]] = [(0, len(words), 0, new_name())]  # (run start, end, depth, its rule)
     while todo:
-        node, name = todo.pop()
-        options: list[Node] = [EMPTY] if "" in node else []
+        lo, hi, depth, name = todo.pop()
+        options: list[Node] = []
+        if lo < hi and len(words[lo]) == depth:  # a word ends here (it sorts first in its run)
+            options.append(EMPTY)
+            lo += 1
         below = []
-        for ch in sorted(k for k in node if k):
-            text, sub = ch, node[ch]
-            while len(sub) == 1 and "" not in sub:  # a chain with no branch: one literal
-                (nxt,) = sub
-                text += nxt
-                sub = sub[nxt]
-            if set(sub) == {""}:
+        while lo < hi:
+            first, ch = words[lo], words[lo][depth]
+            end = lo + 1
+            while end < hi and words[end][depth] == ch:
+                end += 1
+            last, n = words[end - 1], depth + 1
+            while n < len(first) and first[n] == last[n]:  # (the run's common prefix: its first and last's)
+                n += 1
+            text = first[depth:n]
+            if end - lo == 1:  # (one word: its prefix is the whole of it)
                 options.append(Lit(text))
             else:
                 child = new_name()
-                below.append((sub, child))
+                below.append((lo, end, n, child))
                 options.append(seq(Lit(text), Ref(child)))
+            lo = end
         rules[name] = alt(*options)
         todo.extend(reversed(below))
     return rules

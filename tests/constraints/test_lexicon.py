@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llamay.constraints import ConstraintError, compile_grammar, constraint_from_request, lexicon_grammar
 from llamay.constraints.automaton import Automaton
+from llamay.constraints.grammar import EMPTY, Lit, Ref, alt, seq
+from llamay.constraints.lexicon import word_trie
 from tests.constraints.conftest import synthetic_vocab
 
 
@@ -51,3 +55,51 @@ def test_lexicon_from_a_request():
     st = c.start()
     allowed = {vocab.token_bytes[t] for t in c.allowed(st).tokens()}
     assert b"true" in allowed and b"false" in allowed and b"null" not in allowed
+
+
+def reference_trie(words: list[str], new_name) -> dict:
+    """word_trie as first written (a dict per trie node, walked character by character): the reference."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = True
+    rules: dict = {}
+    todo = [(trie, new_name())]
+    while todo:
+        node, name = todo.pop()
+        options = [EMPTY] if "" in node else []
+        below = []
+        for ch in sorted(k for k in node if k):
+            text, sub = ch, node[ch]
+            while len(sub) == 1 and "" not in sub:
+                (nxt,) = sub
+                text += nxt
+                sub = sub[nxt]
+            if set(sub) == {""}:
+                options.append(Lit(text))
+            else:
+                child = new_name()
+                below.append((sub, child))
+                options.append(seq(Lit(text), Ref(child)))
+        rules[name] = alt(*options)
+        todo.extend(reversed(below))
+    return rules
+
+
+def _numbered():
+    names = iter(range(10**9))
+    return lambda: f"r{next(names)}"
+
+
+# (few letters: long shared prefixes, words that are prefixes of others, runs of one character)
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet='ab"é\U0001f600', min_size=1, max_size=8), min_size=1, max_size=30, unique=True))
+def test_word_trie_is_the_character_trie(words):
+    # (the same rules, names and order: names are given in the order asked for)
+    assert list(word_trie(words, _numbered()).items()) == list(reference_trie(words, _numbered()).items())
+    memo, names, reference_names = {}, _numbered(), _numbered()
+    for _ in range(2):  # (the second time from the memo: the first's rules renamed)
+        got = word_trie(words, names, memo)
+        assert list(got.items()) == list(reference_trie(words, reference_names).items())
