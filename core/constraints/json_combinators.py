@@ -186,7 +186,7 @@ def conditional_cases(c: Any, parts: list, path: str) -> list:
     c.budget.charge(sum(len(values) for _, _, values, _ in chain) * len(chain), path)
     passed: dict[str, set[int]] = {}
     for n, (_, _, values, _) in enumerate(chain):
-        for v in values:
+        for v in sorted(values):  # (a set of texts: its order changes with the process's hash seed, not the cases')
             passed.setdefault(v, set()).add(n)
     groups: dict[frozenset, list] = {}
     for v, ns in passed.items():

@@ -58,8 +58,10 @@ def negate(c: Any, schema: Any, path: str, depth: int = 0) -> Any:
     if "const" in schema or "enum" in schema:
         values = [schema["const"]] if "const" in schema else schema["enum"]
         kinds = {_kind(v) for v in values}
-        ways.append(_of_types([t for t in types if t not in kinds]))
-        ways += [_other_values(c, values, kind, path) for kind in kinds if kind in types]
+        # (sets of names taken in sorted order: a set of strings iterates in an order that changes with the
+        # process's hash seed, and so did the grammar's alternatives and the messages naming them)
+        ways.append(_of_types([t for t in sorted(types) if t not in kinds]))
+        ways += [_other_values(c, values, kind, path) for kind in sorted(kinds & types)]
     for key, value in schema.items():
         ways.append(_broken(c, key, value, schema, f"{path}/{key}", depth))
     return _any(ways)

@@ -203,3 +203,24 @@ def assert_sound(schema, valid=(), invalid=(), n: int = 40, budget: int = 80, **
         s for s in sentences(prog, random.Random(json.dumps(schema)), n, budget) if not check.is_valid(json.loads(s))
     ]
     assert bad == []
+
+
+def gbnf_per_hash_seed(schema, seeds: int = 6) -> set[str]:
+    """The schema's GBNF as compiled in `seeds` processes of different string hash seeds (a compile that
+    iterates a set of strings would differ between them); skipped where there are no processes (Pyodide)."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    if sys.platform == "emscripten":
+        pytest.skip("no subprocesses under Pyodide")
+    code = "import json, sys; import llamay.constraints as C; print(C.schema_to_gbnf(json.loads(sys.argv[1])))"
+    outs = set()
+    for seed in range(seeds):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        run = subprocess.run([sys.executable, "-c", code, json.dumps(schema)], capture_output=True, text=True, env=env)
+        assert run.returncode == 0, run.stderr
+        outs.add(run.stdout)
+    return outs
