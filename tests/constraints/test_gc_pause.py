@@ -20,7 +20,9 @@ def _collector_on():
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
+    if was:  # (as it was, either way: a test that turns it off must not leave later tests without it)
+        gc.enable()
+    else:
         gc.disable()
 
 
