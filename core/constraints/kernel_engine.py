@@ -43,6 +43,32 @@ def words(bits: int) -> list[int]:
     return out
 
 
+# The slice: a JSON string's plain characters (printable ASCII but the quote and the backslash). Most of a
+# vocabulary's tokens are made of them only, and where a string of them may follow (string contents, keys, most
+# patterns' free text), the walk sets those tokens as one mask and looks only for the rest (`pda.slice_alive`).
+_SLICE_BYTES = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\")}
+
+
+def _slice(vocab: ConstraintVocab, n_words: int) -> tuple[array, array, array]:
+    """The V parts `slice`, `rfirst` and `rorder` (pda_layout.py) of a vocabulary."""
+    trie, tb = vocab.trie, vocab.token_bytes
+    in_slice = [bool(data) and _SLICE_BYTES.issuperset(data) for data in tb]
+    bits = height = 0
+    for t, yes in enumerate(in_slice):
+        if yes:
+            bits |= 1 << t
+            height = max(height, len(tb[t]))
+    byte_set = sum(1 << b for b in _SLICE_BYTES)
+    mask = [(w - (1 << 32) if w >= 1 << 31 else w) for w in (bits >> (32 * k) & 0xFFFFFFFF for k in range(n_words))]
+    rfirst, rorder = array("i"), array("i")
+    order, first = trie.tok_order, trie.first_tok
+    for i in range(trie.n_nodes):
+        rfirst.append(len(rorder))
+        rorder.extend(t for t in order[first[i] : first[i + 1]] if not in_slice[t])
+    rfirst.append(len(rorder))
+    return array("i", [*words(byte_set), height, *mask]), rfirst, rorder
+
+
 class VocabTables:
     """A vocabulary as the kernel's V buffer on one backend: the token trie and every token's bytes."""
 
@@ -70,13 +96,16 @@ class VocabTables:
         while i < n:  # the root's children, in byte order
             root[byte[i]] = i
             i = skip[i]
+        self.n_words = (vocab.n_vocab + 31) // 32
+        slice_, rfirst, rorder = _slice(vocab, self.n_words)
         parts = [nodes, array("i", trie.first_tok), array("i", trie.tok_order or [0]), sets or array("i", [0] * 9),
-                 tok_off, tok_bytes or array("i", [0]), root]  # fmt: skip
+                 tok_off, tok_bytes or array("i", [0]), root, slice_, rfirst, rorder or array("i", [0])]  # fmt: skip
         head = array("i", bytes(4 * L.V_HDR))
         head[L.V_N_NODES], head[L.V_N_VOCAB], head[L.V_MAX_DEPTH] = n, vocab.n_vocab, trie.max_depth
-        head[L.V_N_WORDS] = self.n_words = (vocab.n_vocab + 31) // 32
+        head[L.V_N_WORDS] = self.n_words
         at = L.V_HDR
-        fields = (L.V_NODES, L.V_FIRST_TOK, L.V_TOK_ORDER, L.V_SETS, L.V_TOK_OFF, L.V_TOK_BYTES, L.V_ROOT)
+        fields = (L.V_NODES, L.V_FIRST_TOK, L.V_TOK_ORDER, L.V_SETS, L.V_TOK_OFF, L.V_TOK_BYTES, L.V_ROOT, L.V_SLICE,
+                  L.V_RFIRST, L.V_RORDER)  # fmt: skip
         for field, part in zip(fields, parts, strict=True):
             head[field] = at
             at += len(part)
@@ -498,6 +527,11 @@ class KernelEngine:
     @property
     def walks(self) -> int:
         return self._header(L.H_WALKS)
+
+    @property
+    def sliced(self) -> int:
+        """Masks of this arena whose slice tokens were set at once (`pda.slice_alive`)."""
+        return self._header(L.H_SLICED)
 
     @property
     def chains(self) -> bool:

@@ -58,6 +58,8 @@ from .pda_layout import (
     H_RES_FLAGS,
     H_REST,
     H_ROOT,
+    H_SLICED,
+    H_SSTAMP,
     H_VISITED,
     H_WALKS,
     LIMIT,
@@ -72,6 +74,7 @@ from .pda_layout import (
     OP_PUSH_BYTES,
     OP_PUSH_TOKEN,
     OP_START,
+    PT_W,
     R_CLOS,
     R_CPOOL,
     R_DEPTH,
@@ -82,6 +85,7 @@ from .pda_layout import (
     R_LOCAL,
     R_MASKS,
     R_OUT,
+    R_PARTS,
     R_SBHASH,
     R_SBITS,
     R_SPOOL,
@@ -96,13 +100,20 @@ from .pda_layout import (
     RULE,
     S_EXIT,
     SET,
+    SLICE_ALIVE,
+    SLICE_NEW,
+    SLICE_NOT,
+    SLICE_STACKS,
     SPARSE_MAX,
     ST_W,
     UNKNOWN,
     V_FIRST_TOK,
     V_NODES,
+    V_RFIRST,
     V_ROOT,
+    V_RORDER,
     V_SETS,
+    V_SLICE,
     V_TOK_BYTES,
     V_TOK_OFF,
     V_TOK_ORDER,
@@ -134,9 +145,10 @@ HEAVY = 1  # a budgeted walk's result: its exits cover too much of the trie
 
 
 @jit
-def add_tokens(V, A, lo, hi):
-    """Tokens tok_order[lo:hi] into WALKOUT, and into TOKS while a walk has found at most SPARSE_MAX."""
-    wo, to, tk, nt = off(A, R_WALKOUT), off(A, R_TOKS), V[V_TOK_ORDER], A[H_NTOK]
+def add_tokens(V, A, tk, lo, hi):
+    """Tokens V[tk+lo : tk+hi] (of tok_order or rorder) into WALKOUT, and into TOKS while a walk has found at
+    most SPARSE_MAX."""
+    wo, to, nt = off(A, R_WALKOUT), off(A, R_TOKS), A[H_NTOK]
     for j in range(lo, hi):
         t = V[tk + j]
         set_bit(A, wo, t)
@@ -188,6 +200,83 @@ def shortcut(V, A, k, ns):
 
 
 @jit
+def lowest_common(V, vs, A, at):
+    """The lowest byte in both the set V[vs:vs+8] and the set A[at:at+8], or -1."""
+    for k in range(8):
+        w = V[vs + k] & A[at + k]
+        if w != 0:
+            b = 32 * k
+            while not (w >> (b & 31)) & 1:
+                b += 1
+            return b
+    return -1
+
+
+@jit
+def slice_alive(V, A, s0):
+    """1 when every string of the slice's bytes, of at most as many as its longest token, is alive from state
+    s0: then all the slice's tokens are allowed. A breadth-first search over the states those strings reach (by
+    one byte of each class the slice meets), each of which must take every slice byte; 0 when one does not, or
+    when they are more than TOKS holds (the walks then find the tokens one by one); or an error. Run on a whole
+    state, before any walk of its stacks (each of them may take only some of the bytes: a key's names and the
+    other keys)."""
+    sl = V[V_SLICE]
+    height = V[sl + 8]
+    so = off(A, R_STATES)
+    known = A[so + ST_W * s0 + 7]
+    if height <= 0 or known == SLICE_NOT:
+        return 0
+    if known == SLICE_ALIVE:
+        return 1
+    r = slice_search(V, A, s0, sl, height)
+    if r >= 0:
+        A[so + ST_W * s0 + 7] = SLICE_ALIVE if r else SLICE_NOT
+    return r
+
+
+@jit
+def slice_search(V, A, s0, sl, height):
+    """`slice_alive`'s search, not cached."""
+    so, q, qcap = off(A, R_STATES), off(A, R_TOKS), cap(A, R_TOKS)
+    n0 = used(A, R_STATES)
+    stamp = A[H_SSTAMP] + 1
+    A[H_SSTAMP] = stamp
+    A[so + ST_W * s0 + 6] = stamp
+    A[q] = s0
+    lo, hi, n = 0, 1, 1
+    for d in range(height):  # A[q+lo : q+hi]: the states first reached after d bytes
+        for j in range(lo, hi):
+            s = A[q + j]
+            p = A[so + ST_W * s + 4]
+            if A[so + ST_W * s + 1] > SLICE_STACKS or used(A, R_STATES) - n0 > SLICE_NEW:
+                return 0
+            if not subset(V, sl, A, first_at(A, p)):
+                return 0
+            if d == height - 1:
+                continue
+            pa = part_at(A, p)
+            for c in range(A[off(A, R_PARTS) + PT_W * p + 3]):
+                b = lowest_common(V, sl, A, pa + 256 + 8 * c)
+                if b < 0:
+                    continue
+                t = entry(A, s, b)
+                if t in (DEAD, LIMIT, RULE):  # (a limit, or a rule, the walks may never reach: no slice)
+                    return 0
+                if t < 0:
+                    return t
+                if A[so + ST_W * t + 6] != stamp:
+                    if n >= qcap:
+                        return 0
+                    A[so + ST_W * t + 6] = stamp
+                    A[q + n] = t
+                    n += 1
+        if n == hi:
+            return 1
+        lo, hi = hi, n
+    return 1
+
+
+@jit
 def enter(A, do, d, s):
     """State s at depth d of a walk, with where its byte classes and its row of TRANS are (fixed while the
     operation runs: the arena grows only between calls)."""
@@ -197,11 +286,14 @@ def enter(A, do, d, s):
 
 
 @jit
-def walk(V, A, st0, lo, hi, d0, budget):
+def walk(V, A, st0, lo, hi, d0, budget, sliced):
     """Trie nodes lo..hi (below a node at depth d0 whose state is st0): allowed tokens into WALKOUT/TOKS,
     nodes where an EXIT state is reached with nodes below into EXREC; HEAVY once those subtrees hold more than
-    `budget` nodes (-1: no budget). DONE, HEAVY, or an error."""
-    vn, ft = V[V_NODES], V[V_FIRST_TOK]
+    `budget` nodes (-1: no budget). `sliced`: the slice's tokens are in WALKOUT already (`slice_alive`), so only
+    the rest's are added and subtrees of none of them are skipped. DONE, HEAVY, or an error."""
+    vn = V[V_NODES]
+    ft = V[V_RFIRST] if sliced else V[V_FIRST_TOK]
+    tk = V[V_RORDER] if sliced else V[V_TOK_ORDER]
     do, so = off(A, R_DEPTH), off(A, R_STATES)
     enter(A, do, d0, st0)
     heavy, visited = A[H_HEAVY], 0
@@ -210,6 +302,9 @@ def walk(V, A, st0, lo, hi, d0, budget):
     while i < hi:
         at = vn + NODE * i
         d, end, b = V[at + 1], V[at + 2], V[at]
+        if sliced and V[ft + i] == V[ft + end]:
+            i = end  # (no EXIT on the way: slice_alive saw every state of these bytes take them all)
+            continue
         up = do + 3 * (d - 1)
         cell = A[up + 2] + A[A[up + 1] + b]  # the TRANS entry of b's class in the state above
         ns = A[cell]
@@ -222,7 +317,7 @@ def walk(V, A, st0, lo, hi, d0, budget):
         if ns == DEAD:
             i = end
             continue
-        add_tokens(V, A, V[ft + i], V[ft + i + 1])
+        add_tokens(V, A, tk, V[ft + i], V[ft + i + 1])
         visited += 1
         if V[at + 3] >= 0:
             whole = shortcut(V, A, V[at + 3], ns)
@@ -230,7 +325,7 @@ def walk(V, A, st0, lo, hi, d0, budget):
                 status = whole
                 break
             if whole:  # every token below is allowed
-                add_tokens(V, A, V[ft + i + 1], V[ft + end])
+                add_tokens(V, A, tk, V[ft + i + 1], V[ft + end])
                 i = end
                 continue
         fl = A[so + ST_W * ns + 2]
@@ -257,9 +352,9 @@ def walk(V, A, st0, lo, hi, d0, budget):
 
 
 @jit
-def walk_all(V, A, st0, budget):
+def walk_all(V, A, st0, budget, sliced):
     """The whole trie from state st0 (`walk`), one root child per byte st0 takes: the others are never looked
-    at."""
+    at. `sliced`: only the tokens not in the slice."""
     A[H_HEAVY] = 0
     first = first_at(A, A[off(A, R_STATES) + ST_W * st0 + 4])
     vn, ro = V[V_NODES], V[V_ROOT]
@@ -270,7 +365,7 @@ def walk_all(V, A, st0, budget):
         for b in range(32 * k, 32 * k + 32):
             if (w >> (b & 31)) & 1 and V[ro + b] >= 0:
                 i = V[ro + b]
-                status = walk(V, A, st0, i, V[vn + NODE * i + 2], 0, budget)
+                status = walk(V, A, st0, i, V[vn + NODE * i + 2], 0, budget, sliced)
                 if status != DONE:
                     return status
     return DONE
@@ -383,8 +478,9 @@ def truncate(A, s, d):
 
 
 @jit
-def local_walk(V, A, key, budget):
-    """The LOCAL entry of truncated stack `key`: its walk over the whole trie (HEAVY past `budget`)."""
+def local_walk(V, A, key, budget, sliced):
+    """The LOCAL entry of truncated stack `key` (and `sliced`): its walk over the whole trie (HEAVY past
+    `budget`)."""
     r = room(A, R_LHASH, R_LOCAL)
     if r < 0:
         return r
@@ -395,14 +491,14 @@ def local_walk(V, A, key, budget):
     if st < 0:
         return st
     begin_walk(A)
-    status = walk_all(V, A, st, budget)
+    status = walk_all(V, A, st, budget, sliced)
     if status < 0:
         return status
     if status != HEAVY:
         r = mask_room(A)
         if r < 0:
             return r
-    e = add(A, R_LHASH, R_LOCAL, 6, key, 0)
+    e = add(A, R_LHASH, R_LOCAL, 6, 2 * key + sliced, 0)
     at = off(A, R_LOCAL) + 6 * e
     A[at + 1] = 1 if status == HEAVY else 0
     if status != HEAVY:
@@ -419,8 +515,8 @@ def local_walk(V, A, key, budget):
 
 
 @jit
-def exit_walk(V, A, le, key, rest):
-    """The XBITS entry of (key, rest): the subtrees below LOCAL entry le's exits, walked from the state after
+def exit_walk(V, A, le, rest):
+    """The XBITS entry of (le, rest): the subtrees below LOCAL entry le's exits, walked from the state after
     control returns into `rest` (automaton.pop_into)."""
     r = room(A, R_XHASH, R_XBITS)
     if r < 0:
@@ -438,13 +534,13 @@ def exit_walk(V, A, le, key, rest):
     lo = off(A, R_LOCAL) + 6 * le
     for j in range(A[lo + 5]):
         ex = A[off(A, R_EXPOOL) + A[lo + 4] + j]
-        status = walk(V, A, st, ex + 1, V[vn + NODE * ex + 2], V[vn + NODE * ex + 1], -1)
+        status = walk(V, A, st, ex + 1, V[vn + NODE * ex + 2], V[vn + NODE * ex + 1], -1, 0)
         if status < 0:
             return status
     r = mask_room(A)
     if r < 0:
         return r
-    x = add(A, R_XHASH, R_XBITS, 4, key, rest)
+    x = add(A, R_XHASH, R_XBITS, 4, le, rest)
     keep_mask(A)
     at = off(A, R_XBITS) + 4 * x
     A[at + 2], A[at + 3] = A[H_M_OFF], A[H_M_LEN]
@@ -452,11 +548,16 @@ def exit_walk(V, A, le, key, rest):
 
 
 @jit
-def stack_entry(V, A, s):
-    """The SBITS entry of stack s: the LOCAL entry of its cut and the XBITS entry of its exits (-1: none)."""
-    e = find(A, R_SBHASH, R_SBITS, 3, s, 0, 0)
-    if e >= 0:
+def stack_entry(V, A, s, sliced):
+    """The SBITS entry of stack s (and `sliced`: the tokens not in the slice): the LOCAL entry of its cut and
+    the XBITS entry of its exits (-1: none)."""
+    e = find(A, R_SBHASH, R_SBITS, 3, 2 * s, 0, 0)  # (keyed by both: the entries have one key word)
+    if e >= 0:  # all its tokens: those not in the slice among them
         return e
+    if sliced:
+        e = find(A, R_SBHASH, R_SBITS, 3, 2 * s + 1, 0, 0)
+        if e >= 0:
+            return e
     total = ndepth(A, s)
     d = 1
     while True:
@@ -467,9 +568,11 @@ def stack_entry(V, A, s):
             if key < 0:
                 return key
             rest = A[H_REST]
-        le = find(A, R_LHASH, R_LOCAL, 6, key, 0, 0)
+        le = find(A, R_LHASH, R_LOCAL, 6, 2 * key, 0, 0)
+        if le < 0 and sliced:
+            le = find(A, R_LHASH, R_LOCAL, 6, 2 * key + 1, 0, 0)
         if le < 0:
-            le = local_walk(V, A, key, A[H_BUDGET] if rest >= 0 else -1)
+            le = local_walk(V, A, key, A[H_BUDGET] if rest >= 0 else -1, sliced)
             if le < 0:
                 return le
         if not A[off(A, R_LOCAL) + 6 * le + 1]:
@@ -477,15 +580,15 @@ def stack_entry(V, A, s):
         d += 1
     xe = -1
     if rest >= 0 and A[off(A, R_LOCAL) + 6 * le + 5] > 0:
-        xe = find(A, R_XHASH, R_XBITS, 4, key, rest, 1)
+        xe = find(A, R_XHASH, R_XBITS, 4, le, rest, 1)
         if xe < 0:
-            xe = exit_walk(V, A, le, key, rest)
+            xe = exit_walk(V, A, le, rest)
             if xe < 0:
                 return xe
     r = room(A, R_SBHASH, R_SBITS)
     if r < 0:
         return r
-    e = add(A, R_SBHASH, R_SBITS, 3, s, 0)
+    e = add(A, R_SBHASH, R_SBITS, 3, 2 * s + sliced, 0)
     at = off(A, R_SBITS) + 3 * e
     A[at + 1], A[at + 2] = le, xe
     return e
@@ -493,16 +596,31 @@ def stack_entry(V, A, s):
 
 @jit
 def state_mask(V, A, s):
-    """OUT: the tokens state s allows (the union of its stacks' masks)."""
+    """OUT: the tokens state s allows (the union of its stacks' masks). Where the slice is alive from s, its
+    tokens at once (a string's plain characters, in any context: llguidance's slices) and the rest from the
+    stacks' walks."""
+    rec = off(A, R_STATES) + ST_W * s
+    walks = 0  # stacks whose masks are not known yet (only then is the slice worth a look)
+    for j in range(A[rec + 1]):
+        x = A[off(A, R_SPOOL) + A[rec] + j]
+        if x > EXIT and find(A, R_SBHASH, R_SBITS, 3, 2 * x, 0, 0) < 0:
+            walks += 1
+    sliced = slice_alive(V, A, s) if walks else 0
+    if sliced < 0:
+        return sliced
     oo = off(A, R_OUT)
     for w in range(A[H_N_WORDS]):
         A[oo + w] = 0
-    rec = off(A, R_STATES) + ST_W * s
+    if sliced:
+        sm = V[V_SLICE] + 9
+        for w in range(A[H_N_WORDS]):
+            A[oo + w] = V[sm + w]
+        A[H_SLICED] += 1
     for j in range(A[rec + 1]):
         x = A[off(A, R_SPOOL) + A[rec] + j]
         if x <= EXIT:
             continue
-        e = stack_entry(V, A, x)
+        e = stack_entry(V, A, x, sliced)
         if e < 0:
             return e
         at = off(A, R_SBITS) + 3 * e

@@ -46,6 +46,7 @@ from .pda_layout import (
     REP,
     RULE,
     S_EXIT,
+    SLICE_UNKNOWN,
     ST_W,
     UNKNOWN,
 )
@@ -400,6 +401,7 @@ def state_of(A, at, n):
         A[to + dead] = DEAD
     rec = so + ST_W * s
     A[rec], A[rec + 1], A[rec + 2], A[rec + 3], A[rec + 4], A[rec + 5] = start, n, flags, h, p, row
+    A[rec + 6], A[rec + 7] = 0, SLICE_UNKNOWN  # no slice check reached it yet (H_SSTAMP counts from 1)
     A[ho + slot] = s
     set_used(A, R_SPOOL, start + n)
     set_used(A, R_STATES, s + 1)

@@ -186,3 +186,58 @@ def test_a_program_run_by_the_kernel_is_freed_with_its_constraints(backend):
     del prog, ker, st
     gc.collect()
     assert gone() is None
+
+
+SLICE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "min": {"type": "string"},
+        "max": {"type": "string", "maxLength": 5},
+        "mode": {"type": "string", "pattern": "^[a-z]+$"},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    },
+}
+SLICE_PREFIXES = (b'{"', b'{"m', b'{"mi', b'{"min', b'{"zz', b'{"min":"', b'{"min":"ab', b'{"max":"',
+                  b'{"max":"abcd', b'{"mode":"', b'{"tags":["', b'{"tags":["x","', b'{"min":"a","',
+                  b'{"min":"a","max":"b","')  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("backend", "vocab_name"), [("portable", "stories260K"), ("numba", "smollm2"), ("wasm", "smollm2")]
+)
+def test_the_slice_sets_plain_characters_at_once(backend, vocab_name):
+    """Where every string of a JSON string's plain characters may follow (a string's contents; a key, among an
+    object's names and its other keys, which no one stack of the state takes alone), the kernel sets those
+    tokens as one mask and walks the trie only for the rest; where they may not (a bounded string near its
+    end, a pattern's letters, a closed position): the whole walk. The Python engine walks every token: the
+    same masks."""
+    vocab = load_vocab(vocab_name)
+    progs = [compile_grammar(schema_to_grammar(SLICE_SCHEMA)) for _ in range(2)]
+    ref, ker = GrammarConstraint(progs[0], vocab), GrammarConstraint(progs[1], vocab)
+    ref.engine = PythonEngine(progs[0], vocab, ref.limits)
+    ker.engine = KernelEngine(progs[1], vocab, ker.limits, require_backend(backend))
+    for prefix in SLICE_PREFIXES:
+        st_r, st_k = ref.advance_bytes(ref.start(), prefix), ker.advance_bytes(ker.start(), prefix)
+        assert ker.allowed(st_k).bits == ref.allowed(st_r).bits, prefix
+    assert 4 <= ker.engine.sliced < len(SLICE_PREFIXES)
+    assert walk_and_compare(ref, ker, "slice", 20, 7) >= 3  # (masks compared on the way)
+
+
+def test_the_slice_tables():
+    """V's slice (pda_layout.py): its tokens are those of only a JSON string's plain characters, and `rfirst`
+    lists every other token at its node of the trie."""
+    from llamay.constraints.kernel_engine import _slice
+
+    vocab = load_vocab("smollm2")
+    n_words = (vocab.n_vocab + 31) // 32
+    head, rfirst, rorder = _slice(vocab, n_words)
+    plain = set(range(0x20, 0x7F)) - set(b'"\\')
+    assert [b for b in range(256) if head[b >> 5] >> (b & 31) & 1] == sorted(plain)
+    in_slice = [t for t in range(vocab.n_vocab) if head[9 + (t >> 5)] >> (t & 31) & 1]
+    expect = [t for t, data in enumerate(vocab.token_bytes) if data and set(data) <= plain]
+    assert in_slice == expect and head[8] == max(len(vocab.token_bytes[t]) for t in expect)
+    trie, rest = vocab.trie, set(range(vocab.n_vocab)) - set(expect)
+    for i in range(trie.n_nodes):
+        at_node = trie.tok_order[trie.first_tok[i] : trie.first_tok[i + 1]]
+        assert list(rorder[rfirst[i] : rfirst[i + 1]]) == [t for t in at_node if t in rest]
+    assert len(rorder) == len([t for t in rest if vocab.token_bytes[t]])
