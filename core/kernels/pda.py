@@ -101,9 +101,9 @@ from .pda_layout import (
     S_EXIT,
     SET,
     SLICE_ALIVE,
-    SLICE_NEW,
     SLICE_NOT,
     SLICE_STACKS,
+    SLICE_UNKNOWN,
     SPARSE_MAX,
     ST_W,
     UNKNOWN,
@@ -217,9 +217,9 @@ def slice_alive(V, A, s0):
     """1 when every string of the slice's bytes, of at most as many as its longest token, is alive from state
     s0: then all the slice's tokens are allowed. A breadth-first search over the states those strings reach (by
     one byte of each class the slice meets), each of which must take every slice byte; 0 when one does not, or
-    when they are more than TOKS holds (the walks then find the tokens one by one); or an error. Run on a whole
-    state, before any walk of its stacks (each of them may take only some of the bytes: a key's names and the
-    other keys)."""
+    when the search gives up (the walks then find the tokens one by one); or an error. Run on a whole state,
+    before any walk of its stacks (each of them may take only some of the bytes: a key's names and the other
+    keys); the answer is kept in the state, unless the search gave up."""
     sl = V[V_SLICE]
     height = V[sl + 8]
     so = off(A, R_STATES)
@@ -229,16 +229,19 @@ def slice_alive(V, A, s0):
     if known == SLICE_ALIVE:
         return 1
     r = slice_search(V, A, s0, sl, height)
-    if r >= 0:
-        A[so + ST_W * s0 + 7] = SLICE_ALIVE if r else SLICE_NOT
-    return r
+    if r < 0:
+        return r
+    if r != SLICE_UNKNOWN:  # (a search that gave up may succeed later: its rules compiled, its states made)
+        A[so + ST_W * s0 + 7] = r
+    return 1 if r == SLICE_ALIVE else 0
 
 
 @jit
 def slice_search(V, A, s0, sl, height):
-    """`slice_alive`'s search, not cached."""
+    """`slice_alive`'s search, not cached: SLICE_ALIVE, SLICE_NOT, SLICE_UNKNOWN when it gave up (a state of
+    more than SLICE_STACKS stacks, more states than its queue holds, a limit), or an error (a rule not compiled
+    yet is compiled: the host is asked, and the search runs again)."""
     so, q, qcap = off(A, R_STATES), off(A, R_TOKS), cap(A, R_TOKS)
-    n0 = used(A, R_STATES)
     stamp = A[H_SSTAMP] + 1
     A[H_SSTAMP] = stamp
     A[so + ST_W * s0 + 6] = stamp
@@ -248,10 +251,10 @@ def slice_search(V, A, s0, sl, height):
         for j in range(lo, hi):
             s = A[q + j]
             p = A[so + ST_W * s + 4]
-            if A[so + ST_W * s + 1] > SLICE_STACKS or used(A, R_STATES) - n0 > SLICE_NEW:
-                return 0
             if not subset(V, sl, A, first_at(A, p)):
-                return 0
+                return SLICE_NOT
+            if A[so + ST_W * s + 1] > SLICE_STACKS:
+                return SLICE_UNKNOWN
             if d == height - 1:
                 continue
             pa = part_at(A, p)
@@ -260,20 +263,22 @@ def slice_search(V, A, s0, sl, height):
                 if b < 0:
                     continue
                 t = entry(A, s, b)
-                if t in (DEAD, LIMIT, RULE):  # (a limit, or a rule, the walks may never reach: no slice)
-                    return 0
+                if t == DEAD:
+                    return SLICE_NOT
+                if t == LIMIT:  # (a limit the walks may never reach)
+                    return SLICE_UNKNOWN
                 if t < 0:
                     return t
                 if A[so + ST_W * t + 6] != stamp:
                     if n >= qcap:
-                        return 0
+                        return SLICE_UNKNOWN
                     A[so + ST_W * t + 6] = stamp
                     A[q + n] = t
                     n += 1
         if n == hi:
-            return 1
+            return SLICE_ALIVE
         lo, hi = hi, n
-    return 1
+    return SLICE_ALIVE
 
 
 @jit

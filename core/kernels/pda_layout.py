@@ -82,7 +82,7 @@ HDR = H_REG + REG_W * N_REGIONS
 ST_W = 8  # a state: off, len, flags, hash, partition, its row of TRANS, the last slice check to reach it, its slice
 SLICE_UNKNOWN, SLICE_ALIVE, SLICE_NOT = 0, 1, 2  # a state's slice (`pda.slice_alive` from it)
 SLICE_STACKS = 32  # a slice check gives up at a state of more stacks (costly to step: sets of strings' unique items)
-SLICE_NEW = 64  # and once it made this many new states (the walks would not have needed them all)
+# (and past SPARSE_MAX states, the room of TOKS, its queue)
 PT_W = 5  # a partition: off, n (set rows), hash, classes, dead class
 PT_CLASS, PT_BYTES = 256, 512  # a partition's per-byte class, then its classes' bytes, after its n set rows
 WIDTH = (1, 4, 1, 4, 1, 1, ST_W, 1, 1, 1, 6, 1, 4, 1, 3, 1, -1, 1, 1, 2, 3, 1, 1, 3, 1, 1, -1, -1, 1, PT_W, 1, 1, 1)
