@@ -493,8 +493,8 @@ class KernelEngine:
 
     def _input(self, values: array) -> None:
         a = self.arena
-        while len(values) > a.caps[L.R_INPUT]:
-            a.grow(L.R_INPUT)
+        if len(values) > a.caps[L.R_INPUT]:  # (once: each grow copies the whole arena)
+            a.grow(L.R_INPUT, len(values))
         self.be.write_i32(a.buf, values, a.offs[L.R_INPUT])
         self.be.write_i32(a.buf, [len(values)], L.H_REG + L.REG_W * L.R_INPUT + 2)  # kept if the arena grows
 

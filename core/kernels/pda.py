@@ -103,6 +103,7 @@ from .pda_layout import (
     SLICE_ALIVE,
     SLICE_NOT,
     SLICE_STACKS,
+    SLICE_STATES,
     SLICE_UNKNOWN,
     SPARSE_MAX,
     ST_W,
@@ -241,7 +242,7 @@ def slice_search(V, A, s0, sl, height):
     """`slice_alive`'s search, not cached: SLICE_ALIVE, SLICE_NOT, SLICE_UNKNOWN when it gave up (a state of
     more than SLICE_STACKS stacks, more states than its queue holds, a limit), or an error (a rule not compiled
     yet is compiled: the host is asked, and the search runs again)."""
-    so, q, qcap = off(A, R_STATES), off(A, R_TOKS), cap(A, R_TOKS)
+    so, q, qcap = off(A, R_STATES), off(A, R_TOKS), min(cap(A, R_TOKS), SLICE_STATES)
     stamp = A[H_SSTAMP] + 1
     A[H_SSTAMP] = stamp
     A[so + ST_W * s0 + 6] = stamp
