@@ -59,6 +59,7 @@ from .pda_layout import (
     H_REST,
     H_ROOT,
     H_SLICED,
+    H_SRULES,
     H_SSTAMP,
     H_VISITED,
     H_WALKS,
@@ -102,6 +103,7 @@ from .pda_layout import (
     SET,
     SLICE_ALIVE,
     SLICE_NOT,
+    SLICE_RULES,
     SLICE_STACKS,
     SLICE_STATES,
     SLICE_UNKNOWN,
@@ -238,10 +240,25 @@ def slice_alive(V, A, s0):
 
 
 @jit
+def slice_gives_up(A, t):
+    """1 when a slice search gives up at `entry`'s result t: a limit (the walks may never reach it), or a rule not
+    compiled yet past SLICE_RULES in one operation (each is compiled by the host, and the operation starts over:
+    a few, not all of a large trie's)."""
+    if t == LIMIT:
+        return 1
+    if t == RULE:
+        if A[H_SRULES] >= SLICE_RULES:
+            return 1
+        A[H_SRULES] += 1
+    return 0
+
+
+@jit
 def slice_search(V, A, s0, sl, height):
     """`slice_alive`'s search, not cached: SLICE_ALIVE, SLICE_NOT, SLICE_UNKNOWN when it gave up (a state of
-    more than SLICE_STACKS stacks, more states than its queue holds, a limit), or an error (a rule not compiled
-    yet is compiled: the host is asked, and the search runs again)."""
+    more than SLICE_STACKS stacks, more states than its queue holds, a limit, more rules not compiled yet than
+    SLICE_RULES in one operation), or an error (a rule not compiled yet is compiled: the host is asked, and the
+    search runs again)."""
     so, q, qcap = off(A, R_STATES), off(A, R_TOKS), min(cap(A, R_TOKS), SLICE_STATES)
     stamp = A[H_SSTAMP] + 1
     A[H_SSTAMP] = stamp
@@ -266,7 +283,7 @@ def slice_search(V, A, s0, sl, height):
                 t = entry(A, s, b)
                 if t == DEAD:
                     return SLICE_NOT
-                if t == LIMIT:  # (a limit the walks may never reach)
+                if slice_gives_up(A, t):
                     return SLICE_UNKNOWN
                 if t < 0:
                     return t
@@ -711,6 +728,7 @@ def pda(V, A):
         r = import_state(A)
     if r == FULL:
         return NEED_GROW
+    A[H_SRULES] = 0 if r != RULE else A[H_SRULES]  # (counted over one operation, its starts over included)
     if r == LIMIT:
         return LIMIT_PASSED
     if r == RULE:

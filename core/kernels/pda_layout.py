@@ -69,7 +69,7 @@ SHORTCUT = 16  # nodes below which a subtree has a shortcut set
 (H_OP, H_ARG, H_ARG2, H_RES, H_RES_FLAGS, H_N_STATES, H_N_MASKS, H_GROW, H_ERR_LIMIT, H_ERR_AMOUNT, H_ERR_POS,
  H_MAX_STACKS, H_MAX_DEPTH, H_BUDGET, H_CHAINS, H_HORIZON, H_N_WORDS, H_REHASH, H_STAMP, H_VISITED, H_WALKS,
  H_P_KIND, H_P_ARG, H_P_SETS, H_P_RULES, H_P_ALTS, H_P_REPS, H_END_POS, H_ROOT, H_NTOK, H_NEX, H_REST, H_M_OFF,
- H_M_LEN, H_DIRTY, H_HEAVY, H_SSTAMP, H_SLICED) = range(38)  # fmt: skip
+ H_M_LEN, H_DIRTY, H_HEAVY, H_SSTAMP, H_SLICED, H_SRULES) = range(39)  # fmt: skip
 H_FRAMES = 48  # 2 * MAX_CUTS words: the frames of a stack being cut
 H_REG = 64  # the region directory: REG_W words per region
 REG_W = 3  # offset, capacity (entries), used (entries)
@@ -82,6 +82,8 @@ HDR = H_REG + REG_W * N_REGIONS
 ST_W = 8  # a state: off, len, flags, hash, partition, its row of TRANS, the last slice check to reach it, its slice
 SLICE_UNKNOWN, SLICE_ALIVE, SLICE_NOT = 0, 1, 2  # a state's slice (`pda.slice_alive` from it)
 SLICE_STACKS = 32  # a slice check gives up at a state of more stacks (costly to step: sets of strings' unique items)
+SLICE_RULES = 16  # and at a rule not compiled yet past this many in one operation (H_SRULES: those asked for;
+# slice 0's masks in one process: 1 rule 74 us a mask, p99 924 us; 4: 69, 905; 16: 66, 862; 48: 69, 901; any: 71, 951)
 SLICE_STATES = 128  # and past this many states (its queue is TOKS: at most SPARSE_MAX; slice 0's masks, in one
 # process: 64 states 76 us a mask, p99 946 us; 128: 71, 951; 256: 73, 1,008)
 PT_W = 5  # a partition: off, n (set rows), hash, classes, dead class
