@@ -241,3 +241,26 @@ def test_the_slice_tables():
         at_node = trie.tok_order[trie.first_tok[i] : trie.first_tok[i + 1]]
         assert list(rorder[rfirst[i] : rfirst[i + 1]]) == [t for t in at_node if t in rest]
     assert len(rorder) == len([t for t in rest if vocab.token_bytes[t]])
+
+
+@pytest.mark.parametrize("rules", [0, 16])
+def test_a_slice_search_that_gives_up_leaves_the_walks_to_it(monkeypatch, rules):
+    """A key of an object of 40 long names (a trie of rules of its own, compiled as reached): with no rule the
+    slice search may ask for (L.SLICE_RULES 0, on the portable reference, whose constants are read as it runs)
+    it gives up at the first key and the walks find every token; with some, it is sliced. The Python engine's
+    masks either way."""
+    from llamay.kernels import pda
+
+    monkeypatch.setattr(pda, "SLICE_RULES", rules)
+    vocab = load_vocab("stories260K")
+    schema = {"type": "object", "properties": {f"name_{i:02d}_{'x' * 12}": {"type": "string"} for i in range(40)}}
+    progs = [compile_grammar(schema_to_grammar(schema)) for _ in range(2)]
+    ref, ker = GrammarConstraint(progs[0], vocab), GrammarConstraint(progs[1], vocab)
+    ref.engine = PythonEngine(progs[0], vocab, ref.limits)
+    ker.engine = KernelEngine(progs[1], vocab, ker.limits, require_backend("portable"))
+    sliced = []
+    for prefix in (b'{"', b'{"name_1', b'{"name_12_xx'):
+        st_r, st_k = ref.advance_bytes(ref.start(), prefix), ker.advance_bytes(ker.start(), prefix)
+        assert ker.allowed(st_k).bits == ref.allowed(st_r).bits, prefix
+        sliced.append(ker.engine.sliced)
+    assert (sliced[0] > 0) == (rules > 0)  # (later keys find the rules the first one's walks compiled)
