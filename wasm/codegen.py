@@ -9,8 +9,8 @@
 - `generated_ops.h`: the kernel ops (`llamay.kernels.ops.OPS`) that have an export: their op codes
   (`LLAMAY_OP_*`, numbered as `runtime.OPS`), the exports' prototypes, and the cases of `llamay_exec`'s dispatch
   (`LLAMAY_EXEC_CASES`), which read each argument from its words of the command;
-- `generated_pda.h`: the `pda` op (core/kernels/pda.py, pda_automaton.py and pda_tables.py) translated to C from
-  its Python source (`scalar_c.py`): wasm/src/pda.c exports it.
+- `generated_pda.h`: the `pda` op (core/kernels/pda.py, pda_walk.py, pda_automaton.py and pda_tables.py)
+  translated to C from its Python source (`scalar_c.py`): wasm/src/pda.c exports it.
 
 They are written next to the build's objects, not into wasm/src (`python wasm/build.py --headers` prints them);
 their text is part of `build.sources_hash`, so a module built before a declaration changed shows as stale.
@@ -129,7 +129,7 @@ def ops_header() -> str:
 def pda_header() -> str:
     """The `pda` op's functions, translated from their Python source (scalar_c.py), and the helpers they use."""
     lines = [
-        BANNER.format(what="llamay.kernels.pda and pda_automaton (wasm/scalar_c.py)"),
+        BANNER.format(what="llamay.kernels.pda, pda_walk and pda_automaton (wasm/scalar_c.py)"),
         "#ifndef LLAMAY_GENERATED_PDA_H\n#define LLAMAY_GENERATED_PDA_H\n",
         "#include <stdint.h>\n",
         "static inline int64_t pda_max(int64_t a, int64_t b) { return a > b ? a : b; }",

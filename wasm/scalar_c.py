@@ -1,6 +1,6 @@
 """C from the scalar kernels' Python source: the `pda` op's modules (core/kernels/pda_tables.py, pda_automaton.py,
-pda.py) are written in the subset of Python that numba compiles, and the same text becomes the wasm kernel here, so
-the reference, the numba kernel and the C kernel are one source (`codegen.headers` puts the result in
+pda_walk.py, pda.py) are written in the subset of Python that numba compiles, and the same text becomes the wasm
+kernel here, so the reference, the numba kernel and the C kernel are one source (`codegen.headers` puts the result in
 `generated_pda.h`; wasm/src/pda.c exports it).
 
 The subset: functions of int parameters and int32 buffers (the parameters named in `BUFFERS`), int locals
@@ -17,7 +17,8 @@ import importlib
 import inspect
 
 BUFFERS = ("V", "A", "src")  # parameters that are int32 buffers
-MODULES = ("llamay.kernels.pda_tables", "llamay.kernels.pda_automaton", "llamay.kernels.pda")
+MODULES = ("llamay.kernels.pda_tables", "llamay.kernels.pda_automaton", "llamay.kernels.pda_walk",
+           "llamay.kernels.pda")  # fmt: skip
 C_WORDS = {"do", "int", "char", "case", "default", "switch", "goto", "auto", "register", "signed", "unsigned",
            "long", "short", "static", "const", "extern", "volatile", "union", "struct", "enum", "typedef",
            "sizeof", "float", "double", "void", "inline", "restrict"}  # fmt: skip

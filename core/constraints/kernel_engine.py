@@ -45,7 +45,7 @@ def words(bits: int) -> list[int]:
 
 # The slice: a JSON string's plain characters (printable ASCII but the quote and the backslash). Most of a
 # vocabulary's tokens are made of them only, and where a string of them may follow (string contents, keys, most
-# patterns' free text), the walk sets those tokens as one mask and looks only for the rest (`pda.slice_alive`).
+# patterns' free text), the walk sets those tokens as one mask and looks only for the rest (`pda_walk.slice_alive`).
 _SLICE_BYTES = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\")}
 
 
@@ -530,7 +530,7 @@ class KernelEngine:
 
     @property
     def sliced(self) -> int:
-        """Masks of this arena whose slice tokens were set at once (`pda.slice_alive`)."""
+        """Masks of this arena whose slice tokens were set at once (`pda_walk.slice_alive`)."""
         return self._header(L.H_SLICED)
 
     @property

@@ -80,7 +80,7 @@ REG_W = 3  # offset, capacity (entries), used (entries)
 N_REGIONS = 33
 HDR = H_REG + REG_W * N_REGIONS
 ST_W = 8  # a state: off, len, flags, hash, partition, its row of TRANS, the last slice check to reach it, its slice
-SLICE_UNKNOWN, SLICE_ALIVE, SLICE_NOT = 0, 1, 2  # a state's slice (`pda.slice_alive` from it)
+SLICE_UNKNOWN, SLICE_ALIVE, SLICE_NOT = 0, 1, 2  # a state's slice (`pda_walk.slice_alive` from it)
 SLICE_STACKS = 32  # a slice check gives up at a state of more stacks (costly to step: sets of strings' unique items)
 SLICE_RULES = 16  # and at a rule not compiled yet past this many in one operation (H_SRULES: those asked for;
 # slice 0's masks in one process: 1 rule 74 us a mask, p99 924 us; 4: 69, 905; 16: 66, 862; 48: 69, 901; any: 71, 951)

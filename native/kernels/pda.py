@@ -1,8 +1,8 @@
-"""The grammar automaton and its token masks (op `pda`), compiled by numba from the reference's own source (one scalar
-source, `llamay.kernels.pda`, `pda_automaton` and `pda_tables`): each module's text is run again as a module of the
-package `pda_jit` here, with `jit` set to numba's njit, so that its relative imports find the compiled siblings (and
-numba's on-disk cache, beside the sources, finds them again in the next process; it is dropped when any of them
-changes, as the other kernels' is: `drop_stale_cache`)."""
+"""The grammar automaton and its token masks (op `pda`), compiled by numba from the reference's own source (one
+scalar source, `llamay.kernels.pda`, `pda_walk`, `pda_automaton` and `pda_tables`): each module's text is run again
+as a module of the package `pda_jit` here, with `jit` set to numba's njit, so that its relative imports find the
+compiled siblings (and numba's on-disk cache, beside the sources, finds them again in the next process; it is dropped
+when any of them changes, as the other kernels' is: `drop_stale_cache`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from llamay.kernels import pda_layout
 from . import drop_stale_cache
 
 PACKAGE = __name__ + "_jit"
-_SOURCES = ("pda_layout", "pda_tables", "pda_automaton", "pda")
+_SOURCES = ("pda_layout", "pda_tables", "pda_automaton", "pda_walk", "pda")
 
 
 def _compiled(name: str) -> types.ModuleType:

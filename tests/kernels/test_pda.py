@@ -249,9 +249,9 @@ def test_a_slice_search_that_gives_up_leaves_the_walks_to_it(monkeypatch, rules)
     slice search may ask for (L.SLICE_RULES 0, on the portable reference, whose constants are read as it runs)
     it gives up at the first key and the walks find every token; with some, it is sliced. The Python engine's
     masks either way."""
-    from llamay.kernels import pda
+    from llamay.kernels import pda_walk
 
-    monkeypatch.setattr(pda, "SLICE_RULES", rules)
+    monkeypatch.setattr(pda_walk, "SLICE_RULES", rules)
     vocab = load_vocab("stories260K")
     schema = {"type": "object", "properties": {f"name_{i:02d}_{'x' * 12}": {"type": "string"} for i in range(40)}}
     progs = [compile_grammar(schema_to_grammar(schema)) for _ in range(2)]
