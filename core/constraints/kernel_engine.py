@@ -30,14 +30,13 @@ from .compile import Program
 from .limits import ConstraintLimitError, ConstraintLimits
 from .vocab import ConstraintVocab
 
-_WORDS = tuple(range(8))
 _RESULT = struct.Struct("<4i")  # H_RES, H_RES_FLAGS, H_N_STATES, H_N_MASKS
 
 
-def words(bits: int) -> list[int]:
-    """A 256-bit set as 8 signed int32 words (little-endian)."""
+def words(bits: int, n: int = 8) -> list[int]:
+    """A set of 32 * n bits (a byte set: 256) as n signed int32 words (little-endian)."""
     out = []
-    for k in _WORDS:
+    for k in range(n):
         w = bits >> (32 * k) & 0xFFFFFFFF
         out.append(w - (1 << 32) if w >= 1 << 31 else w)
     return out
@@ -59,14 +58,13 @@ def _slice(vocab: ConstraintVocab, n_words: int) -> tuple[array, array, array]:
             bits |= 1 << t
             height = max(height, len(tb[t]))
     byte_set = sum(1 << b for b in _SLICE_BYTES)
-    mask = [(w - (1 << 32) if w >= 1 << 31 else w) for w in (bits >> (32 * k) & 0xFFFFFFFF for k in range(n_words))]
     rfirst, rorder = array("i"), array("i")
     order, first = trie.tok_order, trie.first_tok
     for i in range(trie.n_nodes):
         rfirst.append(len(rorder))
         rorder.extend(t for t in order[first[i] : first[i + 1]] if not in_slice[t])
     rfirst.append(len(rorder))
-    return array("i", [*words(byte_set), height, *mask]), rfirst, rorder
+    return array("i", [*words(byte_set), height, *words(bits, n_words)]), rfirst, rorder
 
 
 class VocabTables:
