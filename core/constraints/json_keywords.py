@@ -195,9 +195,10 @@ def value_type(v: Any) -> str:
     return {str: "string", type(None): "null", list: "array", dict: "object"}.get(type(v), "?")
 
 
-def type_matches(value: Any, t: str) -> bool:
+def has_type(value: Any, types: list[str]) -> bool:
+    """Whether the value has one of `types` (an integer is a number too)."""
     vt = value_type(value)
-    return vt == t or (t == "number" and vt == "integer")
+    return vt in types or (vt == "integer" and "number" in types)
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

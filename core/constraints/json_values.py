@@ -14,7 +14,7 @@ from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, decimal_multiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
-from .json_keywords import NOT_IN, VOCABULARY, value_type
+from .json_keywords import NOT_IN, VOCABULARY, has_type, value_type
 from .json_numbers import DIGIT, divisible_by, integer_bounds, integer_range, number_range
 from .json_string_product import string_product
 from .json_strings import json_encoded, within_lengths
@@ -69,7 +69,7 @@ def literal_texts(c: Any, values: list, schema: dict, path: str) -> list[list[st
 
 
 def _literal_texts(c: Any, values: list, types: list | None, others: dict, schema: dict, path: str) -> list[list[str]]:
-    keep = values if types is None else [v for v in values if _of_types(value_type(v), types)]
+    keep = values if types is None else [v for v in values if has_type(v, types)]
     if others:  # the values the other keywords' grammar accepts (valid against them: it is sound)
         keep = fitting(c, others, keep, path)
     if "const" in schema and "enum" in schema:
@@ -84,11 +84,6 @@ def _literal_texts(c: Any, values: list, types: list | None, others: dict, schem
     for v in keep:
         groups.setdefault(canonical(v), []).extend(spellings(v, decimal))
     return [list(dict.fromkeys(g)) for g in groups.values()]
-
-
-def _of_types(vt: str, types: list) -> bool:
-    """Whether a value of type `vt` (value_type) has one of `types` (json_keywords.type_matches)."""
-    return vt in types or (vt == "integer" and "number" in types)
 
 
 def fitting(c: Any, schema: dict, values: list, path: str) -> list:
