@@ -25,6 +25,11 @@ subset of the keys), so none decodes to a listed name. `required`,
 the listed properties; other members count at most once towards `minProperties` (two may share a key) and
 each towards `maxProperties` (a bound on the distinct ones). With `patternProperties` the other members are
 `pattern-kv` (json_objects.py), never the trie's other keys.
+
+`ordered` (llama.cpp's listed order, for an object of many listed properties: json_objects.py): the listed
+properties offered are those after the last one written, up to the first required one, and none after another
+member; the same rules, so a key is a walk down the trie of the names that may come next, not one parse per
+property.
 """
 
 from __future__ import annotations
@@ -69,8 +74,10 @@ class Members:
         max_props: int | None,
         max_extra: int | None,
         standalone: bool = False,
+        ordered: bool = False,
     ) -> None:
         self.c = c
+        self.ordered = ordered  # listed properties in the order listed, other members after them (module doc)
         self.standalone = standalone  # one member, what follows it the caller's (other_keys)
         self.base = base
         self.names = [n for n, _ in items]
@@ -84,7 +91,8 @@ class Members:
         self.extra = extra
         self.min_props, self.max_props, self.max_extra = min_props, max_props, max_extra
         # k beyond this many changes nothing (maxProperties, the cap on other members, or "one more" for min)
-        self.k_cap = max(max_props or 0, max_extra or 0, 1 if min_props else 0)
+        # (ordered: k > 0 also says another member was written, so no listed one follows)
+        self.k_cap = max(max_props or 0, max_extra or 0, 1 if min_props or ordered else 0)
         self.trie: list[dict[str, int]] | None = None  # built on first use: children by character, per node
         self.ends: dict[int, int] = {}  # trie node -> the listed property (index) whose name ends there
         self.plain: list[bool] = []  # per trie node: its prefix holds no character another key cannot hold
@@ -160,13 +168,17 @@ class Members:
         if known is not None:
             return known
         full = self.needed(done)
+        if self.ordered and full & ~done & ~self._after(done, k):
+            self.viable_memo[key] = False  # (a needed property before the last one written: never now)
+            return False
         distinct = full.bit_count() + min(k, 1)
         total = full.bit_count() + k
         if distinct < self.min_props and k == 0 and self.extra is not None and self.max_extra != 0:
             distinct, total = distinct + 1, total + 1
         if distinct < self.min_props:
+            after = self._after(done, k)
             for p in sorted(range(len(self.names)), key=lambda p: self.needed(1 << p).bit_count()):
-                if not full >> p & 1:
+                if not full >> p & 1 and after >> p & 1:
                     more = self.needed(full | 1 << p)
                     distinct += (more & ~full).bit_count()
                     total += (more & ~full).bit_count()
@@ -177,16 +189,27 @@ class Members:
         self.viable_memo[key] = ok
         return ok
 
+    def _after(self, done: int, k: int) -> int:
+        """The listed properties the order still allows after `done` and k others (all but `done` in any
+        order; `ordered`: those after the last one written, none after another member)."""
+        every = (1 << len(self.names)) - 1
+        if not self.ordered:
+            return every & ~done
+        return 0 if k else every & ~((1 << done.bit_length()) - 1)
+
     def offered(self, done: int, k: int) -> int:
         """The listed properties that may be written next (as a bit set)."""
         out = self.offered_memo.get((done, k))
         if out is None:
             out = 0
+            after = self._after(done, k)
+            if self.ordered and (first := self.needed(done) & ~done & after):
+                after &= (first & -first) * 2 - 1  # (none past the first needed one not written)
             if self.max_props is None and not self.min_props:  # (every completion closes: `viable` holds)
-                out = (1 << len(self.names)) - 1 & ~done
+                out = after
             elif self.max_props is None or self.count(done, k) < self.max_props:
                 for p in range(len(self.names)):
-                    if not done >> p & 1 and self.viable(done | 1 << p, k):
+                    if after >> p & 1 and self.viable(done | 1 << p, k):
                         out |= 1 << p
             self.offered_memo[done, k] = out
         return out

@@ -1,7 +1,8 @@
 """JSON Schema objects: listed properties, required ones, other members (additional or matching a
 `patternProperties` pattern), `minProperties` / `maxProperties` and dependencies. By default the members come
 in any order, each listed property at most once (json_members.py: exact, built lazily); `listed_order`
-(llama.cpp's layout) writes the listed properties in the order written, other members after them.
+(llama.cpp's layout) writes the listed properties in the order written, other members after them (past
+_ORDERED_TRIE_FROM listed properties as json_members' key trie, `ordered`: the same order, its counts exact).
 
 Exact where it can be, a subset of the valid objects where not (never an invalid one):
 - a listed property (or a dependency, or a property with dependencies) whose name matches patterns gets its
@@ -32,6 +33,9 @@ from .regex import parse_pattern
 
 SPACE = Ref("space")
 COMMA = seq(Lit(","), SPACE)
+# listed_order with more listed properties than this: json_members' key trie (`ordered`), not llama.cpp's layout,
+# whose each key is a parse per property that may come next (3,000 optional ones passed max_stacks at the first)
+_ORDERED_TRIE_FROM = 64
 
 
 def pattern_automaton(c: Any, node: Node) -> Any:
@@ -113,9 +117,9 @@ def object_rule(c: Any, schema: dict, name: str, path: str, tail: bool = False) 
     elif extra_allowed:
         value = c.visit(addl, child("additional-value"), f"{path}/additionalProperties")
         extra = ("additional", c.named(value, child("add")))
-    if c.listed_order or tail:
+    if tail or (c.listed_order and len(items) <= _ORDERED_TRIE_FROM):
         return _in_order(c, schema, items, is_required, extra, [*props, *forbidden], child, path, tail)
-    return _any_order(c, items, forbidden, is_required, deps, extra, lo, hi, child, path)
+    return _any_order(c, items, forbidden, is_required, deps, extra, lo, hi, child, path, c.listed_order)
 
 
 def _names_listed(c: Any, schema: dict, path: str) -> dict | None:
@@ -196,8 +200,9 @@ def _property_names(c: Any, names: Any, props: dict, is_required: set, forbidden
 
 
 def _any_order(c: Any, items: list, forbidden: list, is_required: set, deps: dict, extra, lo: int, hi, child,
-               path: str) -> Node:  # fmt: skip
-    """The members in any order (json_members.py): exact on the listed properties and their counts."""
+               path: str, ordered: bool = False) -> Node:  # fmt: skip
+    """The members in any order (json_members.py): exact on the listed properties and their counts; `ordered`:
+    in the order listed, other members after them (json_members.Members)."""
     written = {p for p, _ in items}
     for p in list(written):  # a property whose dependency can never be written can never be written either
         if any(d not in written for d in deps.get(p, ())):
@@ -212,7 +217,9 @@ def _any_order(c: Any, items: list, forbidden: list, is_required: set, deps: dic
         lo = 0
     if hi is not None and len(is_required) > hi:
         raise ConstraintError(f"{path}: {len(is_required)} required properties are more than maxProperties {hi}")
-    m = Members(c, c.prefix(child("members")), items, excluded, is_required, deps, extra, lo, hi, c.max_items)
+    m = Members(
+        c, c.prefix(child("members")), items, excluded, is_required, deps, extra, lo, hi, c.max_items, ordered=ordered
+    )
     return seq(Lit("{"), SPACE, m.entry(), Lit("}"), SPACE)
 
 

@@ -192,15 +192,18 @@ class _ProgramWords:
         prog = self.program
         kind, args, sets, rules, alts, reps = self.parts
         n = len(kind)
-        for k, a in zip(prog.kind[n:], prog.arg[n:], strict=True):
-            if k == L.BYTES:
-                sid = self.set_ids.get(a)
+        new_kind, new_args = prog.kind[n:], prog.arg[n:]
+        set_ids, byte_set = self.set_ids, L.BYTES
+        for i, k in enumerate(new_kind):
+            if k == byte_set:  # (a set's row, numbered as first met)
+                a = new_args[i]
+                sid = set_ids.get(a)
                 if sid is None:
-                    sid = self.set_ids[a] = len(self.set_ids)
+                    sid = set_ids[a] = len(set_ids)
                     sets.extend(words(a))
-                a = sid
-            args.append(a)
-        kind.extend(prog.kind[n:])
+                new_args[i] = sid
+        args.extend(new_args)
+        kind.extend(new_kind)
         for rep in prog.reps[len(reps) // 3 :]:
             reps.extend(rep)
         table = prog.rule_alts

@@ -85,3 +85,66 @@ def agree(a: Automaton, check, schema: dict, data) -> None:
         else:
             expected = check.is_valid(dict(pairs))
         assert a.accepts_bytes(text.encode()) == expected, (schema, text)
+
+
+def in_listed_order(keys: list[str], names: list[str]) -> bool:
+    """Listed names in the order listed, other keys after every listed one (llama.cpp's layout)."""
+    at, other = -1, False
+    for key in keys:
+        if key in names:
+            if other or names.index(key) <= at:
+                return False
+            at = names.index(key)
+        else:
+            other = True
+    return True
+
+
+@pytest.mark.native_only
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_listed_order_as_a_key_trie_agrees_with_jsonschema_in_that_order(data):
+    """`ordered` (listed_order past json_objects._ORDERED_TRIE_FROM properties, here from 0): a document is
+    accepted exactly when `jsonschema` takes it and its keys are in the listed order, other keys last. The
+    dependencies of a property are required in that order (json_objects.py: a subset), so the reference is
+    the schema with them required."""
+    pytest.importorskip("jsonschema")
+    from llamay.constraints import json_objects
+
+    schema = data.draw(objects())
+    deps = [d for ds in schema.get("dependentRequired", {}).values() for d in ds]
+    check = schema_validator({**schema, "required": list(dict.fromkeys([*schema["required"], *deps]))})
+    names = list(schema["properties"])
+    default, json_objects._ORDERED_TRIE_FROM = json_objects._ORDERED_TRIE_FROM, 0
+    try:
+        a = Automaton(compile_grammar(schema_to_grammar(schema, listed_order=True)))
+    finally:
+        json_objects._ORDERED_TRIE_FROM = default
+    fits = {"integer": "1", "string": '"s"'}  # (a value of each property's schema: the order decides)
+    listed = [
+        f"{json.dumps(n, ensure_ascii=False)}:{fits.get(schema['properties'][n].get('type'), 'null')}" for n in names
+    ]
+    drawn = [data.draw(documents(schema)) for _ in range(40)]
+    for text in ["{" + ",".join(listed) + "}", "{" + ",".join(listed[::-1]) + "}", *drawn]:
+        pairs = json.loads(text, object_pairs_hook=list)
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys) and not any(keys.count(n) > 1 for n in names):
+            continue  # (another key twice: jsonschema sees one member; the grammar may take both)
+        expected = len(set(keys)) == len(keys) and in_listed_order(keys, names) and check.is_valid(dict(pairs))
+        assert a.accepts_bytes(text.encode()) == expected, (schema, text)
+
+
+def test_thousands_of_optional_properties_in_listed_order_are_a_key_trie():
+    """An API request's schema (llama.cpp's listed order) of 3,000 optional properties: each key a walk down
+    the names' trie (llama.cpp's layout explored a parse per property at the first key, past max_stacks)."""
+    from llamay.constraints import LLAMACPP
+
+    names = [f"prop_{i:04d}_{'x' * (i % 17)}" for i in range(3000)]
+    schema = {"type": "object", "properties": {n: {"type": "string"} for n in names}}
+    a = Automaton(compile_grammar(schema_to_grammar(schema, **LLAMACPP)))
+    first, then, last = names[5], names[1234], names[2999]
+    assert a.accepts_bytes(f'{{"{first}":"a","{then}":"b","{last}":"c"}}'.encode())
+    assert a.accepts_bytes(b"{}")
+    assert not a.accepts_bytes(f'{{"{then}":"b","{first}":"a"}}'.encode())  # (out of the listed order)
+    assert not a.accepts_bytes(f'{{"{first}":"a","{first}":"a"}}'.encode())
+    assert not a.accepts_bytes(b'{"other":"a"}')  # (closed: llama.cpp's objects)
