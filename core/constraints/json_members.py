@@ -35,6 +35,7 @@ property.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from .grammar import EMPTY, Alt, Chars, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
@@ -48,6 +49,24 @@ KEY_CHAR = Chars(_RAW_OUT, negated=True)
 # (each character nests an alternative in a sequence: within the grammar's max_nesting)
 _INLINE, _DEPTH = 32, 12
 _ROOT_INLINE = 256  # (`trie_root`) a names trie of at most this many characters is written into a set's rule
+
+
+_WIDE = "\x80"  # the first character UTF-8 writes in more than one byte
+_WIDE_KEY_CHAR = Chars(((0x80, 0x10FFFF),))  # a key character past ASCII (all are raw)
+
+
+@lru_cache(maxsize=4096)
+def _ascii_key_chars(excluded: frozenset[str]) -> Chars:
+    """The ASCII characters a key writes as they are, but `excluded`: one BYTES element, no rule (a negated
+    class is also every wide character: a rule of its own for each node's class)."""
+    ranges: list[tuple[int, int]] = []
+    for c in range(0x20, 0x7F):
+        if _is_raw(chr(c)) and chr(c) not in excluded:
+            if ranges and ranges[-1][1] == c - 1:
+                ranges[-1] = (ranges[-1][0], c)
+            else:
+                ranges.append((c, c))
+    return Chars(tuple(ranges))
 
 
 def _is_raw(ch: str) -> bool:
@@ -386,13 +405,19 @@ class Members:
         options = [seq(Lit(ch), self.other_node(child, depth + 1) if self.inlined(child, depth)
                        else Ref(self.other_key(child)))
                    for ch, child in children.items() if self.plain[child]]  # fmt: skip
-        others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
-        more = Repeat(KEY_CHAR, 0, self.c.max_string_length)
-        options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more))
+        # another character, then any: the rest one rule for every node (a repetition lowered once, not per node)
+        more = Ref(self.rule(("o-rest",), lambda: Repeat(KEY_CHAR, 0, self.c.max_string_length)))
+        if all(ch < _WIDE for ch in children):  # (ASCII names: the wide characters one class for every node)
+            options.append(seq(_ascii_key_chars(frozenset(children)), more))
+            options.append(seq(_WIDE_KEY_CHAR, more))
+        else:
+            others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
+            options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more))
         if self.ends.get(at) is None:
             options.append(EMPTY)
         self.c.budget.charge(len(options) + len(children), f"{self.base} (other keys)")
-        return _alt(options)
+        # (each option begins with another character: none to merge, as `alt` would)
+        return Alt(tuple(options)) if len(options) > 1 else options[0]
 
     def other_end(self, done: int, k: int) -> Node:
         """What follows another key's closing quote."""
