@@ -41,6 +41,7 @@ class PatternKeys:
         self.reach: dict[tuple[int, ...], tuple[Node, ...]] = {}
         self.steps: dict[tuple[tuple[int, ...], str], tuple[int, ...]] = {}  # (states, character) -> next states
         self.ends: dict[tuple[int, ...], Node | None] = {}  # states -> `value` (searches ask again and again)
+        self.nexts: dict[tuple[int, ...], tuple[tuple[int, ...], ...]] = {}  # states -> `successors`
 
     def start(self) -> tuple[int, ...]:
         return tuple(a.initial.id for a in self.automata)
@@ -49,6 +50,15 @@ class PatternKeys:
         got = self.steps.get((states, ch))
         if got is None:
             got = self.steps[states, ch] = self._step(states, ch)
+        return got
+
+    def successors(self, states: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        """The states a key's next character off the names' trie leads to, each once, in the order of the free
+        classes (searches over keys' states follow every state's edges again and again: once each here)."""
+        got = self.nexts.get(states)
+        if got is None:
+            nexts = (self.step(states, chr(lo)) for lo, _ in self.free_classes) if self.alive(states) else ()
+            got = self.nexts[states] = tuple(dict.fromkeys(nexts))
         return got
 
     def _step(self, states: tuple[int, ...], ch: str) -> tuple[int, ...]:

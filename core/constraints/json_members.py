@@ -469,12 +469,10 @@ def _key_values(m: Members, states: tuple[int, ...]) -> tuple[Node, ...]:
                 value = keys.value(st)
                 if value is not None:
                     found[value] = None
-                if keys.alive(st):
-                    for lo, _ in keys.free_classes:
-                        nxt = keys.step(st, chr(lo))
-                        if nxt not in seen:
-                            seen.add(nxt)
-                            below.append(nxt)
+                for nxt in keys.successors(st):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        below.append(nxt)
             level = below
         m.c.budget.charge(len(seen), f"{m.base} (members)")
         known = keys.reach[states] = tuple(found)
