@@ -97,7 +97,7 @@ def object_rule(c: Any, schema: dict, name: str, path: str, tail: bool = False) 
     for pname, pschema in props.items():
         mark = c.checkpoint()
         try:
-            value = c.named(c.visit(pschema, child(pname), f"{path}/properties/{pname}"), child(pname))
+            value = c.named(c.visit_shared(pschema, child(pname), f"{path}/properties/{pname}"), child(pname))
         except ConstraintLimitError:
             raise
         except ConstraintError as e:

@@ -33,7 +33,8 @@ beyond it is lowered to it; a number bound needing more than `max_number_digits`
 them on the outer side is lowered to them (every value generated stays within it). References are compiled
 once each, from a worklist (no recursion through them); a `$ref` with sibling keywords becomes a rule of its
 own, compiled once per (reference, siblings) content, and an `allOf` once per schema object, so repeated or
-recursive uses are references to it. Enums of more than 8 values are a trie of their texts. All the work is
+recursive uses are references to it; a property's schema once per schema object too (`visit_shared`: every
+oneOf branch merged with an object's properties lists them again). Enums of more than 8 values are a trie of their texts. All the work is
 charged to the compilation's `Budget`; a lazy rule's work, done during generation, to its own.
 """
 
@@ -145,7 +146,13 @@ class SchemaCompiler:
         # references between the rules of $refs and composites (`context`: the one being built), so the grammar's
         # checks run only when they can fail: when these rules refer to each other in a cycle (recursion)
         self.context = ["root"]
-        self.edges: dict[str, set[str]] = {}
+        self.edges: dict[Any, set[Any]] = {}
+        # schema objects visited (by id, and the base URI met at): (the schema, kept alive so the id stays its
+        # own; its node; how deep below it the visit went). A schema object met again (the properties of every
+        # oneOf branch merged with them) is its node again, not a visit again. Each visit is a node of `edges`
+        # (its key), between the rule it is in and the rules it refers to, so a node met again refers to them too.
+        self.visited: dict[tuple[int, str], tuple[dict, Node, int]] = {}
+        self.deepest = 0  # the deepest visit open since the outermost one began
 
     # -- output -----------------------------------------------------------------------------------------------
 
@@ -303,7 +310,7 @@ class SchemaCompiler:
             self.undo.append((self.refs, key))
             where = key[len(DEFAULT_BASE) :] if key.startswith(DEFAULT_BASE + "#") else key  # the ref, for errors
             self.pending.append((name, target, where, base))
-        self.edges.setdefault(self.context[-1], set()).add(name)
+        self.edge(name)
         return Ref(name)
 
     def composite(self, key: Any, schema: dict, name: str, build) -> Ref:
@@ -314,15 +321,19 @@ class SchemaCompiler:
             rule = self.fresh(name or "value")  # reserved while its body is built
             self.composites[key] = (rule, schema)  # the schema kept alive: an id in a key stays its own
             self.undo.append((self.composites, key))
-            self.edges.setdefault(self.context[-1], set()).add(rule)
+            self.edge(rule)
             self.context.append(rule)
             try:
                 self.rules[rule] = build()
             finally:
                 self.context.pop()
             return Ref(rule)
-        self.edges.setdefault(self.context[-1], set()).add(known[0])
+        self.edge(known[0])
         return Ref(known[0])
+
+    def edge(self, rule: Any) -> None:
+        """The rule (or visit: `visited`) being built refers to `rule`."""
+        self.edges.setdefault(self.context[-1], set()).add(rule)
 
     def ref_key(self, ref: str, rest: dict, schema: dict, path: str) -> Any:
         """What a $ref with siblings means: the reference and the siblings' content (so every {$ref: "#", type:
@@ -358,6 +369,7 @@ class SchemaCompiler:
     def visit(self, schema: Any, name: str, path: str) -> Node:
         """The grammar of values valid against `schema` (ending with optional space)."""
         self.depth += 1
+        deepest, self.deepest = self.deepest, self.depth
         outer = self.base
         self.base = self.resolver.base_of(schema, outer)
         try:
@@ -365,7 +377,35 @@ class SchemaCompiler:
             return self.visit_schema(schema, name, path)
         finally:
             self.depth -= 1
+            self.deepest = max(deepest, self.deepest)
             self.base = outer
+
+    def visit_shared(self, schema: Any, name: str, path: str) -> Node:
+        """`visit`, once per schema object (and base URI): a property's schema, met again in every oneOf branch
+        merged with the object's properties, is its node again. The visit is a node of `edges` (its key) between
+        the rule it is in and the rules it refers to, so a node met again refers to them too; its depth below
+        is checked again from where it is met (the same refusals)."""
+        if type(schema) is not dict:
+            return self.visit(schema, name, path)
+        key = (id(schema), self.base)
+        seen = self.visited.get(key)
+        if seen is None:
+            self.edge(key)
+            self.context.append(key)
+            deepest, self.deepest = self.deepest, self.depth  # (how deep this visit goes, not its siblings)
+            try:
+                node = self.visit(schema, name, path)
+            finally:
+                self.context.pop()
+                below, self.deepest = self.deepest - self.depth, max(deepest, self.deepest)
+            self.visited[key] = (schema, node, below)
+            self.undo.append((self.visited, key))  # (rolled back with the rules it refers to)
+            return node
+        _, node, below = seen
+        self.budget.check("max_nesting", self.depth + below, path, "schema nesting depth")
+        self.deepest = max(self.deepest, self.depth + below)
+        self.edge(key)
+        return node
 
     def visit_schema(self, schema: Any, name: str, path: str) -> Node:
         if schema is True:

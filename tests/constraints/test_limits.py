@@ -63,6 +63,47 @@ def compile_all(kind: str, source, limits: ConstraintLimits | None = None) -> tu
     return budget, Automaton(compile_grammar(grammar, budget), budget.limits)
 
 
+def test_a_property_schema_met_in_every_branch_is_compiled_once(monkeypatch):
+    """A oneOf merged with the object's properties: each branch lists them again, the same schema objects, and
+    each is compiled once (SchemaCompiler.visit_shared), however many branches; the language as before."""
+    from llamay.constraints.json_schema import SchemaCompiler
+
+    item = {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "string"}}, "required": ["x"]}
+    visits = []
+    real = SchemaCompiler.visit_schema
+    monkeypatch.setattr(SchemaCompiler, "visit_schema", lambda c, s, *a: visits.append(s) or real(c, s, *a))
+    for n in (2, 8):
+        schema = {"type": "object", "properties": {"shared": item, **{f"k{i}": {"type": "integer"} for i in range(n)}},
+                  "oneOf": [{"required": [f"k{i}"], "not": {"required": [f"k{j}" for j in range(n) if j != i]}}
+                            for i in range(n)]}  # fmt: skip
+        visits.clear()
+        _, aut = compile_all("schema", schema)
+        assert sum(v is item for v in visits) == 1
+        assert aut.accepts_bytes(b'{"shared":{"x":1,"y":"a"},"k1":2}')
+        assert not aut.accepts_bytes(b'{"shared":{"y":"a"},"k1":2}')  # (x required in the shared schema)
+        assert not aut.accepts_bytes(b'{"k0":1,"k1":2}')  # (one branch only)
+
+
+def test_recursion_through_a_property_compiled_once_is_still_found():
+    """The rule where a property schema is met again refers to what it refers to: here only that second place
+    is in a cycle (R requires p, which is R), and the schema, required all the way down, is refused as such."""
+    schema = {
+        "definitions": {
+            "D": {"type": "object", "properties": {"p": {"$ref": "#/definitions/R"}}, "required": ["p"]},
+            "R": {"allOf": [{"$ref": "#/definitions/D"}, {"minProperties": 1}]},
+        },
+        "type": "object",
+        "properties": {"a": {"allOf": [{"$ref": "#/definitions/D"}, {"maxProperties": 5}]}},
+        "required": ["a"],
+    }
+    with pytest.raises(ConstraintError, match="derives no finite string"):
+        compile_all("schema", schema)
+    schema["definitions"]["D"]["required"] = []  # (a way out: compiles, and recursion stays exact)
+    _, aut = compile_all("schema", schema)
+    assert aut.accepts_bytes(b'{"a":{"p":{"p":{"q":1}}}}')
+    assert not aut.accepts_bytes(b'{"a":{"p":{}}}')  # (R: at least one member)
+
+
 # (id, kind, source, the limit named, a piece of where it was hit)
 HOSTILE = [
     ("minLength 1e9", "schema", {"type": "string", "minLength": 10**9}, "max_repeat", "#/minLength"),
