@@ -34,8 +34,9 @@ them on the outer side is lowered to them (every value generated stays within it
 once each, from a worklist (no recursion through them); a `$ref` with sibling keywords becomes a rule of its
 own, compiled once per (reference, siblings) content, and an `allOf` once per schema object, so repeated or
 recursive uses are references to it; a property's schema once per schema object too (`visit_shared`: every
-oneOf branch merged with an object's properties lists them again). Enums of more than 8 values are a trie of their texts. All the work is
-charged to the compilation's `Budget`; a lazy rule's work, done during generation, to its own.
+oneOf branch merged with an object's properties lists them again). Enums of more than 8 values are a trie of
+their texts. All the work is charged to the compilation's `Budget`; a lazy rule's work, done during
+generation, to its own.
 """
 
 from __future__ import annotations
