@@ -19,9 +19,11 @@ per schema it is asked for (the second instance finds the states and cut walks t
 walks each instance on a copy of one matcher per schema (its copies share the lexer's cache: a second instance
 on a copy of a matcher that walked the first measured 11.1 us a mask on every 10th schema against 14.1 on a
 fresh matcher).
-`--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures. Each schema
-starts after a garbage collection (the previous schema's garbage is not collected inside its timed compile);
-llamay's worker freezes what its load made (the vocabulary, the compiled kernel) as `llamay serve` does.
+`--llamay-python` runs another checkout's llamay (its venv's python) for the "before" figures; `--llamacpp`
+compiles llamay's side as API requests do (listed order, closed objects: a subset of the valid documents, so
+fewer valid instances accepted, and masks over fewer tokens). Each schema starts after a garbage collection (the
+previous schema's garbage is not collected inside its timed compile); llamay's worker freezes what its load made
+(the vocabulary, the compiled kernel) as `llamay serve` does.
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def compact(doc: object) -> str:
 
 
 class Llamay:
-    def __init__(self, per_schema: bool = False) -> None:
+    def __init__(self, per_schema: bool = False, llamacpp: bool = False) -> None:
         import llamay.constraints as C
 
         self.C = C
+        # (`--llamacpp`: the options API requests compile with, constraint_from_request's, not the spec's)
+        self.options = C.LLAMACPP if llamacpp else {}
         self.vocab = None
         self.walk_errors = 0
         self.per_schema = per_schema  # masks: one constraint for all the instances of a schema
@@ -66,7 +70,7 @@ class Llamay:
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
 
-        prog = self.C.compile_grammar(self.C.schema_to_grammar(schema))  # (lazily, past its start: this version)
+        prog = self.C.compile_grammar(self.C.schema_to_grammar(schema, **self.options))  # (lazily, past its start)
         return prog, Automaton(prog), {}
 
     def refused(self, e: Exception) -> bool:
@@ -168,11 +172,11 @@ def handle(engine: object, req: dict) -> dict:
     return rec
 
 
-def worker(engine_name: str, timeout: float, memory_gb: float, per_schema: bool) -> None:
+def worker(engine_name: str, timeout: float, memory_gb: float, per_schema: bool, llamacpp: bool) -> None:
     """Answer one JSON line per request line."""
     resource.setrlimit(resource.RLIMIT_AS, (int(memory_gb * (1 << 30)),) * 2)
     signal.signal(signal.SIGALRM, alarm)
-    engine = Llamay(per_schema) if engine_name == "llamay" else LLGuidance()
+    engine = Llamay(per_schema, llamacpp) if engine_name == "llamay" else LLGuidance()
     for line in sys.stdin:
         req = json.loads(line)
         signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -194,7 +198,7 @@ def worker_side(engine: str, python: str, args: argparse.Namespace) -> WorkerPro
     """One engine's worker process, restarted when it dies."""
     return WorkerProcess(
         [python, __file__, "--worker", engine, "--timeout", str(args.timeout), "--memory", str(args.memory),
-         *(["--per-schema"] if args.per_schema else [])]
+         *(["--per-schema"] if args.per_schema else []), *(["--llamacpp"] if args.llamacpp else [])]
     )  # fmt: skip
 
 
@@ -306,10 +310,15 @@ def main() -> None:
     ap.add_argument("--memory", type=float, default=3.0, help="address space per worker, GB")
     ap.add_argument("--out", help="write every record here (JSON)")
     ap.add_argument("--per-schema", action="store_true", help="llamay's masks: one constraint per schema (as serve)")
+    ap.add_argument(
+        "--llamacpp",
+        action="store_true",
+        help="llamay compiles with LLAMACPP (listed order, closed objects: what API requests use)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.worker, args.timeout, args.memory, args.per_schema)
+        return worker(args.worker, args.timeout, args.memory, args.per_schema, args.llamacpp)
     from llamay.gguf import open_gguf
     from llamay.tokenizer import load_tokenizer
 
@@ -324,7 +333,8 @@ def main() -> None:
         side.close()
     print(f"{len(files)} schemas (every {args.every}th from {args.offset} of {args.dir}), "
           f"{sum(map(len, labels))} test instances; "
-          f"llamay: {args.llamay_python}{', one constraint per schema' if args.per_schema else ''}")  # fmt: skip
+          f"llamay: {args.llamay_python}{', one constraint per schema' if args.per_schema else ''}"
+          f"{', LLAMACPP options' if args.llamacpp else ''}")  # fmt: skip
     report(recs, labels, times)
     if args.out:
         Path(args.out).write_text(json.dumps({"labels": labels, **recs}))
