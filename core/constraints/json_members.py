@@ -35,7 +35,6 @@ property.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
 from .grammar import EMPTY, Alt, Chars, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
@@ -52,21 +51,8 @@ _ROOT_INLINE = 256  # (`trie_root`) a names trie of at most this many characters
 
 
 _WIDE = "\x80"  # the first character UTF-8 writes in more than one byte
-_WIDE_KEY_CHAR = Chars(((0x80, 0x10FFFF),))  # a key character past ASCII (all are raw)
-
-
-@lru_cache(maxsize=4096)
-def _ascii_key_chars(excluded: frozenset[str]) -> Chars:
-    """The ASCII characters a key writes as they are, but `excluded`: one BYTES element, no rule (a negated
-    class is also every wide character: a rule of its own for each node's class)."""
-    ranges: list[tuple[int, int]] = []
-    for c in range(0x20, 0x7F):
-        if _is_raw(chr(c)) and chr(c) not in excluded:
-            if ranges and ranges[-1][1] == c - 1:
-                ranges[-1] = (ranges[-1][0], c)
-            else:
-                ranges.append((c, c))
-    return Chars(tuple(ranges))
+_WIDE_RANGE = (0x80, 0x10FFFF)
+_WIDE_KEY_CHAR = Chars((_WIDE_RANGE,))  # a key character past ASCII (all are raw)
 
 
 def _is_raw(ch: str) -> bool:
@@ -407,11 +393,12 @@ class Members:
                    for ch, child in children.items() if self.plain[child]]  # fmt: skip
         # another character, then any: the rest one rule for every node (a repetition lowered once, not per node)
         more = Ref(self.rule(("o-rest",), lambda: Repeat(KEY_CHAR, 0, self.c.max_string_length)))
-        if all(ch < _WIDE for ch in children):  # (ASCII names: the wide characters one class for every node)
-            options.append(seq(_ascii_key_chars(frozenset(children)), more))
+        others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
+        if all(ch < _WIDE for ch in children):  # (ASCII names: the wide characters one class for every node, and
+            # this node's class ASCII only, one BYTES element: a class with both is a rule of its own per node)
+            options.append(seq(Chars((*_RAW_OUT, *others, _WIDE_RANGE), negated=True), more))
             options.append(seq(_WIDE_KEY_CHAR, more))
         else:
-            others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
             options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more))
         if self.ends.get(at) is None:
             options.append(EMPTY)
