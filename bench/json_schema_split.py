@@ -2,7 +2,7 @@
 """Where llamay's JSONSchemaBench mask time goes (not a test; no reference engine: json_schema_bench.py compares
 with llguidance): the masks of json_schema_bench.py's walks (json_schema_pyodide.masks, the full token mask before
 each token of each valid instance, one program per schema so its lazy rules are compiled once), with the time
-spent compiling the rules the automaton reaches (kernel_engine.Arena.compile_rule, split into the schema's lazy
+spent compiling the rules the automaton reaches (kernel_engine.Arena.compile_rules, split into the schema's lazy
 rule bodies built, `Grammar.body`; their lowering to the program, `_Compiler.compile_rule` without them; and the
 program written into the arena) apart from the rest (the `pda` op's walks and steps; of them, the calls that
 stopped at a rule not compiled yet: the op then starts over).
@@ -82,7 +82,7 @@ def main() -> None:
     warm = C.compile_grammar(C.schema_to_grammar({"type": "object", "properties": {"a": {"type": "string"}}}))
     masks(warm, vocab, tok.encode('{"a":"xyz"}', add_special=False))  # (the kernel loaded, outside the timings)
     stopped(type(get_backend(None)))
-    timed(kernel_engine.Arena, "compile_rule", "rules")
+    timed(kernel_engine.Arena, "compile_rules", "rules")
     timed(compile_mod._Compiler, "compile_rule", "lowered")
     timed(grammar.Grammar, "body", "bodies")
 

@@ -1,7 +1,8 @@
 """A grammar run by the `pda` kernel op (numba natively; in the browser C/wasm translated from the same source,
 wasm/scalar_c.py): the automaton, its DFA and the token masks live in flat int32 tables in backend memory
 (layouts: `llamay.kernels.pda_layout`), and each operation (start, a token, a mask) is one call into the kernel
-(a lazy program's rule not compiled yet: the host compiles it, `Arena.compile_rule`, and calls again):
+(a lazy program's rules not compiled yet: the host compiles those a closure met, `Arena.compile_rules`, and
+calls again):
 
     ConstraintVocab ──once per vocabulary and backend──▶ VocabTables: the trie, each token's bytes (V)
     Program         ──once per constraint────────────▶ Arena: the program, then nodes, closures, states, the
@@ -23,6 +24,7 @@ from __future__ import annotations
 import struct
 import weakref
 from array import array
+from collections.abc import Sequence
 
 from ..kernels import pda_layout as L
 from .automaton import Interned
@@ -311,12 +313,13 @@ class Arena:
         self.written = [len(part) for part in self.pw.parts]
         self.logged = len(self.pw.rule_log)
 
-    def compile_rule(self, rid: int) -> None:
-        """A lazy program's rule `rid` compiled (unless another engine of the program had it compiled) and what
-        the program gained written: each part's new end, and the rules' entries set since (PROG laid out again,
-        grown, when a part outgrows its room)."""
+    def compile_rules(self, rids: Sequence[int]) -> None:
+        """A lazy program's rules `rids` compiled (unless another engine of the program had them compiled) and
+        what the program gained written: each part's new end, and the rules' entries set since (PROG laid out
+        again, grown, when a part outgrows its room)."""
         pw = self.pw
-        pw.update(_compile_leftmost(pw.program, rid))
+        program = pw.program
+        pw.update([r for rid in rids for r in _compile_leftmost(program, rid)])
         be = self.be
         if any(len(part) > c for part, c in zip(pw.parts, self.pcaps, strict=True)):
             self.pcaps = [max(c, 2 * len(part)) for part, c in zip(pw.parts, self.pcaps, strict=True)]
@@ -445,7 +448,9 @@ class KernelEngine:
                 a.grow(head[L.H_GROW])
                 continue
             if status == L.NEED_RULE:
-                a.compile_rule(head[L.H_GROW])
+                if not head[L.H_NEEDS]:  # (the op would only ask again)
+                    raise RuntimeError("the pda kernel asked for rules without naming any")
+                a.compile_rules(head[L.H_NEED_LIST : L.H_NEED_LIST + head[L.H_NEEDS]])
                 continue
             limit, what = _LIMITS[head[L.H_ERR_LIMIT]]
             value = getattr(self.limits, limit)

@@ -41,6 +41,7 @@ from .pda_layout import (
     H_N_MASKS,
     H_N_STATES,
     H_N_WORDS,
+    H_NEEDS,
     H_NEX,
     H_NTOK,
     H_OP,
@@ -57,6 +58,7 @@ from .pda_layout import (
     LIMIT,
     LIMIT_PASSED,
     MAX_CUTS,
+    MAX_NEEDS,
     NEED_GROW,
     NEED_RULE,
     NODE,
@@ -333,20 +335,26 @@ def state_mask(V, A, s):
         for w in range(A[H_N_WORDS]):
             A[oo + w] = V[sm + w]
         A[H_SLICED] += 1
+    missing = 0
     for j in range(A[rec + 1]):
         x = A[off(A, R_SPOOL) + A[rec] + j]
         if x <= EXIT:
             continue
         e = stack_entry(V, A, x, sliced)
+        if e == RULE and A[H_NEEDS] < MAX_NEEDS:  # (the other stacks' walks name their rules too)
+            missing = 1
+            continue
         if e < 0:
             return e
+        if missing:
+            continue
         at = off(A, R_SBITS) + 3 * e
         lo = off(A, R_LOCAL) + 6 * A[at + 1]
         or_mask(A, A[lo + 2], A[lo + 3])
         if A[at + 2] >= 0:
             xo = off(A, R_XBITS) + 4 * A[at + 2]
             or_mask(A, A[xo + 2], A[xo + 3])
-    return DONE
+    return RULE if missing else DONE
 
 
 # -- the operations ---------------------------------------------------------------------------------------
@@ -356,9 +364,12 @@ def state_mask(V, A, s):
 def start(A):
     """The initial state: the closure of the root rule's alternatives on EMPTY."""
     ro, ao = A[H_P_RULES] + 2 * A[H_ROOT], A[H_P_ALTS]
-    m = 0
+    m, missing = 0, 0
     for j in range(A[ro], A[ro + 1]):  # (the start rule is compiled before the program is written)
         e = closure(A, A[ao + j], EMPTY)
+        if e == RULE:  # (the other alternatives name their rules too)
+            missing = 1
+            continue
         if e < 0:
             return e
         ce = off(A, R_CLOS) + 4 * e
@@ -367,6 +378,8 @@ def start(A):
         for k in range(A[ce + 3]):
             A[off(A, R_STEP) + m + k] = A[off(A, R_CPOOL) + A[ce + 2] + k]
         m += A[ce + 3]
+    if missing:
+        return RULE
     return state_of(A, off(A, R_STEP), sort_unique(A, off(A, R_STEP), m))
 
 
@@ -407,6 +420,7 @@ def pda(V, A):
     if A[H_REHASH]:
         rehash(A)
     op = A[H_OP]
+    A[H_NEEDS] = 0  # (the rules not compiled yet this run of the operation meets: NEED_RULE names them)
     r = DONE
     if op == OP_START:
         r = start(A)

@@ -3,8 +3,8 @@ as core/constraints/automaton.py builds them in Python objects (the tables under
 
 Every function works on A, the arena (`pda_layout.py`), and returns an id or entry (>= 0), DEAD, or FULL (a
 region is full: A[H_GROW] names it; the operation starts over once the host grew it), RULE (a rule of a lazy
-program not compiled yet, named in A[H_GROW]) or LIMIT (A[H_ERR_*]). A function writes an entry only once its
-work is complete, so starting over finds what was done before.
+program not compiled yet: a closure names every one it meets, in A[H_NEED_LIST]) or LIMIT (A[H_ERR_*]). A
+function writes an entry only once its work is complete, so starting over finds what was done before.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from .pda_layout import (
     EMPTY,
     END,
     EXIT,
-    H_GROW,
     H_MAX_STACKS,
+    H_NEED_LIST,
+    H_NEEDS,
     H_P_ALTS,
     H_P_REPS,
     H_P_RULES,
@@ -25,6 +26,7 @@ from .pda_layout import (
     H_STAMP,
     LIM_ITEMS,
     LIM_STACKS,
+    MAX_NEEDS,
     ONLY_EXIT,
     PT_BYTES,
     PT_W,
@@ -89,17 +91,24 @@ def push_item(A, n, p, par):
 
 
 @jit
-def need_rule(A, rule):
-    """RULE: a lazy program's rule not compiled yet (the host compiles it, then the operation starts over)."""
-    A[H_GROW] = rule
-    return RULE
+def note_rule(A, rule):
+    """A lazy program's rule not compiled yet, met by a closure: named once in A[H_NEED_LIST], so that the host
+    compiles every rule an operation meets at once before it starts over (0; RULE once MAX_NEEDS are named)."""
+    k = A[H_NEEDS]
+    for j in range(k):
+        if A[H_NEED_LIST + j] == rule:
+            return 0
+    if k >= MAX_NEEDS:
+        return RULE
+    A[H_NEED_LIST + k] = rule
+    A[H_NEEDS] = k + 1
+    return 0
 
 
 @jit
 def push_alts(A, n, rule, par):
+    """The alternatives of compiled rule `rule` on the worklist, each with continuation par."""
     ro, ao = A[H_P_RULES] + 2 * rule, A[H_P_ALTS]
-    if A[ro] < 0:
-        return need_rule(A, rule)
     for j in range(A[ro], A[ro + 1]):
         n = push_item(A, n, A[ao + j], par)
         if n < 0:
@@ -154,7 +163,7 @@ def closure(A, pos, parent):  # noqa: C901 (one loop over the element kinds, as 
         stamp = 1
     A[H_STAMP] = stamp
     nw = push_item(A, 0, pos, parent)
-    nc, n_seen = 0, 0
+    nc, n_seen, missing = 0, 0, 0
     rp = A[H_P_REPS]
     while nw > 0:
         nw -= 1
@@ -168,6 +177,7 @@ def closure(A, pos, parent):  # noqa: C901 (one loop over the element kinds, as 
             return limit(A, LIM_ITEMS, n_seen, pos)
         k = kind(A, p)
         s = -1
+        rule, frame = -1, 0  # a rule to enter: its alternatives on the worklist, each with continuation frame
         if k == BYTES:
             s = node(A, p, par, 0)
             if s < 0:
@@ -182,8 +192,8 @@ def closure(A, pos, parent):  # noqa: C901 (one loop over the element kinds, as 
                     frame = node(A, q, grand, n + 1)
                     if frame < 0:
                         return frame
-                    nw = push_alts(A, nw, A[ri], frame)
-                if nw >= 0 and n >= A[ri + 1]:
+                    rule = A[ri]
+                if n >= A[ri + 1]:
                     nw = push_item(A, nw, q + 1, grand)
             else:
                 nw = push_item(A, nw, npos(A, par), nparent(A, par))
@@ -193,16 +203,23 @@ def closure(A, pos, parent):  # noqa: C901 (one loop over the element kinds, as 
                 frame = node(A, p, par, 1)
                 if frame < 0:
                     return frame
-                nw = push_alts(A, nw, A[ri], frame)
-            if nw >= 0 and A[ri + 1] == 0:
+                rule = A[ri]
+            if A[ri + 1] == 0:
                 nw = push_item(A, nw, p + 1, par)
         else:  # REF: push the return position unless it is the end of the alternative (tail call)
-            cont = par
+            frame = par
             if kind(A, p + 1) != END:
-                cont = node(A, p + 1, par, 0)
-                if cont < 0:
-                    return cont
-            nw = push_alts(A, nw, arg(A, p), cont)
+                frame = node(A, p + 1, par, 0)
+                if frame < 0:
+                    return frame
+            rule = arg(A, p)
+        if nw >= 0 and rule >= 0:
+            if A[A[H_P_RULES] + 2 * rule] < 0:  # not compiled yet: named, and the closure goes on without it
+                missing = 1
+                if note_rule(A, rule) < 0:
+                    return RULE
+            else:
+                nw = push_alts(A, nw, rule, frame)
         if nw < 0:
             return nw
         if s >= 0:
@@ -210,6 +227,8 @@ def closure(A, pos, parent):  # noqa: C901 (one loop over the element kinds, as 
                 return grow(A, R_CLOUT)
             A[off(A, R_CLOUT) + nc] = s
             nc += 1
+    if missing:
+        return RULE  # (not interned: the host compiles the rules named, and the operation starts over)
     co = off(A, R_CLOUT)
     nc = sort_unique(A, co, nc)
     if used(A, R_CPOOL) + nc > cap(A, R_CPOOL):
@@ -415,12 +434,15 @@ def step(A, s, b):
     rec = off(A, R_STATES) + ST_W * s
     first, n = A[rec], A[rec + 1]
     bo, sets = off(A, R_STEP), A[H_P_SETS]
-    m, parts, last = 0, 0, -1
+    m, parts, last, missing = 0, 0, -1, 0
     for j in range(n):
         x = A[off(A, R_SPOOL) + first + j]
         if x <= EXIT or not has(A, sets + 8 * arg(A, npos(A, x)), b):
             continue
         e = closure(A, npos(A, x) + 1, nparent(A, x))
+        if e == RULE:  # (the other stacks' closures name their rules too: one start over for the step)
+            missing = 1
+            continue
         if e < 0:
             return e
         ce = off(A, R_CLOS) + 4 * e
@@ -433,6 +455,8 @@ def step(A, s, b):
         m += cn
         parts += 1
         last = e
+    if missing:
+        return RULE
     if m == 0:
         return DEAD
     if parts == 1:  # one stack took the byte: its closure is sorted already

@@ -21,8 +21,8 @@ A, a constraint's arena (read and written, grown by the host): a header of HDR w
 program's sub-tables, and a directory of regions: offset, capacity and entries used of each), then the regions.
 The program: per position kind and arg (a BYTES element's arg is a row of its byte sets, 8 words), per rule
 where its alternatives' start positions are in ALTS (start, end; -1, -1: a lazy program's rule not compiled yet,
-the op returns NEED_RULE with the rule in A[H_GROW] and the host compiles it and writes the program again: it
-only grows at its end), per REP (rule, min, max). The rest grows as the automaton is run:
+the op returns NEED_RULE with the rules it met in A[H_NEED_LIST] and the host compiles them and writes
+the program again: it only grows at its end), per REP (rule, min, max). The rest grows as the automaton is run:
 
     NODES   (pos, parent, count, depth)   stacks as interned nodes; node 0 EMPTY, node 1 EXIT (automaton.py)
     CLOS    (pos, parent, off, len)       closures: the sorted stacks in CPOOL
@@ -69,9 +69,13 @@ SHORTCUT = 16  # nodes below which a subtree has a shortcut set
 (H_OP, H_ARG, H_ARG2, H_RES, H_RES_FLAGS, H_N_STATES, H_N_MASKS, H_GROW, H_ERR_LIMIT, H_ERR_AMOUNT, H_ERR_POS,
  H_MAX_STACKS, H_MAX_DEPTH, H_BUDGET, H_CHAINS, H_HORIZON, H_N_WORDS, H_REHASH, H_STAMP, H_VISITED, H_WALKS,
  H_P_KIND, H_P_ARG, H_P_SETS, H_P_RULES, H_P_ALTS, H_P_REPS, H_END_POS, H_ROOT, H_NTOK, H_NEX, H_REST, H_M_OFF,
- H_M_LEN, H_DIRTY, H_HEAVY, H_SSTAMP, H_SLICED, H_SRULES) = range(39)  # fmt: skip
+ H_M_LEN, H_DIRTY, H_HEAVY, H_SSTAMP, H_SLICED, H_SRULES, H_NEEDS) = range(40)  # fmt: skip
 H_FRAMES = 48  # 2 * MAX_CUTS words: the frames of a stack being cut
-H_REG = 64  # the region directory: REG_W words per region
+# the rules not compiled yet that an operation met (H_NEEDS of them, from H_NEED_LIST): a closure, a step and a
+# state's mask go on past each one to name the others, so the host compiles them at once and the operation starts
+# over once, not once per rule
+H_NEED_LIST, MAX_NEEDS = 64, 32
+H_REG = H_NEED_LIST + MAX_NEEDS  # the region directory: REG_W words per region
 REG_W = 3  # offset, capacity (entries), used (entries)
 # regions (their entry widths: WIDTH)
 (R_PROG, R_NODES, R_NHASH, R_CLOS, R_CHASH, R_CPOOL, R_STATES, R_TRANS, R_SHASH, R_SPOOL, R_LOCAL, R_LHASH, R_XBITS,
@@ -97,6 +101,7 @@ COMPLETE, S_EXIT, ONLY_EXIT = 1, 2, 4
 DENSE = -1  # m_len of a mask stored as a row of MASKS
 SPARSE_MAX = 256  # masks of at most this many tokens are stored as token lists
 MAX_CUTS = 8  # cuts tried (each a budgeted walk) before a stack is walked whole (masks.py's _MAX_CUTS)
+assert H_NEEDS < H_FRAMES and H_FRAMES + 2 * MAX_CUTS <= H_NEED_LIST  # (registers, then H_FRAMES, the list)
 # operations (H_OP) and results
 OP_START, OP_PUSH_TOKEN, OP_PUSH_BYTES, OP_MASK, OP_IMPORT = range(5)
 DONE, NEED_GROW, LIMIT_PASSED, NEED_RULE = 0, 1, 2, 3

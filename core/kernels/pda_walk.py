@@ -19,6 +19,7 @@ from .pda_layout import (
     H_DIRTY,
     H_HEAVY,
     H_N_WORDS,
+    H_NEEDS,
     H_NEX,
     H_NTOK,
     H_SRULES,
@@ -172,8 +173,9 @@ def slice_gives_up(A, t):
         return 1
     if t == RULE:
         if A[H_SRULES] >= SLICE_RULES:
+            A[H_NEEDS] = 0  # (given up: the rules it named are not asked for)
             return 1
-        A[H_SRULES] += 1
+        A[H_SRULES] += A[H_NEEDS]  # (the rules named, compiled at once)
     return 0
 
 

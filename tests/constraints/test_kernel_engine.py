@@ -66,12 +66,10 @@ def test_rules_compiled_with_their_leftmost_ones_give_the_same_masks(backend, sc
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_value_of_any_type_is_compiled_in_one_stop(backend, monkeypatch):
     """After `"betamax":` (any value: value ::= object | array | string | ...) the kernel needs the value rule
-    and every rule it begins with: one NEED_RULE compiles them all (the kernel stopped at each before)."""
+    and every rule it begins with: one NEED_RULE compiles them all (the kernel stopped at each before). Without
+    that batch, the closure that meets them still names them all in one stop."""
     vocab = load_vocab("synthetic")
-    stops = []
-    compile_rule = kernel_engine.Arena.compile_rule
-    monkeypatch.setattr(kernel_engine.Arena, "compile_rule",
-                        lambda a, rid: (stops.append(a.pw.program.rule_names[rid]), compile_rule(a, rid)))  # fmt: skip
+    stops = _record_stops(monkeypatch)
     masks, compiled = [], []
     for batched in (True, False):
         if not batched:
@@ -83,10 +81,77 @@ def test_a_value_of_any_type_is_compiled_in_one_stop(backend, monkeypatch):
         st = c.advance_bytes(c.start(), b'{"beta":[1],"betamax":')
         masks.append(c.allowed(st).bits)
         compiled.append({prog.rule_names[r] for r in prog.rule_alts})
-        assert "value" in stops
-        assert ({"null", "boolean", "object"} & set(stops)) == (set() if batched else {"null", "boolean", "object"})
+        named = [set(stop) for stop in stops]
+        assert any("value" in stop for stop in named)
+        leftmost = {"null", "boolean", "object"}
+        assert leftmost & set().union(*named) == (set() if batched else leftmost)
+        assert batched or any(leftmost <= stop for stop in named)
     assert masks[0] == masks[1]
     assert compiled[0] == compiled[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [3, 40])
+def test_the_rules_a_closure_meets_are_compiled_in_one_stop(backend, n, monkeypatch):
+    """n objects as alternatives, each "{" space its member (a lazy program): after "{" one closure meets every
+    member's rule not compiled yet and names them (MAX_NEEDS a stop: the operation starts over fewer times than
+    there are rules); the masks are the Python engine's. Rules compiled one by one (`_compile_one`), so the
+    batching is the closure's."""
+    from llamay.constraints import LLAMACPP
+    from llamay.kernels.pda_layout import MAX_NEEDS
+
+    schema = {"anyOf": [{"type": "object", "properties": {f"k{i}": {"type": "integer"}}, "required": [f"k{i}"],
+                         "additionalProperties": False} for i in range(n)]}  # fmt: skip
+    vocab = load_vocab("synthetic")
+    ref = GrammarConstraint(compile_grammar(schema_to_grammar(schema, **LLAMACPP)), vocab)
+    ref.engine = PythonEngine(ref.program, vocab, ref.limits)
+    monkeypatch.setattr(kernel_engine, "_compile_leftmost", _compile_one)
+    stops = _record_stops(monkeypatch)
+    prog = compile_grammar(schema_to_grammar(schema, **LLAMACPP), lazy=True)  # (as beside any lazy rule)
+    ker = GrammarConstraint(prog, vocab)
+    ker.engine = KernelEngine(prog, vocab, ker.limits, require_backend(backend))
+    st_k = ker.advance_bytes(ker.start(), b"{")
+    st_r = ref.advance_bytes(ref.start(), b"{")
+    assert ker.allowed(st_k).bits == ref.allowed(st_r).bits
+    members = [stop for stop in stops if any(name.endswith("-kv") for name in stop)]
+    assert sum(len(stop) for stop in members) == n  # (each named once)
+    assert len(members) == -(-n // MAX_NEEDS)  # (a stop per MAX_NEEDS of them, not one per rule)
+    assert all(len(stop) <= MAX_NEEDS for stop in stops)
+    assert walk_and_compare(ref, ker, "members", 12, 4) >= 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_rules_a_states_stacks_meet_are_compiled_in_one_stop(backend, monkeypatch):
+    """The start state's three stacks (one per alternative) each meet a rule not compiled yet in their walks
+    (after a byte each): the mask goes on past each stack to the others and names all three rules, so it costs
+    one stop; the masks are the Python engine's."""
+    grammar = 'root ::= "a" ra | "b" rb | "c" rc\nra ::= "x" [0-9]\nrb ::= "yy"\nrc ::= [a-z]+\n'
+    vocab = load_vocab("synthetic")
+    ref = GrammarConstraint(compile_grammar(parse_gbnf(grammar)), vocab)
+    ref.engine = PythonEngine(ref.program, vocab, ref.limits)
+    monkeypatch.setattr(kernel_engine, "_compile_leftmost", _compile_one)
+    stops = _record_stops(monkeypatch)
+    prog = compile_grammar(parse_gbnf(grammar), lazy=True)
+    ker = GrammarConstraint(prog, vocab)
+    ker.engine = KernelEngine(prog, vocab, ker.limits, require_backend(backend))
+    st = ker.start()
+    del stops[:]
+    assert ker.allowed(st).bits == ref.allowed(ref.start()).bits
+    assert [sorted(stop) for stop in stops] == [["ra", "rb", "rc"]]
+    assert walk_and_compare(ref, ker, "walk", 10, 3) >= 3
+
+
+def _record_stops(monkeypatch) -> list[list[str]]:
+    """The names of the rules compiled at each NEED_RULE, one list per stop."""
+    stops: list[list[str]] = []
+    compile_rules = kernel_engine.Arena.compile_rules
+
+    def recorded(a, rids):
+        stops.append([a.pw.program.rule_names[r] for r in rids])
+        compile_rules(a, rids)
+
+    monkeypatch.setattr(kernel_engine.Arena, "compile_rules", recorded)
+    return stops
 
 
 def _compile_one(program, rid: int) -> list[int]:
