@@ -17,6 +17,7 @@ from .grammar import Alt, Chars, Lit, Node, Repeat, Seq
 from .utf8 import normalize
 
 KEY_OUT = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x7F))  # not in a key written as is
+_KEY_IN = normalize(KEY_OUT, True)  # what a key may hold as it is (no surrogates)
 DEAD = -1
 
 
@@ -33,15 +34,22 @@ class PatternKeys:
         every = [*nodes, names] if names is not None else nodes
         self.automata = [pattern_automaton(c, n) for n in every]
         self.values, self.additional, self.names = values, additional, names is not None
-        # (and where UTF-8 lengths change: a class's characters then take as many bytes each)
-        self.bounds = sorted({0x80, 0x800, 0x10000, *boundaries(every)})
-        self.free_classes = self.classes([])  # (a key's characters once it is off the names' trie)
         # (json_members.py) the rules of a key's rest off the trie, by (value, states); the values each reaches
         self.rules: dict[tuple, str] = {}
         self.reach: dict[tuple[int, ...], tuple[Node, ...]] = {}
-        self.steps: dict[tuple[tuple[int, ...], str], tuple[int, ...]] = {}  # (states, character) -> next states
         self.ends: dict[tuple[int, ...], Node | None] = {}  # states -> `value` (searches ask again and again)
-        self.nexts: dict[tuple[int, ...], tuple[tuple[int, ...], ...]] = {}  # states -> `successors`
+        # what depends on the patterns alone, shared by every object of the compilation with these patterns
+        # (a oneOf's branches merged with an object's patternProperties each have members of their own): the
+        # character classes, (states, character) -> next states, and states -> `successors`
+        kind = (tuple(map(id, self.automata)), self.names, additional is None)
+        shared = c.memo.get(("pattern keys", kind))
+        if shared is None:
+            # (and where UTF-8 lengths change: a class's characters then take as many bytes each)
+            bounds = sorted({0x80, 0x800, 0x10000, *boundaries(every)})
+            # (the automata kept with it: their ids in the key are theirs while the memo lives)
+            shared = c.memo["pattern keys", kind] = (self.automata, bounds, {}, {}, {})
+        _, self.bounds, self.class_memo, self.steps, self.nexts = shared
+        self.free_classes = self.classes([])  # (a key's characters once it is off the names' trie)
 
     def start(self) -> tuple[int, ...]:
         return tuple(a.initial.id for a in self.automata)
@@ -89,9 +97,14 @@ class PatternKeys:
         return self.additional is not None or any(s != DEAD for s in states[: self.n])
 
     def classes(self, points: list[int]) -> list[tuple[int, int]]:
-        """The key-character intervals between the patterns' boundaries and `points` (single characters)."""
-        cuts = {*self.bounds, *(p for q in points for p in (q, q + 1))}
-        return intervals(cuts, normalize(KEY_OUT, True))  # (what a key may hold as it is; no surrogates)
+        """The key-character intervals between the patterns' boundaries and `points` (single characters: a trie
+        node's children, met again for every set of members)."""
+        key = tuple(points)
+        got = self.class_memo.get(key)
+        if got is None:
+            cuts = {*self.bounds, *(p for q in points for p in (q, q + 1))}
+            got = self.class_memo[key] = intervals(cuts, _KEY_IN)
+        return got
 
 
 def intervals(cuts: Iterable[int], allowed: list[tuple[int, int]]) -> list[tuple[int, int]]:

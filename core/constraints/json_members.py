@@ -110,6 +110,7 @@ class Members:
             c.use("string")
         self.offered_memo: dict[tuple[int, int], int] = {}
         self.pattern_memo: dict[tuple, bool] = {}  # (json_keys.py) whether a key can end from a state
+        self.steps_memo: dict[tuple, list] = {}  # `_pattern_steps`, by (trie node, states, other keys offered)
 
     # -- the object ---------------------------------------------------------------------------------------------
 
@@ -508,21 +509,27 @@ def _pattern_end(m: Members, done: int, k: int, at: int, states: tuple[int, ...]
     return None
 
 
-def _pattern_steps(m: Members, done: int, k: int, at: int, states: tuple[int, ...]):
-    """(character ranges, next trie node, next automata states) for the characters a key may go on with."""
+def _pattern_steps(m: Members, done: int, k: int, at: int, states: tuple[int, ...]) -> list:
+    """(character ranges, next trie node, next automata states) for the characters a key may go on with (the
+    same for every set of members that offers other keys, or none: kept)."""
     keys = m.extra[1]
     if m.trie is None:
         m.build_trie()
     children = m.trie[at] if at >= 0 else {}
     plain = at < 0 or m.plain[at]
+    others = plain and m.extra_offered(done, k)
+    got = m.steps_memo.get((at, states, others))
+    if got is not None:
+        return got
     out = []
     for ch, child in children.items():
         nxt = keys.step(states, ch) if plain and _is_raw(ch) else (-1,) * len(states)
         out.append(([(ord(ch), ord(ch))], child, nxt))
-    if plain and m.extra_offered(done, k):
+    if others:
         for lo, hi in keys.classes([ord(ch) for ch in children]):
             if not (lo == hi and chr(lo) in children):
                 out.append(([(lo, hi)], -1, keys.step(states, chr(lo))))
+    m.steps_memo[at, states, others] = out
     return out
 
 

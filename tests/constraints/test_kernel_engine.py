@@ -173,6 +173,42 @@ def test_pattern_key_steps_memoised_change_no_grammar(monkeypatch):
     assert _gbnf(SCHEMA) == cached
 
 
+# the same patterns merged into each branch's object: their classes, steps and successors are shared (not with
+# an object of one pattern in common and one not)
+_ONE_IN_COMMON = {"type": "object", "patternProperties": {"^x-[a-z]+$": {"type": "null"}, "^y": {"type": "boolean"}}}
+BRANCHES = {
+    "type": "object",
+    "patternProperties": {"^x-[a-z]+$": {"type": "integer"}, "id$": {"type": "string", "maxLength": 3}},
+    "anyOf": [
+        {"properties": {"alpha": {"type": "integer"}, "idx": {"type": "boolean"}}},
+        {"properties": {"beta": {"type": "string"}}, "required": ["beta"], "additionalProperties": {"type": "null"}},
+        {"properties": {"x-ray": {"type": "integer"}}, "additionalProperties": False},
+        {"properties": {"in": _ONE_IN_COMMON}},
+    ],
+}
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, BRANCHES], ids=["patterns", "branches"])
+def test_pattern_keys_shared_and_steps_memoised_change_no_grammar(schema, monkeypatch):
+    """The patterns' classes, steps and successors, shared by the objects of a compilation with the same
+    patterns, and a key trie node's steps, kept per object: the grammar (every lazy rule built) is the one each
+    object computes afresh at each call."""
+    cached = _gbnf(schema)
+    keys_init, members_init = json_keys.PatternKeys.__init__, json_members.Members.__init__
+
+    def forgetful_keys(self, *args, **kwargs):
+        keys_init(self, *args, **kwargs)
+        self.class_memo, self.steps, self.nexts = _Forgetful(), _Forgetful(), _Forgetful()
+
+    def forgetful_members(self, *args, **kwargs):
+        members_init(self, *args, **kwargs)
+        self.steps_memo = _Forgetful()
+
+    monkeypatch.setattr(json_keys.PatternKeys, "__init__", forgetful_keys)
+    monkeypatch.setattr(json_members.Members, "__init__", forgetful_members)
+    assert _gbnf(schema) == cached
+
+
 @pytest.mark.parametrize("schema", [SCHEMA, NAMES], ids=["patterns", "names"])
 def test_names_runs_change_no_grammar(schema, monkeypatch):
     """A key trie's runs of one child (`Members.run_from`, jumped at once) give the grammar of a walk node by
