@@ -60,32 +60,37 @@ class _Flat:
     def elements(self, node: Node, base: str) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         todo = [node]
+        seen = 0  # (charged once: the nodes of one alternative, built already)
         while todo:
             n = todo.pop()
-            self.budget.charge(1, f"rule {base!r}")
-            if isinstance(n, Seq):
+            seen += 1
+            kind = type(n)  # (the node kinds by identity: this runs once per node of every rule the check reads)
+            if kind is Seq:
                 todo.extend(reversed(n.items))
-            elif isinstance(n, Lit):
+            elif kind is Ref:
+                out.append((REF, self.rule(n.name)))
+            elif kind is Lit:
                 if n.text:
                     out.append((BYTES, 1))
-            elif isinstance(n, Chars):
+            elif kind is Chars:
                 if n.negated or normalize(n.ranges, False):
                     out.append((BYTES, 1))
                 else:
                     out.append((REF, self.empty()))
-            elif isinstance(n, Ref):
-                out.append((REF, self.rule(n.name)))
-            elif isinstance(n, Alt):
+            elif kind is Alt:
                 rid = self.new(base)
                 self.todo.append((rid, n))
                 out.append((REF, rid))
-            elif isinstance(n, Repeat):
+            elif kind is Repeat:
                 if n.max == 0:
                     continue
                 rid = self.new(base)
                 self.todo.append((rid, n.item))
                 self.reps.append((rid, n.min, n.max if n.max is not None else n.min + 1))
                 out.append((REP, len(self.reps) - 1))
+            else:
+                raise ConstraintError(f"rule {base!r}: not a grammar node: {n!r}")
+        self.budget.charge(seen, f"rule {base!r}")
         return out
 
     def empty(self) -> int:

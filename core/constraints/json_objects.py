@@ -21,6 +21,7 @@ Every function takes the compiler `c` (json_schema.SchemaCompiler): its rules, v
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring
 from typing import Any
 
 from .compile import compile_grammar
@@ -380,9 +381,7 @@ def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names:
 
 
 def _key(name: str) -> str:
-    import json
-
-    return json.dumps(name, ensure_ascii=False)
+    return encode_basestring(name)  # (json.dumps' text of a string, without making an encoder for its options)
 
 
 def repetition(item: Node, lo: int, hi: int | None) -> Node:
