@@ -70,7 +70,9 @@ class Llamay:
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
 
-        prog = self.C.compile_grammar(self.C.schema_to_grammar(schema, **self.options))  # (lazily, past its start)
+        # (lazily, past its start; the checks of a recursive schema's grammar made once, as json_schema_constraint)
+        grammar = self.C.schema_to_grammar(schema, defer_checks=True, **self.options)
+        prog = self.C.compile_grammar(grammar)
         return prog, Automaton(prog), {}
 
     def refused(self, e: Exception) -> bool:

@@ -152,7 +152,7 @@ def json_schema_constraint(
 
     def build() -> Program:
         budget = Budget(limits)  # one budget for the schema and its grammar; rules built later have their own
-        return compile_grammar(schema_to_grammar(schema, strict, budget, **options), budget)
+        return compile_grammar(schema_to_grammar(schema, strict, budget, defer_checks=True, **options), budget)
 
     return _cached(key, _vocab(tokenizer), build, limits)
 

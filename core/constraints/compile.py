@@ -526,6 +526,11 @@ def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None =
     """The program of `grammar`; `limits` (or a compilation's Budget) bounds the work (limits.py). `lazy`: only
     the start rule is compiled now, every other one the first time the automaton needs it (the grammar's
     checks, left recursion and a finite derivation, are then the caller's: `grammar_checks.check_grammar`), and
-    a limit passed then is an error of that step. A grammar with lazy rules is compiled lazily."""
+    a limit passed then is an error of that step. A grammar with lazy rules is compiled lazily. The checks the
+    grammar still owes (`Grammar.owed`) are run first when lazily; an eager compile makes them on the program."""
     lazy = lazy or bool(grammar.lazy)
-    return _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)
+    if lazy:
+        grammar.check()
+    program = _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)
+    grammar.owed = None  # (eager: checked whole)
+    return program

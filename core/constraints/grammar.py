@@ -106,6 +106,15 @@ class Grammar:
     rules: dict[str, Node]
     root: str = "root"
     lazy: dict[str, LazyRule] = field(default_factory=dict)
+    # checks still owed (a recursive schema's, grammar_checks.check_grammar, when deferred): run by `check`, as a
+    # lazy compile and `to_gbnf` do; an eager compile makes them on the program instead
+    owed: Callable[[], None] | None = None
+
+    def check(self) -> None:
+        """The checks still owed, run now (ConstraintError), once."""
+        if self.owed is not None:
+            self.owed()
+            self.owed = None
 
     def body(self, name: str) -> Node | None:
         """The rule's body, built now when it is lazy (None: no such rule)."""
@@ -125,6 +134,7 @@ class Grammar:
     def to_gbnf(self, charge: Callable[[int], None] | None = None) -> str:
         """GBNF text of every rule, the lazy ones reachable from the others built first (all of them: an object
         whose members may come in any order has a rule per set of members, so `charge(steps)` may refuse)."""
+        self.check()
         if self.lazy:
             self.build_reachable(charge)
         return "".join(f"{name} ::= {node_to_gbnf(node)}\n" for name, node in self.rules.items())

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from typing import Any
 
 from .errors import ConstraintError
@@ -157,8 +158,10 @@ class SchemaCompiler:
 
     # -- output -----------------------------------------------------------------------------------------------
 
-    def schema_grammar(self) -> Grammar:
-        """The grammar of the schema (its lazy rules unbuilt), checked (grammar_checks.py) when recursive."""
+    def schema_grammar(self, defer_checks: bool = False) -> Grammar:
+        """The grammar of the schema (its lazy rules unbuilt), checked (grammar_checks.py) when recursive: now,
+        or (`defer_checks`, for a caller that compiles it at once) by compile_grammar, which makes them on the
+        program when it compiles eagerly (llama.cpp's layout: the grammar walked once, not twice)."""
         schema = self.schema
         check_document(schema, self.budget)
         self.resolver = Resolver(schema, self.budget)
@@ -169,7 +172,9 @@ class SchemaCompiler:
             root = self.visit(schema, "", "#")
         grammar = self.grammar(root)
         if has_cycle(self.edges):
-            check_grammar(grammar, self.budget)
+            grammar.owed = partial(check_grammar, grammar, self.budget)
+            if not defer_checks:
+                grammar.check()
         self.budget = Budget(self.budget.limits)  # lazy rules' own (build_lazy)
         return grammar
 
@@ -606,14 +611,19 @@ def _loaded(schema: Any, budget: Budget) -> Any:
 
 
 def schema_to_grammar(
-    schema: Any, strict: bool = True, limits: ConstraintLimits | Budget | None = None, **options: Any
+    schema: Any,
+    strict: bool = True,
+    limits: ConstraintLimits | Budget | None = None,
+    defer_checks: bool = False,
+    **options: Any,
 ) -> Grammar:
     """The grammar of `schema` (a dict or a JSON string), its lazy rules built when first needed (compile it
     with `compile_grammar`: lazily); see the module docstring for what is supported. `limits` (or a
     compilation's Budget) bounds the work; `options`: SchemaCompiler's (max_string_length, max_items,
-    closed_objects, anchored_patterns, listed_order, refuse_unknown)."""
+    closed_objects, anchored_patterns, listed_order, refuse_unknown). `defer_checks`: a recursive schema's
+    grammar checks are left to compile_grammar (`Grammar.owed`), for a caller that compiles it at once."""
     budget = budget_of(limits)
-    return SchemaCompiler(_loaded(schema, budget), strict, limits=budget, **options).schema_grammar()
+    return SchemaCompiler(_loaded(schema, budget), strict, limits=budget, **options).schema_grammar(defer_checks)
 
 
 def schema_to_gbnf(

@@ -30,6 +30,7 @@ from llamay.constraints import (
     schema_to_grammar,
 )
 from llamay.constraints.automaton import Automaton
+from llamay.constraints.json_schema import LLAMACPP
 from llamay.constraints.limits import DEFAULT_LIMITS, Budget
 from tests.constraints.conftest import load_vocab
 from tests.constraints.helpers import sentences
@@ -230,6 +231,33 @@ def test_deep_inputs_compile_without_recursion():
     assert aut.accepts_bytes(b"{}")
     _, aut = compile_all("schema", deep_schema(30))
     assert aut.accepts_bytes(b'{"a":' * 30 + b'"x"' + b"}" * 30)
+
+
+@pytest.mark.parametrize("options", [{}, LLAMACPP], ids=["lazy", "eager"])
+def test_deferred_recursion_checks_refuse_what_the_checks_refused(options):
+    """A recursive schema's grammar checks left to compile_grammar (`defer_checks`, as json_schema_constraint
+    compiles): llama.cpp's layout, a grammar without lazy rules, is compiled eagerly and checked on its program,
+    the spec's, lazily and checked first; either way the schema with no finite value is refused as before, and
+    the one with a way out gives the program the checks made first give. Printing a grammar makes them too."""
+    schema = {
+        "definitions": {"Foo": {"type": "object", "properties": {"child": {"$ref": "#/definitions/Foo"}}}},
+        "type": "object",
+        "properties": {"foo": {"$ref": "#/definitions/Foo"}},
+        "required": ["foo"],
+        "additionalProperties": False,
+    }
+    checked = compile_grammar(schema_to_grammar(schema, **options))
+    deferred = schema_to_grammar(schema, defer_checks=True, **options)
+    assert deferred.owed is not None and bool(deferred.lazy) == (options == {})
+    program = compile_grammar(deferred)
+    assert (program.kind, program.arg, program.rule_names) == (checked.kind, checked.arg, checked.rule_names)
+    schema["definitions"]["Foo"]["required"] = ["child"]
+    with pytest.raises(ConstraintError, match="derives no finite string"):
+        schema_to_grammar(schema, **options)
+    with pytest.raises(ConstraintError, match="derives no finite string"):
+        compile_grammar(schema_to_grammar(schema, defer_checks=True, **options))
+    with pytest.raises(ConstraintError, match="derives no finite string"):
+        schema_to_grammar(schema, defer_checks=True, **options).to_gbnf()
 
 
 def test_recursive_inline_references_compile_once():
