@@ -1,8 +1,8 @@
 """A grammar run by the `pda` kernel op (numba natively; in the browser C/wasm translated from the same source,
 wasm/scalar_c.py): the automaton, its DFA and the token masks live in flat int32 tables in backend memory
 (layouts: `llamay.kernels.pda_layout`), and each operation (start, a token, a mask) is one call into the kernel
-(a lazy program's rules not compiled yet: the host compiles those a closure met, `Arena.compile_rules`, and
-calls again):
+(a lazy program's rules not compiled yet: the host compiles those the operation met, `Arena.compile_rules`,
+and calls again):
 
     ConstraintVocab ──once per vocabulary and backend──▶ VocabTables: the trie, each token's bytes (V)
     Program         ──once per constraint────────────▶ Arena: the program, then nodes, closures, states, the
@@ -448,7 +448,7 @@ class KernelEngine:
                 a.grow(head[L.H_GROW])
                 continue
             if status == L.NEED_RULE:
-                if not head[L.H_NEEDS]:  # (the op would only ask again)
+                if not head[L.H_NEEDS]:  # (a kernel bug: compiling nothing, the op would only ask again)
                     raise RuntimeError("the pda kernel asked for rules without naming any")
                 a.compile_rules(head[L.H_NEED_LIST : L.H_NEED_LIST + head[L.H_NEEDS]])
                 continue

@@ -1,7 +1,7 @@
-"""The host side of the kernel engine on lazy programs: the rules compiled at a NEED_RULE (with the rules that
-begin its alternatives, `_compile_leftmost`), and the caches that make compiling a lazy rule cheaper (pattern
-keys' steps, the names' runs in a key trie, literals' elements). Each is compared with the path without it:
-the same masks, the same grammar, the same program."""
+"""The host side of the kernel engine on lazy programs: the rules compiled at a NEED_RULE (every rule the
+operation named, with the rules that begin their alternatives, `_compile_leftmost`), and the caches that make
+compiling a lazy rule cheaper (pattern keys' steps, the names' runs in a key trie, literals' elements). Each is
+compared with the path without it: the same masks, the same grammar, the same program."""
 
 from __future__ import annotations
 
@@ -92,11 +92,11 @@ def test_a_value_of_any_type_is_compiled_in_one_stop(backend, monkeypatch):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("n", [3, 40])
-def test_the_rules_a_closure_meets_are_compiled_in_one_stop(backend, n, monkeypatch):
-    """n objects as alternatives, each "{" space its member (a lazy program): after "{" one closure meets every
-    member's rule not compiled yet and names them (MAX_NEEDS a stop: the operation starts over fewer times than
-    there are rules); the masks are the Python engine's. Rules compiled one by one (`_compile_one`), so the
-    batching is the closure's."""
+def test_the_rules_a_step_meets_are_compiled_in_one_stop(backend, n, monkeypatch):
+    """n objects as alternatives, each "{" space its member (a lazy program): the step over "{" (a closure per
+    alternative) meets every member's rule not compiled yet and names them (MAX_NEEDS a stop: the operation
+    starts over fewer times than there are rules); the masks are the Python engine's. Rules compiled one by
+    one (`_compile_one`), so the batching is the kernel's."""
     from llamay.constraints import LLAMACPP
     from llamay.kernels.pda_layout import MAX_NEEDS
 
