@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import inspect
 import json
 import resource
 import signal
@@ -60,6 +61,10 @@ class Llamay:
         self.C = C
         # (`--llamacpp`: the options API requests compile with, constraint_from_request's, not the spec's)
         self.options = C.LLAMACPP if llamacpp else {}
+        # (a recursive schema's grammar checks left to the compile, as json_schema_constraint: versions before
+        # defer_checks made them at once)
+        if "defer_checks" in inspect.signature(C.schema_to_grammar).parameters:
+            self.options = {**self.options, "defer_checks": True}
         self.vocab = None
         self.walk_errors = 0
         self.per_schema = per_schema  # masks: one constraint for all the instances of a schema
@@ -70,9 +75,7 @@ class Llamay:
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
 
-        # (lazily, past its start; the checks of a recursive schema's grammar made once, as json_schema_constraint)
-        grammar = self.C.schema_to_grammar(schema, defer_checks=True, **self.options)
-        prog = self.C.compile_grammar(grammar)
+        prog = self.C.compile_grammar(self.C.schema_to_grammar(schema, **self.options))  # (lazily, past its start)
         return prog, Automaton(prog), {}
 
     def refused(self, e: Exception) -> bool:
