@@ -532,5 +532,5 @@ def compile_grammar(grammar: Grammar, limits: ConstraintLimits | Budget | None =
     if lazy:
         grammar.check()
     program = _Compiler(grammar, budget_of(limits), lazy).program(grammar.root)
-    grammar.owed = None  # (eager: checked whole)
+    grammar.owed = None  # (lazy: run above; eager: made on the program)
     return program

@@ -38,12 +38,12 @@ import json
 from typing import Any
 
 from .grammar import EMPTY, Alt, Chars, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .json_keys import KEY_OUT
 
 SPACE = Ref("space")
 COLON = seq(SPACE, Lit(":"), SPACE)
 QUOTE = Lit('"')
-_RAW_OUT = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x7F))  # what a key character written as is is not
-KEY_CHAR = Chars(_RAW_OUT, negated=True)
+KEY_CHAR = Chars(KEY_OUT, negated=True)  # a key character written as it is
 # key-trie subtrees of at most _INLINE nodes, down to _DEPTH characters, are written into their parent's rule
 # (each character nests an alternative in a sequence: within the grammar's max_nesting)
 _INLINE, _DEPTH = 32, 12
@@ -397,10 +397,10 @@ class Members:
         others = tuple(sorted((ord(ch), ord(ch)) for ch in children))
         if all(ch < _WIDE for ch in children):  # (ASCII names: the wide characters one class for every node, and
             # this node's class ASCII only, one BYTES element: a class with both is a rule of its own per node)
-            options.append(seq(Chars((*_RAW_OUT, *others, _WIDE_RANGE), negated=True), more))
+            options.append(seq(Chars((*KEY_OUT, *others, _WIDE_RANGE), negated=True), more))
             options.append(seq(_WIDE_KEY_CHAR, more))
         else:
-            options.append(seq(Chars((*_RAW_OUT, *others), negated=True), more))
+            options.append(seq(Chars((*KEY_OUT, *others), negated=True), more))
         if self.ends.get(at) is None:
             options.append(EMPTY)
         self.c.budget.charge(len(options) + len(children), f"{self.base} (other keys)")
