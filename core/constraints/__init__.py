@@ -142,6 +142,15 @@ def json_schema_constraint(
     options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
                "closed_objects": closed_objects, "anchored_patterns": anchored_patterns,
                "listed_order": listed_order}  # fmt: skip
+    key, build = json_schema_build(schema, strict, limits, options)
+    return _cached(key, _vocab(tokenizer), build, limits)
+
+
+def json_schema_build(
+    schema: Any, strict: bool, limits: ConstraintLimits | None, options: dict[str, Any]
+) -> tuple[tuple, Callable[[], Program]]:
+    """json_schema_constraint's cache key and program builder (a `json_schema` spec compiles with them when it
+    is made, and hands that program to its first build)."""
     if not isinstance(schema, (str, bytes)):
         check_document(schema, Budget(limits))  # (its depth first: json.dumps recurses per level)
     try:
@@ -154,6 +163,13 @@ def json_schema_constraint(
         budget = Budget(limits)  # one budget for the schema and its grammar; rules built later have their own
         return compile_grammar(schema_to_grammar(schema, strict, budget, defer_checks=True, **options), budget)
 
+    return key, build
+
+
+def cached_constraint(
+    key: tuple, tokenizer: Any, build: Callable[[], Program], limits: ConstraintLimits | None
+) -> GrammarConstraint:
+    """The cached constraint of `key` for the tokenizer's vocabulary, else one of `build()`'s program (kept)."""
     return _cached(key, _vocab(tokenizer), build, limits)
 
 

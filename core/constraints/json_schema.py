@@ -34,9 +34,10 @@ them on the outer side is lowered to them (every value generated stays within it
 once each, from a worklist (no recursion through them); a `$ref` with sibling keywords becomes a rule of its
 own, compiled once per (reference, siblings) content, and an `allOf` once per schema object, so repeated or
 recursive uses are references to it; a property's schema once per schema object too (`visit_shared`: every
-oneOf branch merged with an object's properties lists them again). Enums of more than 8 values are a trie of
-their texts. All the work is charged to the compilation's `Budget`; a lazy rule's work, done during
-generation, to its own.
+oneOf branch merged with an object's properties lists them again), and an anyOf / oneOf once per list of
+branches; a large document's equal parts are one object (json_shared.py), so its copies are compiled once.
+Enums of more than 8 values are a trie of their texts. All the work is charged to the compilation's `Budget`;
+a lazy rule's work, done during generation, to its own.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from .json_keywords import (
 from .json_negation import negate
 from .json_objects import object_rule
 from .json_refs import DEFAULT_BASE, Resolver
+from .json_shared import shared_copy, values_key
 from .json_values import array, literals, number, string
 from .limits import Budget, ConstraintLimits, budget_of
 
@@ -162,8 +164,8 @@ class SchemaCompiler:
         """The grammar of the schema (its lazy rules unbuilt), checked (grammar_checks.py) when recursive: now,
         or (`defer_checks`, for a caller that compiles it at once) by compile_grammar, which makes them on the
         program when it compiles eagerly (llama.cpp's layout: the grammar walked once, not twice)."""
-        schema = self.schema
-        check_document(schema, self.budget)
+        check_document(self.schema, self.budget)
+        schema = self.schema = shared_copy(self.schema)  # (its copies one object: json_shared.py)
         self.resolver = Resolver(schema, self.budget)
         self.base = self.resolver.root_base
         if schema is True or (isinstance(schema, dict) and not (set(schema) & VOCABULARY)):
@@ -388,23 +390,26 @@ class SchemaCompiler:
 
     def visit_shared(self, schema: Any, name: str, path: str) -> Node:
         """`visit`, once per schema object (and base URI): a property's schema, met again in every oneOf branch
-        merged with the object's properties, is its node again. The visit is a node of `edges` (its key) between
-        the rule it is in and the rules it refers to, so a node met again refers to them too; its depth below
-        is checked again from where it is met (the same refusals)."""
+        merged with the object's properties (or a copy of it: json_shared.py), is its node again."""
         if type(schema) is not dict:
             return self.visit(schema, name, path)
-        key = (id(schema), self.base)
+        return self.shared((id(schema), self.base), schema, lambda: self.visit(schema, name, path), path)
+
+    def shared(self, key: Any, keep: Any, build, path: str) -> Node:
+        """`build()`, once per `key` (ids of objects `keep` holds, so each stays its own). The visit is a node
+        of `edges` (its key) between the rule it is in and the rules it refers to, so a node met again refers
+        to them too; its depth below is checked again from where it is met (the same refusals)."""
         seen = self.visited.get(key)
         if seen is None:
             self.edge(key)
             self.context.append(key)
             deepest, self.deepest = self.deepest, self.depth  # (how deep this visit goes, not its siblings)
             try:
-                node = self.visit(schema, name, path)
+                node = build()
             finally:
                 self.context.pop()
                 below, self.deepest = self.deepest - self.depth, max(deepest, self.deepest)
-            self.visited[key] = (schema, node, below)
+            self.visited[key] = (keep, node, below)
             self.undo.append((self.visited, key))  # (rolled back with the rules it refers to)
             return node
         _, node, below = seen
@@ -443,7 +448,10 @@ class SchemaCompiler:
             return self.composite(id(schema), schema, name, merged)
         for key in ("anyOf", "oneOf"):
             if key in schema:
-                return alternatives(self, schema, key, name, path)
+                # (once per list of branches and the other keywords' values: a copy of the same anyOf met
+                # again, its annotations aside, is the same alternatives)
+                known = (key, values_key(schema, VOCABULARY), self.base)
+                return self.shared(known, schema, partial(alternatives, self, schema, key, name, path), path)
         if "const" in schema:
             return literals(self, [schema["const"]], schema, name, path)
         if "enum" in schema:

@@ -10,11 +10,12 @@ the automaton carries one stack per branch, not one per word:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from itertools import count
 
 from .errors import ConstraintError
-from .grammar import EMPTY, Alt, Grammar, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .grammar import EMPTY, MAX_CODE_POINT, Alt, Grammar, Lit, Node, Ref, Repeat, Seq, seq
 from .limits import Budget, ConstraintLimits, budget_of
 
 
@@ -80,7 +81,8 @@ def _renamed(node: Node, names: dict[str, str]) -> Node:
 def _trie(words: list[str], new_name: Callable[[], str]) -> dict[str, Node]:
     """word_trie of `words` (sorted, distinct). The trie is never built as one: a node is a run of the words
     (sharing its prefix), its children the runs of their next character (in character order), a chain with no
-    branch the run's common prefix (so the work is per word and node, not per character)."""
+    branch the run's common prefix. A run's end is a binary search and its prefix a comparison of slices (in C:
+    the work is per node, not per word and character)."""
     rules: dict[str, Node] = {}
     todo: list[tuple[int, int, int, str]] = [(0, len(words), 0, new_name())]  # (run start, end, depth, its rule)
     while todo:
@@ -91,21 +93,31 @@ def _trie(words: list[str], new_name: Callable[[], str]) -> dict[str, Node]:
             lo += 1
         below = []
         while lo < hi:
-            first, ch = words[lo], words[lo][depth]
-            end = lo + 1
-            while end < hi and words[end][depth] == ch:
-                end += 1
-            last, n = words[end - 1], depth + 1
-            while n < len(first) and first[n] == last[n]:  # (the run's common prefix: its first and last's)
-                n += 1
+            first = words[lo]
+            ch = ord(first[depth])
+            # (the words with this character next sort before the node's prefix followed by the next one)
+            end = hi if ch == MAX_CODE_POINT else bisect_left(words, first[:depth] + chr(ch + 1), lo + 1, hi)
+            n = _common_end(first, words[end - 1], depth + 1)
             text = first[depth:n]
             if end - lo == 1:  # (one word: its prefix is the whole of it)
                 options.append(Lit(text))
             else:
                 child = new_name()
                 below.append((lo, end, n, child))
-                options.append(seq(Lit(text), Ref(child)))
+                options.append(Seq((Lit(text), Ref(child))))
             lo = end
-        rules[name] = alt(*options)
+        rules[name] = options[0] if len(options) == 1 else Alt(tuple(options))  # (distinct: alt()'s check skipped)
         todo.extend(reversed(below))
     return rules
+
+
+def _common_end(a: str, b: str, n: int) -> int:
+    """The end of the prefix `a` and `b` share, knowing they share a[:n] (a binary search on slices)."""
+    lo, hi = n, min(len(a), len(b))  # (a[:lo] is shared; a[:hi + 1] is not, or hi is the shorter's length)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .compile import Program
 from .constraint import GrammarConstraint
 from .errors import ConstraintError
 from .limits import ConstraintLimits
@@ -45,16 +46,25 @@ def json_schema(
     anchored_patterns: bool = False,
     listed_order: bool = False,
 ) -> ConstraintSpec:
-    """JSON valid against `schema` (a dict or JSON text); the schema is checked now, so a schema this package
-    cannot compile is an error here, not at the first token."""
-    from . import json_schema_constraint, schema_to_grammar
+    """JSON valid against `schema` (a dict or JSON text); the schema is compiled now, so a schema this package
+    cannot compile is an error here, not at the first token. Its first build takes that program (the schema is
+    compiled once, not again for the model); a build that finds the constraint cached, or a later one, does not
+    need it (json_schema_constraint's cache, as a direct call would)."""
+    from . import cached_constraint, json_schema_build
 
     options = {"max_string_length": max_string_length, "max_items": max_items, "refuse_unknown": refuse_unknown,
                "closed_objects": closed_objects, "anchored_patterns": anchored_patterns,
                "listed_order": listed_order}  # fmt: skip
-    schema_to_grammar(schema, strict, limits, **options)
-    opts = {"strict": strict, **options, "limits": limits}
-    return ConstraintSpec("json_schema", json_schema_constraint, (schema,), opts)
+    key, build = json_schema_build(schema, strict, limits, options)
+    first = [build()]
+
+    def program() -> Program:
+        try:
+            return first.pop()  # (atomic: two threads building at once take it once)
+        except IndexError:
+            return build()
+
+    return ConstraintSpec("json_schema", cached_constraint, (key,), {"build": program, "limits": limits})
 
 
 def json_object(

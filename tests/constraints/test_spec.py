@@ -55,3 +55,24 @@ def test_the_json_schema_name_is_the_function_and_its_module_still_imports():
 
     assert callable(C.json_schema) and isinstance(C.json_schema({"type": "string"}), ConstraintSpec)
     assert "root" in schema_to_gbnf({"type": "string"})
+
+
+def test_a_json_schema_spec_compiles_its_schema_once(tok, monkeypatch):
+    """Made, then built: one compile (the spec's program is the first build's); built again once its constraint
+    has left the cache: compiled again (the first program is not kept for it)."""
+    import importlib
+
+    module = importlib.import_module("llamay.constraints.json_schema")
+    calls = []
+    grammar = module.SchemaCompiler.schema_grammar
+    monkeypatch.setattr(module.SchemaCompiler, "schema_grammar", lambda self, *a: calls.append(1) or grammar(self, *a))
+    schema = {"type": "object", "properties": {"spec-once": {"type": "integer"}}, "required": ["spec-once"]}
+    spec = C.json_schema(schema)
+    assert len(calls) == 1
+    c = compiled(spec, tok)
+    assert len(calls) == 1 and compiled(spec, tok) is c is C.json_schema_constraint(schema, tok)
+    C._CACHE.clear()
+    assert compiled(spec, tok) is not c and len(calls) == 2
+    st = c.start()
+    firsts = {tok.decode([t]) for t in range(tok.n_vocab) if c.accepts(st, t)}
+    assert firsts and all(f.startswith("{") for f in firsts)  # (the spec's program serves: an object first)
