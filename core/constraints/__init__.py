@@ -38,6 +38,7 @@ from .json_schema import LLAMACPP, schema_to_gbnf, schema_to_grammar
 from .lexicon import lexicon_grammar
 from .limits import DEFAULT_LIMITS, Budget, ConstraintLimitError, ConstraintLimits
 from .spec import ConstraintSpec, gbnf_grammar, json_object, json_schema, word_list
+from .trailing_space import without_trailing_space
 from .vocab import ConstraintVocab
 
 
@@ -118,7 +119,12 @@ def json_constraint(
 ) -> GrammarConstraint:
     """Any JSON object (root="value": any JSON value); the caps bound strings and containers."""
     text = json_gbnf(root, max_string_length, max_items)
-    return _cached(("json", text), _vocab(tokenizer), _from_gbnf(text, limits), limits)
+
+    def build() -> Program:  # (as _from_gbnf, the output ending with its value: trailing_space.py)
+        budget = Budget(limits)
+        return compile_grammar(without_trailing_space(parse_gbnf(text, "root", budget)), budget)
+
+    return _cached(("json", text), _vocab(tokenizer), build, limits)
 
 
 def json_schema_constraint(
@@ -161,7 +167,8 @@ def json_schema_build(
 
     def build() -> Program:
         budget = Budget(limits)  # one budget for the schema and its grammar; rules built later have their own
-        return compile_grammar(schema_to_grammar(schema, strict, budget, defer_checks=True, **options), budget)
+        grammar = schema_to_grammar(schema, strict, budget, defer_checks=True, **options)
+        return compile_grammar(without_trailing_space(grammar), budget)  # (no whitespace after the value)
 
     return key, build
 
