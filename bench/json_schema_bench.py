@@ -65,6 +65,11 @@ class Llamay:
         # defer_checks made them at once)
         if "defer_checks" in inspect.signature(C.schema_to_grammar).parameters:
             self.options = {**self.options, "defer_checks": True}
+        try:  # (and ending with the root value, as json_schema_constraint: versions before it did not)
+            from llamay.constraints.trailing_space import without_trailing_space as ending
+        except ImportError:
+            ending = None
+        self.ending = ending or (lambda grammar: grammar)
         self.vocab = None
         self.walk_errors = 0
         self.per_schema = per_schema  # masks: one constraint for all the instances of a schema
@@ -75,7 +80,8 @@ class Llamay:
     def compile(self, schema: object) -> object:
         from llamay.constraints.automaton import Automaton
 
-        prog = self.C.compile_grammar(self.C.schema_to_grammar(schema, **self.options))  # (lazily, past its start)
+        grammar = self.ending(self.C.schema_to_grammar(schema, **self.options))
+        prog = self.C.compile_grammar(grammar)  # (lazily, past its start)
         return prog, Automaton(prog), {}
 
     def refused(self, e: Exception) -> bool:
