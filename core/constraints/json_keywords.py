@@ -137,9 +137,9 @@ def check_keywords(schema: dict, path: str) -> None:
             raise ConstraintError(f"{path}/{key}: expecting {check[1]}, not {json.dumps(value)[:40]}")
 
 
-def check_document(schema: Any, budget: Budget) -> None:
+def check_document(schema: Any, budget: Budget) -> int:
     """Charge the budget for every value of the document and refuse one nested beyond max_nesting (iterative:
-    the recursive compiler below and json.dumps then stay within their depth)."""
+    the recursive compiler below and json.dumps then stay within their depth). The number of values."""
     limit = budget.limits.max_nesting
     count, depth, level = 0, 0, [schema]  # (a level at a time, no paths: the walk below names the refusal)
     while level and depth < limit:
@@ -153,8 +153,9 @@ def check_document(schema: Any, budget: Budget) -> None:
     if not level:  # (within the limit: every value counted, the depth reached)
         budget.charge(count, "#")
         budget.check("max_nesting", depth, "#", "schema nesting depth")
-        return
+        return count
     _check_deep_document(schema, budget)
+    raise AssertionError("unreachable: _check_deep_document refuses")  # (it always raises)
 
 
 def _check_deep_document(schema: Any, budget: Budget) -> None:

@@ -164,8 +164,8 @@ class SchemaCompiler:
         """The grammar of the schema (its lazy rules unbuilt), checked (grammar_checks.py) when recursive: now,
         or (`defer_checks`, for a caller that compiles it at once) by compile_grammar, which makes them on the
         program when it compiles eagerly (llama.cpp's layout: the grammar walked once, not twice)."""
-        check_document(self.schema, self.budget)
-        schema = self.schema = shared_copy(self.schema)  # (its copies one object: json_shared.py)
+        values = check_document(self.schema, self.budget)
+        schema = self.schema = shared_copy(self.schema, values)  # (its copies one object: json_shared.py)
         self.resolver = Resolver(schema, self.budget)
         self.base = self.resolver.root_base
         if schema is True or (isinstance(schema, dict) and not (set(schema) & VOCABULARY)):
@@ -393,7 +393,11 @@ class SchemaCompiler:
         merged with the object's properties (or a copy of it: json_shared.py), is its node again."""
         if type(schema) is not dict:
             return self.visit(schema, name, path)
-        return self.shared((id(schema), self.base), schema, lambda: self.visit(schema, name, path), path)
+        key = (id(schema), self.base)
+        seen = self.visited.get(key)  # (met again: its node, without a closure made for the visit)
+        if seen is not None:
+            return self.again(key, seen, path)
+        return self.shared(key, schema, lambda: self.visit(schema, name, path), path)
 
     def shared(self, key: Any, keep: Any, build, path: str) -> Node:
         """`build()`, once per `key` (ids of objects `keep` holds, so each stays its own). The visit is a node
@@ -412,6 +416,10 @@ class SchemaCompiler:
             self.visited[key] = (keep, node, below)
             self.undo.append((self.visited, key))  # (rolled back with the rules it refers to)
             return node
+        return self.again(key, seen, path)
+
+    def again(self, key: Any, seen: tuple, path: str) -> Node:
+        """A shared visit met again: its node, its depth below checked from here, its edge."""
         _, node, below = seen
         self.budget.check("max_nesting", self.depth + below, path, "schema nesting depth")
         self.deepest = max(self.deepest, self.depth + below)

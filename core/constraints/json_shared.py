@@ -26,17 +26,18 @@ _IDENTIFIERS = frozenset({"$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"
 _ANNOTATIONS = frozenset({"title", "description", "$comment", "default", "examples", "deprecated", "readOnly",
                           "writeOnly"})  # fmt: skip
 _DATA = frozenset({"enum", "const"})  # keywords whose value is data, kept whole: {"enum": [{"title": 1}]}
-_FROM = 512  # containers in the document from which the copy is made (below, few copies cost anything)
+_FROM = 1024  # values in the document from which the copy is made (in smaller ones, few copies cost anything)
 
 
-def shared_copy(schema: Any) -> Any:
-    """`schema` with equal containers one object (a copy), or `schema` itself (small, or with identifiers).
-    Iterative. Called after check_document, which charged a compilation's budget for every value and bounded
-    the nesting (so no cycle either): this walk is linear in what it charged."""
-    if not isinstance(schema, dict):
+def shared_copy(schema: Any, values: int) -> Any:
+    """`schema` with equal containers one object (a copy), or `schema` itself (fewer than _FROM `values`, as
+    check_document counted them, or identifiers). Iterative. Called after check_document, which charged a
+    compilation's budget for every value and bounded the nesting (so no cycle either): this walk is linear in
+    what it charged."""
+    if not isinstance(schema, dict) or values < _FROM:
         return schema
     order = _containers(schema)
-    if order is None or len(order) < _FROM:
+    if order is None:
         return schema
     one: dict[tuple, Any] = {}  # content -> the one object with it
     made: dict[tuple[int, bool], Any] = {}  # (id(a container of `schema`), in data) -> its shared copy

@@ -14,6 +14,8 @@ import pytest
 
 from llamay.constraints import ConstraintError, compile_grammar, json_shared, schema_to_grammar
 from llamay.constraints.automaton import Automaton
+from llamay.constraints.json_keywords import check_document
+from llamay.constraints.limits import Budget
 from tests.constraints.helpers import schema_validator, sentences
 from tests.paths import FIXTURES
 
@@ -22,8 +24,13 @@ SCHEMA_MODULE = importlib.import_module("llamay.constraints.json_schema")  # (th
 
 @pytest.fixture
 def always(monkeypatch):
-    """Every document copied, however small."""
+    """Every document copied, however few values it has."""
     monkeypatch.setattr(json_shared, "_FROM", 0)
+
+
+def _copy(doc):
+    """shared_copy as the compiler calls it: with the document's count of values."""
+    return json_shared.shared_copy(doc, check_document(doc, Budget()))
 
 
 def _containers(doc) -> list:
@@ -47,7 +54,7 @@ def test_equal_parts_are_one_object_and_the_document_is_the_same_json(always):
         }
     }
     before = json.dumps(doc)
-    got = json_shared.shared_copy(doc)
+    got = _copy(doc)
     assert json.dumps(got) == before and json.dumps(doc) == before  # (the same JSON, key order too; doc untouched)
     a, b = got["properties"]["a"]["oneOf"], got["properties"]["b"]["items"]["oneOf"]
     assert a is b  # the two lists, one object
@@ -61,7 +68,7 @@ def test_equal_parts_are_one_object_and_the_document_is_the_same_json(always):
      (["1"], [1]), ([None], [[]]), ([[1]], [1])],
 )  # fmt: skip
 def test_parts_that_differ_as_json_stay_apart(always, left, right):
-    got = json_shared.shared_copy({"l": {"enum": [left]}, "r": {"enum": [right]}})
+    got = _copy({"l": {"enum": [left]}, "r": {"enum": [right]}})
     assert got["l"] is not got["r"] and json.dumps(got["l"]) == json.dumps({"enum": [left]})
     assert json.dumps(got["r"]) == json.dumps({"enum": [right]})
 
@@ -75,7 +82,7 @@ def test_annotations_aside_and_data_kept_whole(always):
         "e": {"properties": {"description": {"type": "string"}}}, "f": {"properties": {"description": True}},
         "g": {"properties": {"title": {"type": "string"}}},
     }}  # fmt: skip
-    got = json_shared.shared_copy(doc)["properties"]
+    got = _copy(doc)["properties"]
     assert got["a"] is got["b"] and got["a"]["description"] == "one"  # (the first one's annotations)
     assert got["h"] is not got["a"]
     assert got["c"] is not got["d"] and got["c"]["enum"][0] == {"description": "one"}  # (an enum's values: data)
@@ -86,20 +93,20 @@ def test_annotations_aside_and_data_kept_whole(always):
 @pytest.mark.parametrize("ident", [{"$id": "b.json"}, {"id": "b.json"}, {"$anchor": "b"}, {"$dynamicAnchor": "b"}])
 def test_a_document_with_an_identifier_below_its_root_is_kept_as_it_is(always, ident):
     doc = {"$defs": {"b": {**ident, "type": "string"}}, "properties": {"x": {"type": "string"}}}
-    assert json_shared.shared_copy(doc) is doc
+    assert _copy(doc) is doc
 
 
 def test_a_property_named_id_or_a_key_that_is_not_a_string(always):
     doc = {"properties": {"id": {"type": "string"}, "n": {"type": "string"}}}
-    got = json_shared.shared_copy(doc)
+    got = _copy(doc)
     assert got is not doc and got["properties"]["id"] is got["properties"]["n"]
     odd = {"properties": {1: {"type": "string"}}}
-    assert json_shared.shared_copy(odd) is odd
+    assert _copy(odd) is odd
 
 
 def test_a_small_document_is_not_copied():
     doc = {"properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
-    assert json_shared.shared_copy(doc) is doc
+    assert _copy(doc) is doc
 
 
 def test_a_copy_of_an_anyof_is_compiled_once(always):
@@ -136,7 +143,7 @@ def _schemas() -> dict[str, dict]:
 def _program(schema, monkeypatch, share: bool):
     with monkeypatch.context() as m:
         if not share:
-            m.setattr(SCHEMA_MODULE, "shared_copy", lambda doc: doc)
+            m.setattr(SCHEMA_MODULE, "shared_copy", lambda doc, values: doc)
         return compile_grammar(schema_to_grammar(schema))
 
 
