@@ -93,10 +93,15 @@ def _vocab(tokenizer: Any) -> ConstraintVocab:
     return tokenizer if isinstance(tokenizer, ConstraintVocab) else ConstraintVocab.for_tokenizer(tokenizer)
 
 
-def _from_gbnf(text: str, limits: ConstraintLimits | Budget | None, root: str = "root") -> Callable[[], Program]:
+def _from_gbnf(
+    text: str, limits: ConstraintLimits | Budget | None, root: str = "root", ending: bool = False
+) -> Callable[[], Program]:
+    """The builder of `text`'s program; `ending`: the output ends with its root value (trailing_space.py)."""
+
     def build() -> Program:
         budget = limits if isinstance(limits, Budget) else Budget(limits)
-        return compile_grammar(parse_gbnf(text, root, budget), budget)
+        grammar = parse_gbnf(text, root, budget)
+        return compile_grammar(without_trailing_space(grammar) if ending else grammar, budget)
 
     return build
 
@@ -119,12 +124,7 @@ def json_constraint(
 ) -> GrammarConstraint:
     """Any JSON object (root="value": any JSON value); the caps bound strings and containers."""
     text = json_gbnf(root, max_string_length, max_items)
-
-    def build() -> Program:  # (as _from_gbnf, the output ending with its value: trailing_space.py)
-        budget = Budget(limits)
-        return compile_grammar(without_trailing_space(parse_gbnf(text, "root", budget)), budget)
-
-    return _cached(("json", text), _vocab(tokenizer), build, limits)
+    return _cached(("json", text), _vocab(tokenizer), _from_gbnf(text, limits, ending=True), limits)
 
 
 def json_schema_constraint(

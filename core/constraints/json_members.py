@@ -55,9 +55,12 @@ _WIDE_RANGE = (0x80, 0x10FFFF)
 _WIDE_KEY_CHAR = Chars((_WIDE_RANGE,))  # a key character past ASCII (all are raw)
 
 
+_KEY_OUT_POINTS = frozenset(c for lo, hi in KEY_OUT for c in range(lo, hi + 1))
+
+
 def _is_raw(ch: str) -> bool:
-    c = ord(ch)
-    return not (c < 0x20 or c in (0x22, 0x5C, 0x7F))
+    """Whether a key may hold `ch` as it is (json_keys.KEY_OUT: no escape needed)."""
+    return ord(ch) not in _KEY_OUT_POINTS
 
 
 class Members:

@@ -366,7 +366,7 @@ def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names:
     extra_lo, extra_hi = _counts(c, schema, props, is_required, extra is not None, path)
     if extra_hi == 0:
         extra = None
-    kvs = [(c.named(seq(Lit(_key(p)), COLON, v), child(f"{p}-kv")), p in is_required) for p, v in items]
+    kvs = [(c.named(seq(Lit(encode_basestring(p)), COLON, v), child(f"{p}-kv")), p in is_required) for p, v in items]
     member = None
     if extra is not None and extra[0] == "pattern":
         member = extra[1]
@@ -378,10 +378,6 @@ def _in_order(c: Any, schema: dict, items: list, is_required: set, extra, names:
     if tail:
         return seq(members(c, kvs, member, child, extra_lo, extra_hi, tail=True), Lit("}"), SPACE)
     return seq(Lit("{"), SPACE, members(c, kvs, member, child, extra_lo, extra_hi), Lit("}"), SPACE)
-
-
-def _key(name: str) -> str:
-    return encode_basestring(name)  # (json.dumps' text of a string, without making an encoder for its options)
 
 
 def repetition(item: Node, lo: int, hi: int | None) -> Node:

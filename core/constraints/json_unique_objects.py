@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
+from json.encoder import encode_basestring  # (json.dumps' text of a string, without an encoder made)
 from typing import Any
 
 from .errors import ConstraintError
@@ -81,7 +82,7 @@ def _unique_objects(c: Any, item_schema: Any, item: dict, lo: int, hi: int | Non
         c.rollback(mark)
         return None
     c.use("space")
-    opening = seq(Lit("{"), SPACE, Lit(_quoted(name)), SPACE, Lit(":"), SPACE)
+    opening = seq(Lit("{"), SPACE, Lit(encode_basestring(name)), SPACE, Lit(":"), SPACE)
     closing = seq(SPACE, rest)  # (after P's value)
     keyed = _keyed(c, kind, schema, opening, closing, lo, hi, path)
     if keyed is None or lo > 1:
@@ -96,7 +97,7 @@ def _keyed(c: Any, kind: str, schema: dict, opening: Node, closing: Node, lo: in
     if kind == "enum":
         raw = [schema["const"]] if "const" in schema else schema["enum"]
         c.budget.charge(sum(len(v) for v in raw), path)
-        values = sorted({_quoted(v)[1:-1] for v in raw})  # (as written, between the quotes)
+        values = sorted({encode_basestring(v)[1:-1] for v in raw})  # (as written, between the quotes)
         hi = len(values) if hi is None else min(hi, len(values))
     low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
     key = ("unique-keyed", opening, closing, low, high, lo, hi, None if values is None else tuple(values))
@@ -143,10 +144,6 @@ def _tail(c: Any, schema: dict, path: str) -> Node:
     from .json_objects import object_rule
 
     return object_rule(c, schema, "unique-item", path, tail=True)
-
-
-def _quoted(name: str) -> str:
-    return json.dumps(name, ensure_ascii=False)
 
 
 class UniqueKeyed(UniqueSets):
