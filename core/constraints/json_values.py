@@ -10,7 +10,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .grammar import Alt, Chars, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, decimal_multiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
@@ -19,7 +19,7 @@ from .json_numbers import DIGIT, divisible_by, integer_bounds, integer_range, nu
 from .json_string_product import string_product
 from .json_strings import json_encoded, within_lengths
 from .json_unique import unique_array
-from .lexicon import word_trie
+from .lexicon import trie_node
 from .regex import parse_pattern
 
 SPACE = Ref("space")
@@ -43,10 +43,32 @@ def literals(c: Any, values: list, schema: dict, name: str, path: str) -> Node:
     texts = list(dict.fromkeys(t for group in groups for t in group))
     c.budget.charge(sum(map(len, texts)), path)
     if len(texts) > _FACTORED:
-        rules = word_trie(texts, lambda: c.fresh(f"{name}-enum" if name else "enum"), c.memo)
-        c.rules.update(rules)
-        return seq(Ref(next(iter(rules))), SPACE)
+        return seq(Ref(enum_trie(c, texts, f"{name}-enum" if name else "enum")), SPACE)
     return seq(alt(*map(Lit, texts)), SPACE)
+
+
+def enum_trie(c: Any, texts: list[str], base: str) -> str:
+    """The rule of one of `texts`, a character trie (lexicon.trie_node) whose nodes below its entry are lazy
+    rules, built as the automaton reaches them: an enum of thousands of names costs its entry and the branches
+    visited, not every node. One rule per set of texts in a compilation (a schema repeats its enums)."""
+    words = sorted(texts)  # (distinct)
+    key = ("enum trie", tuple(words))
+    root = c.memo.get(key)
+    if root in c.rules:  # (else rolled back with a part left out, or not made yet)
+        return root
+    names: dict[tuple[int, int], str] = {}
+
+    def child(lo: int, hi: int, depth: int) -> str:
+        name = names.get((lo, depth))  # (a run is its start and its depth)
+        if name is None or not (name in c.lazy or name in c.rules):
+            name = names[lo, depth] = c.fresh_lazy(f"{root}-{lo}-{depth}")
+            build = lambda: c.build_lazy(lambda: trie_node(words, lo, hi, depth, child))  # noqa: E731
+            c.lazy[name] = LazyRule(build, Lit(words[lo][depth:]))  # (a text of the run: it derives one)
+        return name
+
+    root = c.memo[key] = c.fresh(base)
+    c.rules[root] = trie_node(words, 0, len(words), 0, child)
+    return root
 
 
 def literal_texts(c: Any, values: list, schema: dict, path: str) -> list[list[str]]:

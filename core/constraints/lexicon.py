@@ -48,67 +48,50 @@ def lexicon_grammar(
     return Grammar({"root": root, **rules})
 
 
-def word_trie(words: list[str], new_name: Callable[[], str], memo: dict | None = None) -> dict[str, Node]:
+def word_trie(words: list[str], new_name: Callable[[], str]) -> dict[str, Node]:
     """Rules matching exactly one of `words` (none empty), factored into a character trie: one rule per
     branching node, named by `new_name()` in preorder (the first is the entry). Iterative: any word length
-    is safe. `memo`: the tries built so far (one compilation's), so the same words again are those rules
-    renamed (a schema repeats its enums)."""
+    is safe. (json_values.py builds the same nodes lazily, one as the automaton reaches it: `trie_node`.)"""
     words = sorted(set(words))
-    key = ("word trie", tuple(words))
-    known = memo.get(key) if memo is not None else None
-    if known is not None:
-        rules, asked = known
-        names = {old: new_name() for old in asked}  # (asked for in the order the first build asked)
-        return {names[name]: _renamed(body, names) for name, body in rules.items()}
-    asked = []
-    rules = _trie(words, lambda: asked.append(new_name()) or asked[-1])
-    if memo is not None:
-        memo[key] = rules, asked
-    return rules
-
-
-def _renamed(node: Node, names: dict[str, str]) -> Node:
-    """A trie's rule body with its references renamed."""
-    if isinstance(node, Ref):
-        return Ref(names[node.name])
-    if isinstance(node, Seq) and node.items:
-        return Seq(tuple(_renamed(x, names) for x in node.items))
-    if isinstance(node, Alt):
-        return Alt(tuple(_renamed(x, names) for x in node.options))
-    return node
-
-
-def _trie(words: list[str], new_name: Callable[[], str]) -> dict[str, Node]:
-    """word_trie of `words` (sorted, distinct). The trie is never built as one: a node is a run of the words
-    (sharing its prefix), its children the runs of their next character (in character order), a chain with no
-    branch the run's common prefix. A run's end is a binary search and its prefix a comparison of slices (in C:
-    the work is per node, not per word and character)."""
     rules: dict[str, Node] = {}
     todo: list[tuple[int, int, int, str]] = [(0, len(words), 0, new_name())]  # (run start, end, depth, its rule)
+    below: list[tuple[int, int, int, str]] = []  # (the children of the node being made)
+
+    def child(lo: int, end: int, n: int) -> str:
+        below.append((lo, end, n, new_name()))
+        return below[-1][3]
+
     while todo:
         lo, hi, depth, name = todo.pop()
-        options: list[Node] = []
-        if lo < hi and len(words[lo]) == depth:  # a word ends here (it sorts first in its run)
-            options.append(EMPTY)
-            lo += 1
-        below = []
-        while lo < hi:
-            first = words[lo]
-            ch = ord(first[depth])
-            # (the words with this character next sort before the node's prefix followed by the next one)
-            end = hi if ch == MAX_CODE_POINT else bisect_left(words, first[:depth] + chr(ch + 1), lo + 1, hi)
-            n = _common_end(first, words[end - 1], depth + 1)
-            text = first[depth:n]
-            if end - lo == 1:  # (one word: its prefix is the whole of it)
-                options.append(Lit(text))
-            else:
-                child = new_name()
-                below.append((lo, end, n, child))
-                options.append(Seq((Lit(text), Ref(child))))
-            lo = end
-        rules[name] = options[0] if len(options) == 1 else Alt(tuple(options))  # (distinct: alt()'s check skipped)
+        rules[name] = trie_node(words, lo, hi, depth, child)
         todo.extend(reversed(below))
+        below.clear()
     return rules
+
+
+def trie_node(words: list[str], lo: int, hi: int, depth: int, child: Callable[[int, int, int], str]) -> Node:
+    """The rule body of one trie node: the run words[lo:hi] of `words` (sorted, distinct) that share their first
+    `depth` characters. The trie is never built as one: the node's children are the runs of their next
+    character (in character order), each named by `child(start, end, n)` (the run past the n characters its
+    words share), a chain with no branch the run's common prefix. A run's end is a binary search and its
+    prefix a comparison of slices (in C: the work is per node, not per word and character)."""
+    options: list[Node] = []
+    if lo < hi and len(words[lo]) == depth:  # a word ends here (it sorts first in its run)
+        options.append(EMPTY)
+        lo += 1
+    while lo < hi:
+        first = words[lo]
+        ch = ord(first[depth])
+        # (the words with this character next sort before the node's prefix followed by the next one)
+        end = hi if ch == MAX_CODE_POINT else bisect_left(words, first[:depth] + chr(ch + 1), lo + 1, hi)
+        n = _common_end(first, words[end - 1], depth + 1)
+        text = first[depth:n]
+        if end - lo == 1:  # (one word: its prefix is the whole of it)
+            options.append(Lit(text))
+        else:
+            options.append(Seq((Lit(text), Ref(child(lo, end, n)))))
+        lo = end
+    return options[0] if len(options) == 1 else Alt(tuple(options))  # (distinct: alt()'s check skipped)
 
 
 def _common_end(a: str, b: str, n: int) -> int:

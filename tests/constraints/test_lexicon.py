@@ -101,7 +101,3 @@ def _numbered():
 def test_word_trie_is_the_character_trie(words):
     # (the same rules, names and order: names are given in the order asked for)
     assert list(word_trie(words, _numbered()).items()) == list(reference_trie(words, _numbered()).items())
-    memo, names, reference_names = {}, _numbered(), _numbered()
-    for _ in range(2):  # (the second time from the memo: the first's rules renamed)
-        got = word_trie(words, names, memo)
-        assert list(got.items()) == list(reference_trie(words, reference_names).items())
