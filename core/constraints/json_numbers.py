@@ -21,6 +21,7 @@ MAX_DIGITS = 16
 _UNBOUNDED = 10**MAX_DIGITS - 1
 _QUANTUM = Decimal(1).scaleb(-MAX_DIGITS)
 DECIMAL_PART = Ref("decimal-part")  # a JSON primitive (json_any.py): the caller uses it
+_FLOAT_INTEGERS = 2**53  # from this magnitude on, every float is an integer (and not every integer a float)
 _EXACT = Context(prec=400)  # enough digits for any float bound (below 1e309) to the 16th decimal
 
 
@@ -126,12 +127,21 @@ def inner_bound(bound: float | int, exclusive: bool, upper: bool) -> Decimal:
     """The bound as an inclusive decimal with at most MAX_DIGITS fraction digits, inside the bound: the float f
     nearest inside it (Python compares floats and ints exactly), written as its shortest text t, cut to the
     digits. A decimal x <= t parses (rounding monotonically) to a float <= f, so `jsonschema`'s comparison of
-    the parsed float agrees; x <= t is exact, so 0.25 <= 0.25 and 0.3 <= 0.3."""
+    the parsed float agrees; x <= t is exact, so 0.25 <= 0.25 and 0.3 <= 0.3. From 2**53 on, where floats are
+    integers at least 2 apart, an integer's text is read as that integer (Python's json) and compared exactly,
+    and t may lie outside the bound (-4.0005746330004697e27 is not -4000574633000469673178824704): the bound
+    is then also the integer inside the exact one."""
     f = float(bound)
     toward = -math.inf if upper else math.inf
     if (f > bound if upper else f < bound) or (exclusive and f == bound):
         f = math.nextafter(f, toward)
-    return Decimal(repr(f)).quantize(_QUANTUM, rounding=ROUND_FLOOR if upper else ROUND_CEILING, context=_EXACT)
+    t = Decimal(repr(f)).quantize(_QUANTUM, rounding=ROUND_FLOOR if upper else ROUND_CEILING, context=_EXACT)
+    if abs(f) < _FLOAT_INTEGERS:  # (below, an integer's text that t allows is within the bound: it is a float)
+        return t
+    i = math.floor(bound) if upper else math.ceil(bound)
+    if exclusive and i == bound:
+        i += -1 if upper else 1
+    return min(t, Decimal(i)) if upper else max(t, Decimal(i))
 
 
 def _fraction_digits(x: Decimal) -> str:

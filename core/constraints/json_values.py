@@ -290,7 +290,13 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
         zeros = [Repeat(seq(Lit("."), Repeat(Lit("0"), 1, 16)), 0, 1)] if written == "number" else []
         return seq(integer_range(*integer_bounds(lo, lo_x, hi, hi_x)), *zeros, SPACE)
     c.use("decimal-part")
-    ranged = seq(number_range(lo, lo_x, hi, hi_x), SPACE)
+    try:
+        ranged = seq(number_range(lo, lo_x, hi, hi_x), SPACE)
+    except ConstraintError:  # (no float between the bounds: beyond 2**53, integers may be, read exactly)
+        i_lo, i_hi = integer_bounds(lo, lo_x, hi, hi_x)
+        if i_lo is None or i_hi is None or i_lo > i_hi:
+            raise
+        return seq(integer_range(i_lo, i_hi), SPACE)
     if lo == 0 and not lo_x and hi is None and not c.listed_order:  # (>= 0: any exponent keeps it so: 1e-06)
         point = Repeat(seq(Lit("."), c.use("decimal-part")), 0, 1)
         exponent = seq(Chars(((0x45, 0x45), (0x65, 0x65))), Repeat(Chars(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1))

@@ -64,6 +64,34 @@ def test_number_bounds_accept_exactly_the_valid_decimals(bounds):
     assert_sound(schema, n=60, budget=20)
 
 
+BIG = 4000574633000469673178824704  # a float's exact value; its shortest text, 4.0005746330004697e27, is not it
+
+
+@pytest.mark.parametrize(
+    ("schema", "inside", "outside"),
+    [
+        # (the bound's shortest text as an integer lies beyond it, and Python's json reads an integer exactly)
+        ({"minimum": -BIG}, [str(-BIG), "-4000574633000469600000000000"], ["-4000574633000469700000000000"]),
+        ({"maximum": BIG}, [str(BIG), "0.5"], ["4000574633000469700000000000", str(BIG + 1)]),
+        ({"exclusiveMinimum": BIG}, ["4000574633000470000000000000"], [str(BIG), str(BIG - 1)]),  # (the next float up)
+        # (no float lies between them: the integers do, read exactly; this was refused as too narrow)
+        ({"minimum": -23703425490112442, "maximum": -23703425490112441}, ["-23703425490112442", "-23703425490112441"],
+         ["-23703425490112443", "-23703425490112440", "-23703425490112441.5"]),
+    ],
+)  # fmt: skip
+def test_bounds_beyond_2_to_the_53_hold_for_integers_read_exactly(schema, inside, outside):
+    pytest.importorskip("jsonschema")
+    import json
+
+    schema = {"type": "number", **schema}
+    check, a = schema_validator(schema), schema_automaton(schema)
+    for t in inside + outside:
+        assert a.accepts_bytes(t.encode()) == (t in inside), t
+        if "." not in t:  # (as the grammar's oracle reads them: an integer's text exactly)
+            assert check.is_valid(json.loads(t)) == (t in inside), t
+    assert_sound(schema, n=40, budget=40)
+
+
 def test_sentences_of_fractional_ranges_validate():
     rng = random.Random(5)
     for _ in range(40):
