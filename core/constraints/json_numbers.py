@@ -21,7 +21,7 @@ MAX_DIGITS = 16
 _UNBOUNDED = 10**MAX_DIGITS - 1
 _QUANTUM = Decimal(1).scaleb(-MAX_DIGITS)
 DECIMAL_PART = Ref("decimal-part")  # a JSON primitive (json_any.py): the caller uses it
-_FLOAT_INTEGERS = 2**53  # from this magnitude on, every float is an integer (and not every integer a float)
+FLOAT_INTEGERS = 2**53  # from this magnitude on, every float is an integer (and not every integer a float)
 _EXACT = Context(prec=400)  # enough digits for any float bound (below 1e309) to the 16th decimal
 
 
@@ -136,7 +136,7 @@ def inner_bound(bound: float | int, exclusive: bool, upper: bool) -> Decimal:
     if (f > bound if upper else f < bound) or (exclusive and f == bound):
         f = math.nextafter(f, toward)
     t = Decimal(repr(f)).quantize(_QUANTUM, rounding=ROUND_FLOOR if upper else ROUND_CEILING, context=_EXACT)
-    if abs(f) < _FLOAT_INTEGERS:  # (below, an integer's text that t allows is within the bound: it is a float)
+    if abs(f) < FLOAT_INTEGERS:  # (below, an integer's text that t allows is within the bound: it is a float)
         return t
     i = math.floor(bound) if upper else math.ceil(bound)
     if exclusive and i == bound:

@@ -15,7 +15,7 @@ from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, decimal_multiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
 from .json_keywords import NOT_IN, VOCABULARY, has_type, value_type
-from .json_numbers import DIGIT, divisible_by, integer_bounds, integer_range, number_range
+from .json_numbers import DIGIT, FLOAT_INTEGERS, divisible_by, integer_bounds, integer_range, number_range
 from .json_string_product import string_product
 from .json_strings import json_encoded, within_lengths
 from .json_unique import unique_array
@@ -287,8 +287,11 @@ def number(c: Any, schema: dict, t: str, path: str) -> Node:
         return c.use(t)
     lo, lo_x, hi, hi_x = digits_within_limit(c, lo, lo_x, hi, hi_x, path)
     if t == "integer":
-        zeros = [Repeat(seq(Lit("."), Repeat(Lit("0"), 1, 16)), 0, 1)] if written == "number" else []
-        return seq(integer_range(*integer_bounds(lo, lo_x, hi, hi_x)), *zeros, SPACE)
+        bounds = integer_bounds(lo, lo_x, hi, hi_x)
+        # (".0" makes the text a float's: from 2**53 on, another number than the integer, maybe past a bound)
+        exact = all(b is None or abs(b) < FLOAT_INTEGERS for b in bounds)
+        zeros = [Repeat(seq(Lit("."), Repeat(Lit("0"), 1, 16)), 0, 1)] if written == "number" and exact else []
+        return seq(integer_range(*bounds), *zeros, SPACE)
     c.use("decimal-part")
     try:
         ranged = seq(number_range(lo, lo_x, hi, hi_x), SPACE)

@@ -77,6 +77,8 @@ BIG = 4000574633000469673178824704  # a float's exact value; its shortest text, 
         # (no float lies between them: the integers do, read exactly; this was refused as too narrow)
         ({"minimum": -23703425490112442, "maximum": -23703425490112441}, ["-23703425490112442", "-23703425490112441"],
          ["-23703425490112443", "-23703425490112440", "-23703425490112441.5"]),
+        # (a multiple of 1 written with ".0" is a float's text: 9007199254740992 read so, below the minimum)
+        ({"multipleOf": 1, "minimum": 2**53 + 1}, [str(2**53 + 1)], [f"{2**53 + 1}.0", str(2**53)]),
     ],
 )  # fmt: skip
 def test_bounds_beyond_2_to_the_53_hold_for_integers_read_exactly(schema, inside, outside):
