@@ -68,9 +68,11 @@ def subschemas(node: dict) -> list[Any]:
 
 class Resolver:
     """The document's identifiers: base URI of every schema object (by id()), resources by URI, anchors by
-    URI#name. Built once per compilation, charged to its budget."""
+    URI#name. Built once per compilation, charged to its budget. `flat`: the document has no identifier below
+    its root (json_shared.shared_copy walked it), so every part's base URI is the root's and only the root is
+    read (`base_of` answers the base it is given: the root's, wherever the compiler is in such a document)."""
 
-    def __init__(self, schema: Any, budget: Budget) -> None:
+    def __init__(self, schema: Any, budget: Budget, flat: bool = False) -> None:
         self.root = schema
         self.draft = _draft(schema)
         uri = schema.get("$schema") if isinstance(schema, dict) else None
@@ -91,7 +93,8 @@ class Resolver:
             if node is schema:
                 self.root_base = base
                 self.resources.setdefault(base, node)
-            todo.extend((s, base) for s in subschemas(node))
+            if not flat:
+                todo.extend((s, base) for s in subschemas(node))
 
     def enter(self, node: dict, base: str) -> str:
         """`node`'s base URI (registering its identifier and anchor), given its parent's."""

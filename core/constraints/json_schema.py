@@ -165,8 +165,9 @@ class SchemaCompiler:
         or (`defer_checks`, for a caller that compiles it at once) by compile_grammar, which makes them on the
         program when it compiles eagerly (llama.cpp's layout: the grammar walked once, not twice)."""
         values = check_document(self.schema, self.budget)
-        schema = self.schema = shared_copy(self.schema, values)  # (its copies one object: json_shared.py)
-        self.resolver = Resolver(schema, self.budget)
+        schema, flat = shared_copy(self.schema, values)  # (its copies one object: json_shared.py)
+        self.schema = schema
+        self.resolver = Resolver(schema, self.budget, flat)
         self.base = self.resolver.root_base
         if schema is True or (isinstance(schema, dict) and not (set(schema) & VOCABULARY)):
             root = self.use("object")  # llama.cpp's convention: an empty schema asks for an object

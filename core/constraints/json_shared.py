@@ -29,16 +29,17 @@ _DATA = frozenset({"enum", "const"})  # keywords whose value is data, kept whole
 _FROM = 1024  # values in the document from which the copy is made (in smaller ones, few copies cost anything)
 
 
-def shared_copy(schema: Any, values: int) -> Any:
-    """`schema` with equal containers one object (a copy), or `schema` itself (fewer than _FROM `values`, as
+def shared_copy(schema: Any, values: int) -> tuple[Any, bool]:
+    """(`schema` with equal containers one object, True: a copy, and the document has no identifier below its
+    root, so every part's base URI is the root's) or (`schema` itself, False: fewer than _FROM `values`, as
     check_document counted them, or identifiers). Iterative. Called after check_document, which charged a
     compilation's budget for every value and bounded the nesting (so no cycle either): this walk is linear in
     what it charged."""
     if not isinstance(schema, dict) or values < _FROM:
-        return schema
+        return schema, False
     order = _containers(schema)
     if order is None:
-        return schema
+        return schema, False
     one: dict[tuple, Any] = {}  # content -> the one object with it
     made: dict[tuple[int, bool], Any] = {}  # (id(a container of `schema`), in data) -> its shared copy
     get = made.get
@@ -64,7 +65,7 @@ def shared_copy(schema: Any, values: int) -> Any:
                 kept = [get((id(v), data), v) for v in node]
             one[content] = kept
         made[id(node), data] = kept
-    return made[id(schema), False]
+    return made[id(schema), False], True
 
 
 def _containers(schema: dict) -> list | None:

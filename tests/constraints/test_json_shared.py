@@ -7,6 +7,7 @@ import copy
 import importlib
 import json
 import random
+import re
 import tarfile
 from functools import cache
 
@@ -30,7 +31,7 @@ def always(monkeypatch):
 
 def _copy(doc):
     """shared_copy as the compiler calls it: with the document's count of values."""
-    return json_shared.shared_copy(doc, check_document(doc, Budget()))
+    return json_shared.shared_copy(doc, check_document(doc, Budget()))[0]
 
 
 def _containers(doc) -> list:
@@ -143,7 +144,7 @@ def _schemas() -> dict[str, dict]:
 def _program(schema, monkeypatch, share: bool):
     with monkeypatch.context() as m:
         if not share:
-            m.setattr(SCHEMA_MODULE, "shared_copy", lambda doc, values: doc)
+            m.setattr(SCHEMA_MODULE, "shared_copy", lambda doc, values: (doc, False))
         return compile_grammar(schema_to_grammar(schema))
 
 
@@ -181,3 +182,45 @@ def test_the_shared_documents_sentences_validate(name, monkeypatch):
     check = schema_validator(data["schema"])
     bad = [s for s in sentences(shared, random.Random(name), 10, budget=100) if not check.is_valid(json.loads(s))]
     assert bad == []
+
+
+def _refs_and_objects(doc) -> tuple[list[str], list[dict]]:
+    refs, objects, todo = [], [], [doc]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            objects.append(x)
+            if isinstance(x.get("$ref"), str):
+                refs.append(x["$ref"])
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+    return refs, objects
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_flat_documents_resolver_answers_as_the_walked_one(name):
+    """A copied document has no identifier below its root: its Resolver reads the root only (`flat`), and
+    answers every `$ref` of the document and every object's base URI as the one that walks the document."""
+    from llamay.constraints.json_refs import Resolver
+
+    schema = _schemas()[name]["schema"]
+    copied, flat = json_shared.shared_copy(schema, check_document(schema, Budget()))
+    if not flat:
+        pytest.skip("identifiers below the root: not copied")
+    walked, read = Resolver(copied, Budget()), Resolver(copied, Budget(), flat=True)
+    assert read.root_base == walked.root_base and len(read.base) < len(walked.base)
+    refs, objects = _refs_and_objects(copied)  # (a document may have none: all inlined)
+    schemas = [obj for obj in objects if id(obj) in walked.base]  # (the schema objects: not data)
+    assert len(schemas) > 100
+    for obj in schemas:
+        assert read.base_of(obj, read.root_base) == walked.base_of(obj, "elsewhere") == walked.root_base
+    for ref in refs:
+        try:
+            want = walked.resolve(ref, walked.root_base, "#")
+        except ConstraintError as e:
+            with pytest.raises(ConstraintError, match=re.escape(str(e))):
+                read.resolve(ref, read.root_base, "#")
+            continue
+        got = read.resolve(ref, read.root_base, "#")
+        assert got[0] is want[0] and got[1:] == want[1:]
