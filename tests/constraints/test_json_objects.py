@@ -349,10 +349,11 @@ def test_dependent_schemas_are_exact(schema, valid, invalid):
 
 
 def test_dependent_schemas_split_is_charged():
-    """Reading the dependencies to split them is charged where the schema is."""
+    """Reading the dependencies to split them is charged where the schema is (the limit: above the document's
+    reading, about 13,000 steps, below the whole compile's, about 16,000)."""
     deps = {f"p{i}": {"required": ["q"]} for i in range(4000)}
     with pytest.raises(ConstraintLimitError) as e:
-        schema_to_grammar({"properties": {"o": {"dependencies": deps}}}, limits=ConstraintLimits(max_work=18000))
+        schema_to_grammar({"properties": {"o": {"dependencies": deps}}}, limits=ConstraintLimits(max_work=15000))
     assert e.value.where == "#/properties/o"
 
 
