@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import EMPTY, LazyRule, Lit, Node, Ref, alt, seq
+from .grammar import EMPTY, Lit, Node, Ref, alt, seq
 
 MAX_DIGITS = 15  # integral digits of a generated number
 _LOOKAHEAD = 3  # integral digits a prefix's search for a passing completion may add
@@ -74,10 +74,9 @@ class DecimalMultiples:
 
     def rule(self, prefix: str) -> str:
         name = self.names.get(prefix)
-        if name is None or not (name in self.c.lazy or name in self.c.rules):  # (rolled back: made again)
+        if name is None or not self.c.has_rule(name):  # (rolled back: made again)
             tag = prefix.replace("-", "m").replace(".", "p") or "n"
-            name = self.names[prefix] = self.c.fresh_lazy(f"{self.base}-{tag}")
-            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(lambda: self.body(prefix)), EMPTY)
+            name = self.names[prefix] = self.c.add_lazy(f"{self.base}-{tag}", lambda: self.body(prefix))
         return name
 
     def body(self, prefix: str) -> Node:

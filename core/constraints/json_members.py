@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .grammar import EMPTY, Alt, Chars, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .grammar import EMPTY, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_keys import KEY_OUT
 
 SPACE = Ref("space")
@@ -127,8 +127,7 @@ class Members:
         """The lazy rule of `key`, made on first call (named by `label`, else by the key)."""
         name = self.rules.get(key)
         if name is None:
-            name = self.rules[key] = self.c.fresh_lazy(label or f"{self.base}-{'-'.join(map(str, key))}")
-            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), witness)
+            name = self.rules[key] = self.c.add_lazy(label or f"{self.base}-{'-'.join(map(str, key))}", build, witness)
         return name
 
     def members(self, done: int, k: int) -> Node:
@@ -381,7 +380,7 @@ class Members:
         if owner is not self:
             return owner.other_key(at)
         name = self.rules.get(("o", at))
-        if name is not None and not (name in self.c.lazy or name in self.c.rules):
+        if name is not None and not self.c.has_rule(name):
             del self.rules["o", at]  # (rolled back with a part left out: made again)
         return self.rule(("o", at), lambda: self.other_node(at))
 
@@ -475,9 +474,9 @@ def _key_rest(m: Members, value: Node, states: tuple[int, ...]) -> str:
     quote the caller's: the same for every set of members (what follows the key is written after it)."""
     keys, c = m.extra[1], m.c
     name = keys.rules.get((value, states))
-    if name is None or not (name in c.lazy or name in c.rules):  # (rolled back with a part left out: made again)
-        name = keys.rules[value, states] = c.fresh_lazy(f"{m.base}-key-{len(keys.rules)}")
-        c.lazy[name] = LazyRule(lambda: c.build_lazy(lambda: _key_rest_node(m, value, states)), EMPTY)
+    if name is None or not c.has_rule(name):  # (rolled back with a part left out: made again)
+        build = lambda: _key_rest_node(m, value, states)  # noqa: E731
+        name = keys.rules[value, states] = c.add_lazy(f"{m.base}-key-{len(keys.rules)}", build)
     return name
 
 

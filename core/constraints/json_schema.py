@@ -48,7 +48,7 @@ from functools import partial
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import Grammar, LazyRule, Lit, Node, Ref, alt
+from .grammar import EMPTY, Grammar, LazyRule, Lit, Node, Ref, alt
 from .grammar_checks import check_grammar, has_cycle
 from .json_alternatives import alternatives
 from .json_any import PRIMITIVES, primitive_nodes, with_dependencies
@@ -261,6 +261,17 @@ class SchemaCompiler:
             n += 1
             key = f"{name}-{n}"
         return key
+
+    def add_lazy(self, name: str, build, witness: Node = EMPTY) -> str:
+        """A lazy rule named after `name` (fresh_lazy), its body `build()`'s on first use, with its own budget
+        (build_lazy); `witness` derives a finite string when the body does (grammar.py). Its name."""
+        key = self.fresh_lazy(name)
+        self.lazy[key] = LazyRule(lambda: self.build_lazy(build), witness)
+        return key
+
+    def has_rule(self, name: str) -> bool:
+        """Whether a rule (built or lazy) has `name`: one made earlier may have been rolled back since."""
+        return name in self.rules or name in self.lazy
 
     def checkpoint(self) -> tuple[int, int, int, int]:
         return len(self.rules), len(self.pending), len(self.lazy), len(self.undo)

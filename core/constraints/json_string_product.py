@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import Chars, Grammar, LazyRule, Lit, Node, Ref, alt, seq
+from .grammar import Chars, Grammar, Lit, Node, Ref, alt, seq
 from .json_keys import KEY_OUT, boundaries, intervals
 from .json_strings import json_encoded
 from .utf8 import normalize
@@ -231,8 +231,8 @@ class _Rules:
         key = (state, n if self.hi is not None else min(n, self.lo))
         name = self.names.get(key)
         if name is None:
-            name = self.names[key] = self.c.fresh_lazy(f"{self.base}-{key[0]}-{key[1]}")
-            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(lambda: self.body(*key)), seq(QUOTE, SPACE))
+            name = self.names[key] = self.c.add_lazy(f"{self.base}-{key[0]}-{key[1]}", lambda: self.body(*key),
+                                                     seq(QUOTE, SPACE))  # fmt: skip
         return name
 
     def viable(self, state: int, n: int) -> bool:

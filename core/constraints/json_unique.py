@@ -55,8 +55,7 @@ class UniqueArray:
         name = self.names.get(key)
         if name is None:
             tag = "-".join(f"{k:x}" if isinstance(k, int) else str(k) for k in key)
-            name = self.names[key] = self.c.fresh_lazy(f"{self.base}-{tag}")
-            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), EMPTY)
+            name = self.names[key] = self.c.add_lazy(f"{self.base}-{tag}", build)
         return name
 
     def body(self, used: int, first: bool) -> Node:
@@ -165,8 +164,7 @@ class UniqueSets(UniqueArray):
         """(Named by number: a key holds a set id.)"""
         name = self.names.get(key)
         if name is None:
-            name = self.names[key] = self.c.fresh_lazy(f"{self.base}-{len(self.names)}")
-            self.c.lazy[name] = LazyRule(lambda: self.c.build_lazy(build), EMPTY)
+            name = self.names[key] = self.c.add_lazy(f"{self.base}-{len(self.names)}", build)
         return name
 
     def after(self, sid: int, bit: int) -> str:

@@ -10,7 +10,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from .errors import ConstraintError
-from .grammar import Alt, Chars, LazyRule, Lit, Node, Ref, Repeat, Seq, alt, seq
+from .grammar import Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, seq
 from .json_combinators import canonical
 from .json_decimals import MAX_FRACTION, decimal_multiples, fraction_digits
 from .json_formats import FORMATS, format_lengths
@@ -60,10 +60,10 @@ def enum_trie(c: Any, texts: list[str], base: str) -> str:
 
     def child(lo: int, hi: int, depth: int) -> str:
         name = names.get((lo, depth))  # (a run is its start and its depth)
-        if name is None or not (name in c.lazy or name in c.rules):
-            name = names[lo, depth] = c.fresh_lazy(f"{root}-{lo}-{depth}")
-            build = lambda: c.build_lazy(lambda: trie_node(words, lo, hi, depth, child))  # noqa: E731
-            c.lazy[name] = LazyRule(build, Lit(words[lo][depth:]))  # (a text of the run: it derives one)
+        if name is None or not c.has_rule(name):
+            build = lambda: trie_node(words, lo, hi, depth, child)  # noqa: E731
+            # (its witness a text of the run: the run derives one)
+            name = names[lo, depth] = c.add_lazy(f"{root}-{lo}-{depth}", build, Lit(words[lo][depth:]))
         return name
 
     root = c.memo[key] = c.fresh(base)
